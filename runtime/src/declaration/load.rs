@@ -1,0 +1,196 @@
+//! Reading a manifest: an `MCPServer` as written for `kubectl apply`, or the config the operator
+//! renders (the same shape holding only the served fields). Parsing is pure; `read_manifest` does
+//! the file I/O.
+
+use super::types::Declaration;
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The API group and version of `MCPServer`.
+pub const API_VERSION: &str = "kube-mcp.io/v1alpha1";
+/// The kind the runtime serves.
+pub const KIND: &str = "MCPServer";
+
+/// Spec fields the operator reads and the runtime ignores. The operator's tests check that this
+/// list matches its own deployment fields.
+pub const DEPLOYMENT_FIELDS: &[&str] = &[
+    "replicas",
+    "image",
+    "imagePullPolicy",
+    "resources",
+    "nodeSelector",
+    "tolerations",
+    "affinity",
+    "env",
+    "ingress",
+    "service",
+    "sessions",
+    "logLevel",
+    "secrets",
+];
+
+/// A parsed manifest: the server's name and what it declares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// `metadata.name`, the default `serverInfo.name`.
+    pub name: String,
+    /// The served part of `spec`.
+    pub declaration: Declaration,
+    /// Directory that relative `file` paths are resolved against.
+    pub base_dir: PathBuf,
+}
+
+/// Why a manifest could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read {path}")]
+    Read {
+        /// The manifest path.
+        path: PathBuf,
+        /// The I/O failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not YAML of the expected shape.
+    #[error("{path}: {message}")]
+    Shape {
+        /// Where in the document, such as `spec.tools[2].content[0]`.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope {
+    api_version: String,
+    kind: String,
+    metadata: Metadata,
+    #[serde(default)]
+    spec: serde_json::Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    name: String,
+}
+
+/// Reads and parses a manifest file.
+pub fn read_manifest(path: &Path) -> Result<Manifest, LoadError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
+    let base_dir = path.parent().map(Path::to_owned).unwrap_or_default();
+    parse_manifest(&text, base_dir)
+}
+
+/// Parses manifest text. Unknown fields are errors (a typo must not silently drop a tool), except
+/// the deployment fields in [`DEPLOYMENT_FIELDS`].
+pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadError> {
+    let envelope: Envelope = serde_yaml_ng::from_str(text).map_err(|err| LoadError::Shape {
+        path: "manifest".into(),
+        message: err.to_string(),
+    })?;
+    if envelope.api_version != API_VERSION || envelope.kind != KIND {
+        return Err(LoadError::Shape {
+            path: "manifest".into(),
+            message: format!(
+                "expected apiVersion {API_VERSION} and kind {KIND}, found {} {}",
+                envelope.api_version, envelope.kind
+            ),
+        });
+    }
+    let mut spec = envelope.spec;
+    spec.retain(|key, _| !DEPLOYMENT_FIELDS.contains(&key.as_str()));
+    let declaration = declaration_from_value(Value::Object(spec))?;
+    Ok(Manifest { name: envelope.metadata.name, declaration, base_dir })
+}
+
+/// Deserializes a declaration, naming the path of the first wrong or unknown field.
+pub fn declaration_from_value(spec: Value) -> Result<Declaration, LoadError> {
+    let mut unknown = Vec::new();
+    let mut record = |path: serde_ignored::Path| unknown.push(ignored_path(&path));
+    let tracked = serde_ignored::Deserializer::new(spec, &mut record);
+    let declaration: Declaration =
+        serde_path_to_error::deserialize(tracked).map_err(|err| LoadError::Shape {
+            path: spec_path(&err.path().to_string()),
+            message: err.into_inner().to_string(),
+        })?;
+    if let Some(first) = unknown.first() {
+        return Err(LoadError::Shape {
+            path: spec_path(first),
+            message: "unknown field".into(),
+        });
+    }
+    Ok(declaration)
+}
+
+/// Writes an ignored field's path in the same form as `serde_path_to_error`: `tools[1].name`.
+fn ignored_path(path: &serde_ignored::Path) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", ignored_path(parent)),
+        Path::Map { parent, key } => match ignored_path(parent) {
+            prefix if prefix.is_empty() => key.clone(),
+            prefix => format!("{prefix}.{key}"),
+        },
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
+            ignored_path(parent)
+        }
+    }
+}
+
+/// `tools[2].content` -> `spec.tools[2].content`, the path as a manifest author sees it.
+fn spec_path(inner: &str) -> String {
+    if inner.is_empty() || inner == "." { "spec".into() } else { format!("spec.{inner}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, LoadError> {
+        parse_manifest(text, PathBuf::new())
+    }
+
+    #[test]
+    fn reads_an_mcpserver_and_ignores_deployment_fields() {
+        let manifest = parse(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {name: weather}\n\
+             spec:\n  replicas: 2\n  ingress: {host: x}\n  tools:\n  - name: greet\n    \
+             content: [{type: text, text: hi}]\n",
+        )
+        .unwrap();
+        assert_eq!(manifest.name, "weather");
+        assert_eq!(manifest.declaration.tools[0].name, "greet");
+    }
+
+    #[test]
+    fn names_the_path_of_an_unknown_field() {
+        let err = parse(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {name: w}\n\
+             spec:\n  tools:\n  - name: a\n    content: []\n  - name: b\n    contnet: []\n",
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "spec.tools[1].contnet: unknown field");
+    }
+
+    #[test]
+    fn names_the_path_of_a_wrong_content_type() {
+        let err = parse(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {name: w}\n\
+             spec:\n  tools:\n  - name: a\n    content: [{type: video, text: x}]\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("spec.tools[0].content[0].type: unknown variant `video`"), "{err}");
+    }
+
+    #[test]
+    fn refuses_another_kind() {
+        let err = parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\n").unwrap_err();
+        assert!(err.to_string().contains("expected apiVersion kube-mcp.io/v1alpha1"), "{err}");
+    }
+}
