@@ -2,3 +2,4 @@
 //! clients of every protocol era.
 
 pub mod declaration;
+pub mod protocol;

@@ -1,0 +1,109 @@
+//! JSON-RPC 2.0 framing: classifying an incoming message and building outgoing ones.
+
+use super::error::McpError;
+use serde_json::{Map, Value, json};
+
+/// A request id: a string or an integer, never null.
+pub type RequestId = Value;
+
+/// One incoming JSON-RPC message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Incoming {
+    /// A call expecting a response.
+    Request {
+        /// Its id.
+        id: RequestId,
+        /// The method.
+        method: String,
+        /// `params`, or an empty object.
+        params: Value,
+    },
+    /// A one-way message.
+    Notification {
+        /// The method.
+        method: String,
+        /// `params`, or an empty object.
+        params: Value,
+    },
+    /// The client's answer to a request the server sent (such as a ping).
+    Response {
+        /// The id of the server's request.
+        id: RequestId,
+        /// Whether it succeeded.
+        ok: bool,
+    },
+}
+
+/// Parses one message. Batches are refused (removed from the protocol in 2025-06-18).
+pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
+    let value: Value = serde_json::from_slice(body).map_err(|err| McpError::Parse(err.to_string()))?;
+    let Value::Object(mut message) = value else {
+        return Err(McpError::InvalidRequest("expected a single JSON-RPC message object".into()));
+    };
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(McpError::InvalidRequest("`jsonrpc` must be \"2.0\"".into()));
+    }
+    let id = match message.remove("id") {
+        None => None,
+        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
+        Some(_) => return Err(McpError::InvalidRequest("`id` must be a string or an integer".into())),
+    };
+    let params = match message.remove("params") {
+        None => Value::Object(Map::new()),
+        Some(params @ Value::Object(_)) => params,
+        Some(_) => return Err(McpError::InvalidRequest("`params` must be an object".into())),
+    };
+    match (message.remove("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method, params }),
+        (Some(Value::String(method)), None) => Ok(Incoming::Notification { method, params }),
+        (Some(_), _) => Err(McpError::InvalidRequest("`method` must be a string".into())),
+        (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
+            Ok(Incoming::Response { ok: message.contains_key("result"), id })
+        }
+        (None, _) => Err(McpError::InvalidRequest("missing `method`".into())),
+    }
+}
+
+/// A success response.
+pub fn success_response(id: &RequestId, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// An error response; `id` is null when the request's id could not be read.
+pub fn error_response(id: Option<&RequestId>, error: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": error})
+}
+
+/// A notification.
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+/// A server-to-client request.
+pub fn request(id: &RequestId, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_messages() {
+        let request = parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
+        assert_eq!(request, Incoming::Request { id: json!(1), method: "tools/list".into(), params: json!({}) });
+        let note = parse_message(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(note, Incoming::Notification { .. }));
+        let response = parse_message(br#"{"jsonrpc":"2.0","id":"p1","result":{}}"#).unwrap();
+        assert_eq!(response, Incoming::Response { id: json!("p1"), ok: true });
+    }
+
+    #[test]
+    fn refuses_malformed_messages() {
+        assert!(matches!(parse_message(b"{nope"), Err(McpError::Parse(_))));
+        assert!(matches!(parse_message(b"[]"), Err(McpError::InvalidRequest(_))));
+        assert!(matches!(parse_message(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), Err(McpError::InvalidRequest(_))));
+        assert!(matches!(parse_message(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#), Err(McpError::InvalidRequest(_))));
+        assert!(matches!(parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#), Err(McpError::InvalidRequest(_))));
+    }
+}
