@@ -1,5 +1,9 @@
 //! mcp-runtime: serves the tools, resources and prompts an `MCPServer` manifest declares to MCP
 //! clients of every protocol era.
 
+pub mod admin;
+pub mod backends;
 pub mod declaration;
 pub mod protocol;
+pub mod server;
+pub mod sessions;
