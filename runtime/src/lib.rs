@@ -2,8 +2,11 @@
 //! clients of every protocol era.
 
 pub mod admin;
+pub mod app;
 pub mod backends;
 pub mod declaration;
 pub mod protocol;
+pub mod reload;
 pub mod server;
 pub mod sessions;
+pub mod transport;
