@@ -98,14 +98,25 @@ fn main() -> anyhow::Result<()> {
     let Command::Serve(args) = Cli::parse().command;
     init_logging(args.log_format, &args.log_level);
     let config = config(*args);
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(config))
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(config))
 }
 
 fn config(args: ServeArgs) -> RunConfig {
     let defaults = OriginPolicy::default();
     let origins = OriginPolicy {
-        hosts: if args.allowed_hosts.is_empty() { defaults.hosts } else { args.allowed_hosts },
-        origins: if args.allowed_origins.is_empty() { defaults.origins } else { args.allowed_origins },
+        hosts: if args.allowed_hosts.is_empty() {
+            defaults.hosts
+        } else {
+            args.allowed_hosts
+        },
+        origins: if args.allowed_origins.is_empty() {
+            defaults.origins
+        } else {
+            args.allowed_origins
+        },
     };
     RunConfig {
         manifest: args.manifest,
@@ -124,8 +135,13 @@ fn config(args: ServeArgs) -> RunConfig {
             ..SessionSettings::default()
         },
         session_key_file: args.session_key_file,
-        server: ServerSettings { page_size: usize::from(args.page_size) },
-        compile: CompileOptions { template_fuel: args.template_fuel, read_files: true },
+        server: ServerSettings {
+            page_size: usize::from(args.page_size),
+        },
+        compile: CompileOptions {
+            template_fuel: args.template_fuel,
+            read_files: true,
+        },
         reload_interval: args.reload_interval,
         shutdown_timeout: args.shutdown_timeout,
     }
@@ -134,7 +150,9 @@ fn config(args: ServeArgs) -> RunConfig {
 fn init_logging(format: LogFormat, level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

@@ -20,16 +20,28 @@ pub struct Fingerprint {
 /// Reads the current fingerprint; `None` if the manifest cannot be read right now.
 pub fn fingerprint(manifest_path: &Path) -> Option<Fingerprint> {
     let manifest = std::fs::read(manifest_path).ok()?;
-    let base = manifest_path.parent().map(Path::to_owned).unwrap_or_default();
-    let files = crate::declaration::parse_manifest(&String::from_utf8_lossy(&manifest), base.clone())
-        .map(|m| m.declaration.resources.iter().filter_map(|r| r.file.as_ref().map(|f| base.join(f))).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|path| {
-            let stamp = std::fs::metadata(&path).ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
-            (path, stamp)
-        })
-        .collect();
+    let base = manifest_path
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_default();
+    let files =
+        crate::declaration::parse_manifest(&String::from_utf8_lossy(&manifest), base.clone())
+            .map(|m| {
+                m.declaration
+                    .resources
+                    .iter()
+                    .filter_map(|r| r.file.as_ref().map(|f| base.join(f)))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+            .into_iter()
+            .map(|path| {
+                let stamp = std::fs::metadata(&path)
+                    .ok()
+                    .and_then(|m| Some((m.len(), m.modified().ok()?)));
+                (path, stamp)
+            })
+            .collect();
     Some(Fingerprint { manifest, files })
 }
 

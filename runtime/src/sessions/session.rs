@@ -56,7 +56,10 @@ struct State {
 impl Session {
     /// A session; `version` is `None` for an HTTP+SSE session until `initialize` arrives on it.
     pub fn new(id: String, transport: SessionTransport, version: Option<LegacyVersion>) -> Self {
-        let state = State { version, ..State::default() };
+        let state = State {
+            version,
+            ..State::default()
+        };
         Self {
             id,
             transport,
