@@ -139,6 +139,10 @@ for name in kube-mcp $PEERS; do
   load "$name" "$port" "$kind-call" "$label"
   load "$name" "$port" "$kind-read" "$label"
   load "$name" "$port" legacy-flow "Streamable HTTP 2025-11-25, $CALLS calls/session"
+  # rmcp has no HTTP+SSE server transport.
+  if [ "$name" != rmcp ]; then
+    load "$name" "$port" sse-flow "HTTP+SSE 2024-11-05, $CALLS calls/session" --path /sse
+  fi
   if [ "$name" = kube-mcp ]; then
     peak=$(grep '"workload":"modern-call"' "$RECORDS" | sed 's/.*"rps":\([0-9.]*\).*/\1/')
     half=$(awk -v p="$peak" 'BEGIN { printf "%.0f", p / 2 }')
@@ -146,7 +150,6 @@ for name in kube-mcp $PEERS; do
   fi
   stop
   idle "$name" $((port + 2)) streamable "$IDLE"
-  # rmcp has no HTTP+SSE server transport.
   if [ "$name" != rmcp ]; then idle "$name" $((port + 4)) sse "$IDLE"; fi
   if [ "$name" = kube-mcp ]; then idle "$name" $((port + 6)) sse "$IDLE_BIG"; fi
   port=$((port + 10))

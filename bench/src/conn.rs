@@ -97,20 +97,45 @@ impl Conn {
     }
 }
 
-/// Reads an open SSE body until its first `data:` line and returns that line's value; the rest
-/// of the stream stays with the caller.
-pub async fn first_data(body: &mut Incoming) -> anyhow::Result<String> {
-    let mut seen = Vec::new();
-    while let Some(frame) = body.frame().await {
-        if let Ok(data) = frame?.into_data() {
-            seen.extend_from_slice(&data);
-            let text = String::from_utf8_lossy(&seen);
-            // Only complete lines count.
-            let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-            if let Some(line) = complete.lines().find_map(|l| l.strip_prefix("data:")) {
-                return Ok(line.trim().to_owned());
+/// Reads the `data:` lines of an open SSE body, one event at a time (comments, names and ids are
+/// skipped; every event the servers under test send has one data line).
+pub struct SseReader {
+    body: Incoming,
+    buffer: Vec<u8>,
+}
+
+impl SseReader {
+    /// Reads `body` from now on.
+    pub fn new(body: Incoming) -> Self {
+        Self {
+            body,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The next data line's value; an error when the stream ends first.
+    pub async fn next_data(&mut self) -> anyhow::Result<String> {
+        loop {
+            while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line);
+                if let Some(data) = line.strip_prefix("data:") {
+                    return Ok(data.trim().to_owned());
+                }
+            }
+            match self.body.frame().await {
+                Some(frame) => {
+                    if let Ok(data) = frame?.into_data() {
+                        self.buffer.extend_from_slice(&data);
+                    }
+                }
+                None => anyhow::bail!("the stream ended"),
             }
         }
     }
-    anyhow::bail!("the stream ended before its first data line")
+
+    /// The body, for holding the stream open.
+    pub fn into_body(self) -> Incoming {
+        self.body
+    }
 }

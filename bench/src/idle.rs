@@ -3,7 +3,7 @@
 //! whose first event names the POST endpoint) or Streamable HTTP (initialize, initialized,
 //! `GET /mcp` with the session id). Does I/O.
 
-use crate::conn::{Conn, first_data};
+use crate::conn::{Conn, SseReader};
 use crate::mcp::{self, Expect};
 use crate::procfs::{self, Sampler};
 use crate::stats::{Record, mib};
@@ -170,10 +170,10 @@ async fn open(config: &IdleConfig) -> anyhow::Result<hyper::body::Incoming> {
                 "GET /sse: {}",
                 response.status()
             );
-            let mut body = response.into_body();
-            let endpoint = first_data(&mut body).await?;
+            let mut reader = SseReader::new(response.into_body());
+            let endpoint = reader.next_data().await?;
             anyhow::ensure!(endpoint.contains("essionId=") || endpoint.contains("ession_id="));
-            Ok(body)
+            Ok(reader.into_body())
         }
         Mode::Streamable => {
             let init = conn.send(&mcp::initialize(&config.path)).await?;

@@ -2,7 +2,7 @@
 //! fast as the server answers (closed loop) or at a fixed total rate (open loop, latency measured
 //! from each request's scheduled start, so a stalled server cannot hide its queueing). Does I/O.
 
-use crate::conn::{Call, Conn};
+use crate::conn::{Call, Conn, SseReader};
 use crate::mcp::{self, Expect};
 use crate::procfs::{self, Sampler};
 use crate::stats::{Record, mib, percentiles};
@@ -24,6 +24,9 @@ pub enum Workload {
     SessionlessRead,
     /// Legacy Streamable HTTP: initialize, initialized, `--calls` tool calls, DELETE.
     LegacyFlow,
+    /// HTTP+SSE (2024-11-05): `GET /sse`, then initialize, initialized and `--calls` tool calls
+    /// POSTed to the endpoint with each response read from the stream; then the stream closes.
+    SseFlow,
 }
 
 /// A load run.
@@ -145,6 +148,7 @@ pub fn workload_name(workload: Workload) -> &'static str {
         Workload::SessionlessCall => "sessionless-call",
         Workload::SessionlessRead => "sessionless-read",
         Workload::LegacyFlow => "legacy-flow",
+        Workload::SseFlow => "sse-flow",
     }
 }
 
@@ -179,6 +183,20 @@ async fn worker(config: &LoadConfig, window: &Window, index: usize) -> anyhow::R
             legacy_flow(config, window, &mut conn, &mut tally, id).await;
             continue;
         }
+        if config.workload == Workload::SseFlow {
+            let ok = tokio::time::timeout(
+                REQUEST_TIMEOUT * 2,
+                sse_flow(config, window, &mut conn, &mut tally),
+            )
+            .await
+            .is_ok_and(|ok| ok);
+            if !ok {
+                tally.errors += 1;
+            } else if window.counts(Instant::now()) {
+                tally.sessions += 1;
+            }
+            continue;
+        }
         let (call, expect) = match config.workload {
             Workload::ModernCall => (mcp::modern_call(&config.path, id), Expect::Echo),
             Workload::ModernRead => (mcp::modern_read(&config.path, id), Expect::Resource),
@@ -186,7 +204,7 @@ async fn worker(config: &LoadConfig, window: &Window, index: usize) -> anyhow::R
             Workload::SessionlessRead => {
                 (mcp::sessionless_read(&config.path, id), Expect::Resource)
             }
-            Workload::LegacyFlow => unreachable!("handled above"),
+            Workload::LegacyFlow | Workload::SseFlow => unreachable!("handled above"),
         };
         let ok = exchange(&mut conn, &call, expect).await.is_some();
         let done = Instant::now();
@@ -269,4 +287,66 @@ async fn legacy_flow(
     if ok && deleted && window.counts(Instant::now()) {
         tally.sessions += 1;
     }
+}
+
+/// One HTTP+SSE session; `false` when any step failed. The stream has its own connection; the
+/// POSTs go on the worker's keep-alive connection.
+async fn sse_flow(
+    config: &LoadConfig,
+    window: &Window,
+    conn: &mut Conn,
+    tally: &mut Tally,
+) -> bool {
+    let Ok(mut stream_conn) = Conn::open(config.addr).await else {
+        return false;
+    };
+    let started = Instant::now();
+    let Ok(response) = stream_conn
+        .start(&mcp::get_stream(&config.path, None))
+        .await
+    else {
+        return false;
+    };
+    if !response.status().is_success() {
+        return false;
+    }
+    let mut events = SseReader::new(response.into_body());
+    let Ok(endpoint) = events.next_data().await else {
+        return false;
+    };
+    let done = Instant::now();
+    if window.counts(done) {
+        record(tally, true, done - started);
+    }
+    let mut steps = vec![(mcp::sse_initialize_body(), Some(0))];
+    steps.push((mcp::initialized_body(), None));
+    for call in 0..config.calls {
+        let id = call as u64 + 1;
+        steps.push((mcp::call_body(id), Some(id)));
+    }
+    for (body, id) in steps {
+        let started = Instant::now();
+        let posted = exchange(conn, &mcp::sse_message(&endpoint, body), Expect::Accepted).await;
+        let ok = match (posted, id) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(_), Some(id)) => loop {
+                match events.next_data().await {
+                    Ok(data) => match mcp::is_response(&data, id) {
+                        Some(ok) => break ok,
+                        None => continue,
+                    },
+                    Err(_) => break false,
+                }
+            },
+        };
+        let done = Instant::now();
+        if window.counts(done) {
+            record(tally, ok, done - started);
+        }
+        if !ok {
+            return false;
+        }
+    }
+    true
 }

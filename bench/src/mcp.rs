@@ -123,6 +123,34 @@ pub fn legacy_call(path: &str, session: Option<&str>, id: u64) -> Call {
     )
 }
 
+/// A message POSTed to an HTTP+SSE session's endpoint (2024-11-05 has no version header).
+pub fn sse_message(endpoint: &str, body: String) -> Call {
+    post(endpoint, Vec::new(), body)
+}
+
+/// `initialize` of an HTTP+SSE session.
+pub fn sse_initialize_body() -> String {
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"mcp-bench","version":"1"}}}"#.to_owned()
+}
+
+/// `notifications/initialized`.
+pub fn initialized_body() -> String {
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned()
+}
+
+/// A `tools/call` of the echo tool.
+pub fn call_body(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{TOOL}","arguments":{{"message":"{MESSAGE}"}}}}}}"#
+    )
+}
+
+/// Whether an SSE `message` event is the successful response to request `id`.
+pub fn is_response(data: &str, id: u64) -> Option<bool> {
+    let value: serde_json::Value = serde_json::from_str(data).ok()?;
+    (value.get("id")? == id).then(|| value.get("result").is_some())
+}
+
 /// `DELETE` ending a session.
 pub fn delete(path: &str, session: &str) -> Call {
     Call {

@@ -21,6 +21,10 @@ const GROUPS: &[(&str, &[&str])] = &[
         "Legacy Streamable HTTP session flow (initialize, initialized, tool calls, DELETE)",
         &["legacy-flow"],
     ),
+    (
+        "HTTP+SSE session flow (GET /sse, initialize, initialized, tool calls, each answer read from the stream)",
+        &["sse-flow"],
+    ),
 ];
 
 const IDLE: &[(&str, &str)] = &[
@@ -177,6 +181,7 @@ fn goals(out: &mut String, records: &[Record]) {
             "stateless tools/call",
         ),
         (&["legacy-flow"][..], "legacy session flow"),
+        (&["sse-flow"][..], "HTTP+SSE session flow"),
     ] {
         let Some(base) = closed(OURS, workloads) else {
             continue;
