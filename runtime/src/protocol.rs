@@ -7,6 +7,7 @@ mod version;
 
 pub use error::McpError;
 pub use jsonrpc::{
-    Incoming, RequestId, error_response, notification, parse_message, request, success_response,
+    Incoming, RequestId, error_response, notification, object, parse_message, request,
+    success_response,
 };
 pub use version::{Era, LATEST_LEGACY, LegacyVersion, MODERN_VERSION, SUPPORTED_VERSIONS, meta};

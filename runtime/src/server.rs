@@ -11,7 +11,7 @@ mod tools;
 
 use crate::admin::metrics::{Metrics, method_label};
 use crate::declaration::{Compiled, LogLevel};
-use crate::protocol::{Era, McpError, meta};
+use crate::protocol::{Era, McpError, meta, object};
 use arc_swap::ArcSwap;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -229,10 +229,10 @@ fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
     if era != Era::Modern {
         return result;
     }
-    result["resultType"] = json!("complete");
-    result["_meta"] = json!({ meta::SERVER_INFO: decl.server_info });
+    result["resultType"] = Value::String("complete".to_owned());
+    result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]);
     if CACHEABLE.contains(&method) {
-        result["ttlMs"] = json!(decl.cache.ttl_ms);
+        result["ttlMs"] = Value::from(decl.cache.ttl_ms);
         result["cacheScope"] = json!(decl.cache.scope);
     }
     result

@@ -1,7 +1,7 @@
 //! JSON-RPC 2.0 framing: classifying an incoming message and building outgoing ones.
 
 use super::error::McpError;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// A request id: a string or an integer, never null.
 pub type RequestId = Value;
@@ -78,29 +78,59 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
     }
 }
 
+/// A JSON object of `entries`, in order. Values are moved in: `json!` would serialize each
+/// interpolated value into a copy, which on the request path costs as much as the rest of the
+/// response building together.
+pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    let mut map = Map::with_capacity(N);
+    for (key, value) in entries {
+        map.insert(key.to_owned(), value);
+    }
+    Value::Object(map)
+}
+
+fn version() -> Value {
+    Value::String("2.0".to_owned())
+}
+
 /// A success response.
 pub fn success_response(id: &RequestId, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    object([
+        ("jsonrpc", version()),
+        ("id", id.clone()),
+        ("result", result),
+    ])
 }
 
 /// An error response; `id` is null when the request's id could not be read.
 pub fn error_response(id: Option<&RequestId>, error: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": error})
+    let id = id.cloned().unwrap_or(Value::Null);
+    object([("jsonrpc", version()), ("id", id), ("error", error)])
 }
 
 /// A notification.
 pub fn notification(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "method": method, "params": params})
+    object([
+        ("jsonrpc", version()),
+        ("method", Value::String(method.to_owned())),
+        ("params", params),
+    ])
 }
 
 /// A server-to-client request.
 pub fn request(id: &RequestId, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    object([
+        ("jsonrpc", version()),
+        ("id", id.clone()),
+        ("method", Value::String(method.to_owned())),
+        ("params", params),
+    ])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn classifies_messages() {

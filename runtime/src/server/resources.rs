@@ -2,7 +2,7 @@
 //! Pure.
 
 use crate::declaration::Compiled;
-use crate::protocol::McpError;
+use crate::protocol::{McpError, object};
 use serde_json::{Map, Value, json};
 
 fn uri_param(params: &Value) -> Result<&str, McpError> {
@@ -16,7 +16,10 @@ fn uri_param(params: &Value) -> Result<&str, McpError> {
 pub fn read(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
     let uri = uri_param(params)?;
     if let Some(resource) = decl.resource(uri) {
-        return Ok(json!({"contents": [resource.contents]}));
+        return Ok(object([(
+            "contents",
+            Value::Array(vec![resource.contents.clone()]),
+        )]));
     }
     for template in &decl.resource_templates {
         let Some(values) = template.uri.matches(uri) else {

@@ -4,7 +4,7 @@
 use crate::admin::metrics::Metrics;
 use crate::backends::{ToolReply, content};
 use crate::declaration::{Compiled, CompiledTool};
-use crate::protocol::{Era, McpError, notification};
+use crate::protocol::{Era, McpError, notification, object};
 use crate::server::RequestContext;
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -69,6 +69,10 @@ async fn run(
 
 /// The first few schema violations, each located by its JSON pointer.
 fn violations(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
+    // The common case, valid input, takes the validator's short-circuiting path.
+    if validator.is_valid(value) {
+        return None;
+    }
     let found: Vec<String> = validator
         .iter_errors(value)
         .take(MAX_REPORTED_VIOLATIONS)
@@ -124,9 +128,9 @@ async fn send_progress(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContex
 /// Era shaping: `structuredContent` is any JSON in 2026-07-28, an object from 2025-06-18, and
 /// absent before (the JSON text block carries it).
 fn shape(reply: ToolReply, era: Era) -> Value {
-    let mut result = json!({"content": reply.content});
+    let mut result = object([("content", Value::Array(reply.content))]);
     if reply.is_error {
-        result["isError"] = json!(true);
+        result["isError"] = Value::Bool(true);
     }
     if let Some(structured) = reply.structured {
         let allowed = match era {

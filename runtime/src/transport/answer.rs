@@ -7,10 +7,11 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::Stream;
+use futures_util::{FutureExt as _, Stream};
 use serde_json::Value;
 use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -79,6 +80,14 @@ where
         let (status, body) = outcome.await;
         return (status, Json(body)).into_response();
     }
+    // Most answers (declared content) are ready at the first poll: answer them without arming
+    // the switch-to-stream timer, which costs a timer-wheel registration per request.
+    if let Some((status, body)) = (&mut outcome).now_or_never() {
+        let Ok(first) = notifications.try_recv() else {
+            return (status, Json(body)).into_response();
+        };
+        return sse(stream(Some(first), Some(body), outcome, notifications));
+    }
     let (first, done) = tokio::select! {
         biased;
         Some(first) = notifications.recv() => (Some(first), None),
@@ -89,7 +98,21 @@ where
         },
         () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => (None, None),
     };
-    let events = async_stream::stream! {
+    sse(stream(first, done, outcome, notifications))
+}
+
+/// The events of a streamed answer: the first notification (if one came), the rest as they
+/// come, then the response (`done` when the outcome is already known).
+fn stream<F>(
+    first: Option<Value>,
+    done: Option<Value>,
+    mut outcome: Pin<Box<F>>,
+    mut notifications: mpsc::Receiver<Value>,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static
+where
+    F: Future<Output = (StatusCode, Value)> + Send + 'static,
+{
+    async_stream::stream! {
         if let Some(first) = first {
             yield Ok(event(&first, None));
         }
@@ -107,6 +130,5 @@ where
             yield Ok(event(&note, None));
         }
         yield Ok(event(&body, None));
-    };
-    sse(events)
+    }
 }
