@@ -68,17 +68,20 @@ impl RequestContext {
         log_level: Option<LogLevel>,
         notifier: Option<Notifier>,
     ) -> Self {
-        let progress_token = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .filter(|token| token.is_string() || token.is_number())
-            .cloned();
         Self {
             era,
             log_level,
-            progress_token,
+            progress_token: Self::progress_token(params).cloned(),
             notifier,
         }
+    }
+
+    /// The progress token in `params._meta`, if the client asked for progress.
+    pub fn progress_token(params: &Value) -> Option<&Value> {
+        params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|token| token.is_string() || token.is_number())
     }
 
     /// Sends a notification related to this request; dropped when no stream can carry it.

@@ -2,7 +2,7 @@
 //! dispatch; `subscriptions/listen` holds a stream of change notifications open.
 
 use super::AppState;
-use super::answer::{self, NOTIFICATION_CAPACITY, error};
+use super::answer::{self, error};
 use super::mcp::VERSION_HEADER;
 use crate::declaration::LogLevel;
 use crate::protocol::{
@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 /// Serves one stateless message.
 pub async fn post(
@@ -34,8 +34,9 @@ pub async fn post(
     if method == "subscriptions/listen" {
         return listen(state, id, &params);
     }
-    let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
-    let ctx = RequestContext::new(Era::Modern, &params, log_level, Some(notifier));
+    let may_notify = log_level.is_some() || RequestContext::progress_token(&params).is_some();
+    let (notifier, notifications) = answer::notification_channel(may_notify);
+    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier);
     let outcome = async move {
         match state.server.handle(&ctx, &method, &params).await {
             Ok(result) => (StatusCode::OK, success_response(&id, result)),
