@@ -1,5 +1,6 @@
 //! JSON-RPC 2.0 framing: classifying an incoming message and building outgoing ones.
 
+use super::envelope::Envelope;
 use super::error::McpError;
 use serde_json::{Map, Value};
 
@@ -36,17 +37,17 @@ pub enum Incoming {
 
 /// Parses one message. Batches are refused (removed from the protocol in 2025-06-18).
 pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
-    let value: Value =
+    let message: Envelope =
         serde_json::from_slice(body).map_err(|err| McpError::Parse(err.to_string()))?;
-    let Value::Object(mut message) = value else {
+    if !message.is_object {
         return Err(McpError::InvalidRequest(
             "expected a single JSON-RPC message object".into(),
         ));
-    };
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    }
+    if message.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err(McpError::InvalidRequest("`jsonrpc` must be \"2.0\"".into()));
     }
-    let id = match message.remove("id") {
+    let id = match message.id {
         None => None,
         Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
         Some(_) => {
@@ -55,7 +56,7 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
             ));
         }
     };
-    let params = match message.remove("params") {
+    let params = match message.params {
         None => Value::Object(Map::new()),
         Some(params @ Value::Object(_)) => params,
         Some(_) => {
@@ -64,16 +65,14 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
             ));
         }
     };
-    match (message.remove("method"), id) {
+    match (message.method, id) {
         (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method, params }),
         (Some(Value::String(method)), None) => Ok(Incoming::Notification { method, params }),
         (Some(_), _) => Err(McpError::InvalidRequest("`method` must be a string".into())),
-        (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
-            Ok(Incoming::Response {
-                ok: message.contains_key("result"),
-                id,
-            })
-        }
+        (None, Some(id)) if message.has_result || message.has_error => Ok(Incoming::Response {
+            ok: message.has_result,
+            id,
+        }),
         (None, _) => Err(McpError::InvalidRequest("missing `method`".into())),
     }
 }
