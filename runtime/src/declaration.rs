@@ -14,7 +14,7 @@ pub use compile::{
 pub use load::{
     API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest, read_manifest,
 };
-pub use template::{DEFAULT_FUEL, RenderError, Templates, Text};
+pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use types::*;
 pub use uri_template::UriTemplate;
 pub use value_template::ValueTemplate;
