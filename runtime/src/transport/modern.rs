@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
@@ -53,11 +54,7 @@ pub async fn post(
 /// The 2026-07-28 request checks, in order: version header present, `_meta` complete, header and
 /// `_meta` agree, version served, `Mcp-Method` and `Mcp-Name` agree with the body, log level valid.
 fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<LogLevel>, McpError> {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .map(|v| v.to_str().map(|s| s.trim().to_owned()))
-    };
+    let header = |name: &str| headers.get(name).map(|v| v.to_str().map(str::trim));
     let version_header = match header(VERSION_HEADER) {
         Some(Ok(version)) => version,
         Some(Err(_)) => {
@@ -115,7 +112,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
     };
     if let Some(expected) = named.and_then(Value::as_str) {
         match header("mcp-name") {
-            Some(Ok(value)) if decode_header_value(&value).as_deref() == Some(expected) => {}
+            Some(Ok(value)) if decode_header_value(value).as_deref() == Some(expected) => {}
             Some(_) => {
                 return Err(McpError::HeaderMismatch(format!(
                     "Mcp-Name header does not match {expected:?}"
@@ -130,7 +127,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
 }
 
 /// Decodes a header value, including the `=?base64?…?=` form used for non-ASCII values.
-fn decode_header_value(value: &str) -> Option<String> {
+fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     match value
         .strip_prefix("=?base64?")
         .and_then(|v| v.strip_suffix("?="))
@@ -139,9 +136,9 @@ fn decode_header_value(value: &str) -> Option<String> {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
                 .ok()?;
-            String::from_utf8(bytes).ok()
+            String::from_utf8(bytes).ok().map(Cow::Owned)
         }
-        None => Some(value.to_owned()),
+        None => Some(Cow::Borrowed(value)),
     }
 }
 
