@@ -27,9 +27,13 @@ pub async fn call(
     let tool = decl
         .tool(name)
         .ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
+    let no_arguments;
     let args = match params.get("arguments") {
-        None | Some(Value::Null) => json!({}),
-        Some(args @ Value::Object(_)) => args.clone(),
+        None | Some(Value::Null) => {
+            no_arguments = json!({});
+            &no_arguments
+        }
+        Some(args @ Value::Object(_)) => args,
         Some(_) => {
             return Err(McpError::InvalidParams(
                 "`arguments` must be an object".into(),
@@ -37,7 +41,7 @@ pub async fn call(
         }
     };
     let started = Instant::now();
-    let reply = run(decl, tool, ctx, &args).await;
+    let reply = run(decl, tool, ctx, args).await;
     metrics.tool_call(name, !reply.is_error, started.elapsed());
     Ok(shape(reply, ctx.era))
 }
