@@ -57,29 +57,6 @@ cleanup() {
   "$CP" stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-"$CP" stop >/dev/null 2>&1 || true
-"$CP" start
-eval "$("$CP" env)"
-
-log "CRD, namespaces, and a ServiceAccount for the operator"
-"$OPERATOR_BIN" crd | kubectl apply -f - >/dev/null
-kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s >/dev/null
-kubectl create namespace "$SYSTEM_NS" >/dev/null
-kubectl create namespace "$NS" >/dev/null
-kubectl -n "$SYSTEM_NS" create serviceaccount "$SA" >/dev/null
-kubectl create clusterrolebinding mcp-operator-scale --clusterrole=cluster-admin \
-  --serviceaccount="$SYSTEM_NS:$SA" >/dev/null
-token=$(kubectl -n "$SYSTEM_NS" create token "$SA" --duration=1h)
-server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}')
-ca=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-cat >"$WORK/operator.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: scale, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
-users: [{name: operator, user: {token: "$token"}}]
-contexts: [{name: operator, context: {cluster: scale, user: operator}}]
-current-context: operator
-EOF
 
 log "generating $N MCPServers"
 for i in $(seq 0 $((N - 1))); do
@@ -101,13 +78,46 @@ spec:
 EOF
 done >"$WORK/servers.yaml"
 
+# A fresh control plane with the CRD, the namespaces and the operator's ServiceAccount.
+fresh_cluster() {
+  "$CP" stop >/dev/null 2>&1 || true
+  rm -f "$WORK/audit.log"
+  "$CP" start
+  eval "$("$CP" env)"
+  "$OPERATOR_BIN" crd | kubectl apply -f - >/dev/null
+  kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s >/dev/null
+  kubectl create namespace "$SYSTEM_NS" >/dev/null
+  kubectl create namespace "$NS" >/dev/null
+  kubectl -n "$SYSTEM_NS" create serviceaccount "$SA" >/dev/null
+  kubectl create clusterrolebinding mcp-operator-scale --clusterrole=cluster-admin \
+    --serviceaccount="$SYSTEM_NS:$SA" >/dev/null
+  local token server ca
+  token=$(kubectl -n "$SYSTEM_NS" create token "$SA" --duration=1h)
+  server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}')
+  ca=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+  cat >"$WORK/operator.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: scale, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: operator, user: {token: "$token"}}]
+contexts: [{name: operator, context: {cluster: scale, user: operator}}]
+current-context: operator
+EOF
+}
+
 ADMIN_PORT=$((20000 + RANDOM % 10000))
-KUBECONFIG=$WORK/operator.kubeconfig "$OPERATOR_BIN" run --leader-elect=false \
-  --admin-listen "127.0.0.1:$ADMIN_PORT" --runtime-image ghcr.io/kube-mcp/kube-mcp:bench \
-  --log-format json --log-level warn >"$WORK/operator.log" 2>&1 &
-OPERATOR_PID=$!
-for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-sleep 2 # the operator's watches are established
+start_operator() {
+  KUBECONFIG=$WORK/operator.kubeconfig "$OPERATOR_BIN" run --leader-elect=false \
+    --admin-listen "127.0.0.1:$ADMIN_PORT" --runtime-image ghcr.io/kube-mcp/kube-mcp:bench \
+    --log-format json --log-level warn >>"$WORK/operator.log" 2>&1 &
+  OPERATOR_PID=$!
+  for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+}
+stop_operator() {
+  kill "$OPERATOR_PID" 2>/dev/null || true
+  wait "$OPERATOR_PID" 2>/dev/null || true
+  OPERATOR_PID=
+}
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$OPERATOR_PID/status"; }
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$OPERATOR_PID/stat"; }
@@ -116,69 +126,115 @@ accepted() {
   kubectl -n "$NS" get mcpservers -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Accepted")].status}{"\n"}{end}' | grep -c '^True$' || true
 }
 children() { kubectl -n "$NS" get "$1" -l app.kubernetes.io/managed-by=mcp-operator --no-headers 2>/dev/null | wc -l; }
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
+metric() { curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="^$1" '$0 ~ m {s += $2} END {print s + 0}'; }
 
-RSS_IDLE=$(rss_kib)
-CPU_IDLE=$(cpu_s)
-REQ_IDLE=$(audit_requests)
-LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-log "applying $N MCPServers"
-start=$(date +%s.%N)
-kubectl -n "$NS" apply -f "$WORK/servers.yaml" >/dev/null
-applied=$(date +%s.%N)
-peak=$RSS_IDLE
-converged=
-while :; do
-  now=$(date +%s.%N)
-  elapsed=$(awk -v a="$start" -v b="$now" 'BEGIN {printf "%.1f", b - a}')
-  rss=$(rss_kib)
-  ((rss > peak)) && peak=$rss
-  a=$(accepted)
-  if ((a == N)) && (($(children deployments) == N)) && (($(children configmaps) == N)) && (($(children services) == N)); then
-    converged=$elapsed
-    break
+# wait_converged START: seconds from START until every MCPServer is Accepted with its children;
+# tracks the operator's peak RSS in PEAK (a global: this runs in the current shell).
+wait_converged() {
+  local start=$1 elapsed rss
+  while :; do
+    elapsed=$(since "$start")
+    rss=$(rss_kib)
+    ((rss > PEAK)) && PEAK=$rss
+    if (($(accepted) == N)) && (($(children deployments) == N)) && (($(children configmaps) == N)) && (($(children services) == N)); then
+      CONVERGED=$elapsed
+      return 0
+    fi
+    if awk -v e="$elapsed" -v t="$TIMEOUT" 'BEGIN {exit !(e > t)}'; then
+      CONVERGED="not converged within ${TIMEOUT}"
+      return 0
+    fi
+    sleep 1
+  done
+}
+
+# phase NAME: measures one phase into the variables R_<figure>_NAME.
+#   live: the operator runs while `kubectl apply` creates the N servers (what a user sees);
+#   cold: the N servers exist before the operator starts (the operator's own pace).
+phase() {
+  local name=$1 start t0 rss_idle cpu_idle req_idle rss_end reconciles requests load_before
+  fresh_cluster
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  if [[ $name == live ]]; then
+    start_operator
+    sleep 2 # watches established
+  else
+    t0=$(date +%s.%N)
+    kubectl -n "$NS" apply -f "$WORK/servers.yaml" >/dev/null
+    printf -v "R_apply_$name" %s "$(since "$t0")"
+    start_operator
   fi
-  if awk -v e="$elapsed" -v t="$TIMEOUT" 'BEGIN {exit !(e > t)}'; then
-    log "not converged after ${TIMEOUT}s: $a Accepted"
-    break
+  rss_idle=$(rss_kib)
+  cpu_idle=$(cpu_s)
+  req_idle=$(audit_requests)
+  PEAK=$rss_idle
+  start=$(date +%s.%N)
+  if [[ $name == live ]]; then
+    log "live: applying $N MCPServers while the operator runs"
+    kubectl -n "$NS" apply -f "$WORK/servers.yaml" >/dev/null
+    printf -v "R_apply_$name" %s "$(since "$start")"
+  else
+    log "cold: $N MCPServers exist; the operator starts"
   fi
-  sleep 1
-done
-sleep 5 # let requeues and status writes settle before counting
-CPU_END=$(cpu_s)
-REQ_END=$(audit_requests)
-RSS_END=$(rss_kib)
-((RSS_END > peak)) && peak=$RSS_END
-LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
-reconciles=$(curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '/^mcp_operator_reconciles_total/ {s += $2} END {print s + 0}')
-errors=$(curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '/^mcp_operator_reconcile_errors_total/ {s += $2} END {print s + 0}')
-requests=$((REQ_END - REQ_IDLE))
-by_verb=$(jq -r 'select(.stage == "ResponseComplete") | "\(.verb) \(.objectRef.resource // "-")"' "$WORK/audit.log" | sort | uniq -c | sort -rn | head -12 | awk '{printf "| %s | %s | %s |\n", $2, $3, $1}')
-apply_s=$(awk -v a="$start" -v b="$applied" 'BEGIN {printf "%.1f", b - a}')
+  wait_converged "$start"
+  printf -v "R_converged_$name" %s "$CONVERGED"
+  sleep 5 # requeues and status writes settle before counting
+  rss_end=$(rss_kib)
+  ((rss_end > PEAK)) && PEAK=$rss_end
+  reconciles=$(metric mcp_operator_reconciles_total)
+  requests=$(($(audit_requests) - req_idle))
+  printf -v "R_rss_$name" %s "$((rss_idle / 1024)) / $((PEAK / 1024)) / $((rss_end / 1024))"
+  printf -v "R_cpu_$name" %s "$(awk -v a="$cpu_idle" -v b="$(cpu_s)" 'BEGIN {printf "%.1f", b - a}')"
+  printf -v "R_reconciles_$name" %s "$reconciles ($(metric mcp_operator_reconcile_errors_total))"
+  printf -v "R_requests_$name" %s "$requests"
+  printf -v "R_per_$name" %s "$(awk -v r="$requests" -v n="$reconciles" -v m="$N" 'BEGIN {printf "%.1f / %.1f", n ? r / n : 0, r / m}')"
+  printf -v "R_load_$name" %s "$load_before -> $(cut -d' ' -f1-3 /proc/loadavg)"
+  jq -r 'select(.stage == "ResponseComplete") | "\(.verb) \(.objectRef.resource // "-")"' "$WORK/audit.log" |
+    sort | uniq -c | sort -rn | head -12 | awk '{printf "| %s | %s | %s |\n", $2, $3, $1}' >"$WORK/verbs-$name.md"
+  stop_operator
+}
+
+phase live
+phase cold
 
 mkdir -p "$(dirname "$OUT")"
 cat >"$OUT" <<EOF
 # Operator scale: $N MCPServers on a real control plane
 
-Run $(date -u '+%Y-%m-%d %H:%M UTC') on commit \`$(git rev-parse --short HEAD)\`; operator binary \`$OPERATOR_BIN\`.
-Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB;
-load average before $LOAD_BEFORE, after $LOAD_AFTER. The control plane (etcd, kube-apiserver,
-kube-controller-manager from tests/control-plane.sh) runs on the same cores.
+Run $(date -u '+%Y-%m-%d %H:%M UTC') on commit \`$(git rev-parse --short HEAD)\`; operator binary \`$OPERATOR_BIN\`
+(\`mcp-operator run --leader-elect=false\`, as a ServiceAccount bound to cluster-admin).
+Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB.
+The control plane (etcd, kube-apiserver, kube-controller-manager from tests/control-plane.sh)
+runs on the same 2 cores; each phase starts a fresh one.
 
-| figure | value |
-|---|---|
-| MCPServers applied (one \`kubectl apply\`) | $N (apply took ${apply_s} s) |
-| time until all Accepted=True with ConfigMap, Deployment and Service | ${converged:-**not converged within ${TIMEOUT} s**} s (goal: < 60 s) |
-| operator RSS idle / peak / after | $((RSS_IDLE / 1024)) / $((peak / 1024)) / $((RSS_END / 1024)) MiB |
-| operator CPU time for the run | $(awk -v a="$CPU_IDLE" -v b="$CPU_END" 'BEGIN {printf "%.1f", b - a}') s |
-| reconciles (errors) | $reconciles ($errors) |
-| API requests by the operator | $requests |
-| API requests per reconcile / per MCPServer | $(awk -v r="$requests" -v n="$reconciles" 'BEGIN {printf "%.1f", n ? r / n : 0}') / $(awk -v r="$requests" -v n="$N" 'BEGIN {printf "%.1f", r / n}') |
+- **live**: the operator runs while one \`kubectl apply -f\` creates the $N servers (what a user
+  sees; the clock starts when the apply starts).
+- **cold**: the $N servers exist before the operator starts (the operator's own pace; the clock
+  starts when it is ready).
 
-API requests by verb and resource (from the audit log; includes the watches opened at start):
+| figure | live | cold |
+|---|---|---|
+| \`kubectl apply\` of $N MCPServers took | ${R_apply_live} s (operator running) | ${R_apply_cold} s (no operator) |
+| time until all Accepted=True with ConfigMap, Deployment and Service (goal < 60 s) | ${R_converged_live} s | ${R_converged_cold} s |
+| operator RSS idle / peak / after, MiB | ${R_rss_live} | ${R_rss_cold} |
+| operator CPU time, s | ${R_cpu_live} | ${R_cpu_cold} |
+| reconciles (errors) | ${R_reconciles_live} | ${R_reconciles_cold} |
+| API requests by the operator | ${R_requests_live} | ${R_requests_cold} |
+| API requests per reconcile / per MCPServer | ${R_per_live} | ${R_per_cold} |
+| load average before -> after | ${R_load_live} | ${R_load_cold} |
+
+API requests of the live phase by verb and resource (audit log; includes the watches opened at start):
 
 | verb | resource | requests |
 |---|---|---:|
-$by_verb
+$(cat "$WORK/verbs-live.md")
+
+Same for the cold phase:
+
+| verb | resource | requests |
+|---|---|---:|
+$(cat "$WORK/verbs-cold.md")
 EOF
 cat "$OUT"
 log "wrote $OUT"
