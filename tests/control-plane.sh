@@ -244,7 +244,9 @@ all_running() {
 
 # Ports already listening on this machine (TCP, v4 and v6), from /proc: no extra tools needed.
 listening_ports() {
-  awk 'NR > 1 && $4 == "0A" { split($2, a, ":"); print strtonum("0x" a[2]) }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+  # Hex to decimal by hand: strtonum is gawk's, and Debian's default awk is mawk.
+  awk 'function hex(s, i, n) { for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789ABCDEF", substr(s, i, 1)) - 1; return n }
+    $4 == "0A" { split($2, a, ":"); print hex(a[2]) }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
 # free_port VAR: set VAR to a port nobody listens on, below the kernel's ephemeral range (32768+) so an outgoing

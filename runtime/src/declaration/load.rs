@@ -18,7 +18,7 @@ pub const DEPLOYMENT_FIELDS: &[&str] = &[
     "replicas",
     "image",
     "imagePullPolicy",
-    "resources",
+    "computeResources",
     "nodeSelector",
     "tolerations",
     "affinity",
