@@ -34,20 +34,32 @@ async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
     if state.ready.load(Ordering::Relaxed) {
         (StatusCode::OK, "ok\n")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not connected to the API server yet\n")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not connected to the API server yet\n",
+        )
     }
 }
 
 async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
         state.metrics.encode(),
     )
 }
 
 /// Serves the admin routes on `listener` until `shutdown` is cancelled.
-pub async fn serve(listener: TcpListener, state: AdminState, shutdown: CancellationToken) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await
+pub async fn serve(
+    listener: TcpListener,
+    state: AdminState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
 }
 
 #[cfg(test)]
@@ -58,17 +70,28 @@ mod tests {
     use tower::ServiceExt as _;
 
     async fn get_status(state: AdminState, path: &str) -> (StatusCode, String) {
-        let response = router(state).oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+        let response = router(state)
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
         let status = response.status();
-        let body = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
         (status, String::from_utf8(body.to_vec()).unwrap())
     }
 
     #[tokio::test]
     async fn ready_only_once_connected() {
         let state = AdminState::default();
-        assert_eq!(get_status(state.clone(), "/healthz").await.0, StatusCode::OK);
-        assert_eq!(get_status(state.clone(), "/readyz").await.0, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            get_status(state.clone(), "/healthz").await.0,
+            StatusCode::OK
+        );
+        assert_eq!(
+            get_status(state.clone(), "/readyz").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
         state.ready.store(true, Ordering::Relaxed);
         assert_eq!(get_status(state, "/readyz").await.0, StatusCode::OK);
     }

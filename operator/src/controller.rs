@@ -28,22 +28,30 @@ where
 }
 
 /// Runs the controller until `stop` completes; in-flight reconciles finish first.
-pub async fn run(ctx: Arc<Context>, namespace: Option<&str>, stop: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    ctx: Arc<Context>,
+    namespace: Option<&str>,
+    stop: impl Future<Output = ()> + Send + Sync + 'static,
+) {
     let client = ctx.client.clone();
     // Only the operator's children are watched (and cached), not every ConfigMap of the cluster.
-    let children = watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
-    Controller::new(scoped::<MCPServer>(&client, namespace), watcher::Config::default().any_semantic())
-        .owns(scoped::<Deployment>(&client, namespace), children.clone())
-        .owns(scoped::<ConfigMap>(&client, namespace), children.clone())
-        .owns(scoped::<Service>(&client, namespace), children.clone())
-        .owns(scoped::<Ingress>(&client, namespace), children.clone())
-        .owns(scoped::<PodDisruptionBudget>(&client, namespace), children)
-        .graceful_shutdown_on(stop)
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(error = %error_chain(&error), "controller");
-            }
-        })
-        .await;
+    let children =
+        watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
+    Controller::new(
+        scoped::<MCPServer>(&client, namespace),
+        watcher::Config::default().any_semantic(),
+    )
+    .owns(scoped::<Deployment>(&client, namespace), children.clone())
+    .owns(scoped::<ConfigMap>(&client, namespace), children.clone())
+    .owns(scoped::<Service>(&client, namespace), children.clone())
+    .owns(scoped::<Ingress>(&client, namespace), children.clone())
+    .owns(scoped::<PodDisruptionBudget>(&client, namespace), children)
+    .graceful_shutdown_on(stop)
+    .run(reconcile, error_policy, ctx)
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::debug!(error = %error_chain(&error), "controller");
+        }
+    })
+    .await;
 }

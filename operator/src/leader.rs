@@ -42,7 +42,9 @@ pub fn decide(spec: &LeaseSpec, identity: &str, now: jiff::Timestamp) -> Decisio
         Some(holder) if holder == identity => Decision::Renew,
         None | Some("") => Decision::TakeOver,
         Some(_) => {
-            let duration = jiff::SignedDuration::from_secs(i64::from(spec.lease_duration_seconds.unwrap_or(0)));
+            let duration = jiff::SignedDuration::from_secs(i64::from(
+                spec.lease_duration_seconds.unwrap_or(0),
+            ));
             match &spec.renew_time {
                 Some(renewed) if renewed.0 + duration > now => Decision::Wait,
                 _ => Decision::TakeOver,
@@ -71,11 +73,19 @@ pub struct Elector {
 impl Elector {
     /// An elector for the Lease `config` names.
     pub fn new(client: kube::Client, config: LeaseConfig) -> Self {
-        Self { api: Api::namespaced(client, &config.namespace), config }
+        Self {
+            api: Api::namespaced(client, &config.namespace),
+            config,
+        }
     }
 
     fn error(&self, action: &'static str, source: kube::Error) -> LeaseError {
-        LeaseError { action, namespace: self.config.namespace.clone(), name: self.config.name.clone(), source }
+        LeaseError {
+            action,
+            namespace: self.config.namespace.clone(),
+            name: self.config.name.clone(),
+            source,
+        }
     }
 
     /// Waits until this candidate leads (true) or `shutdown` is cancelled (false).
@@ -89,7 +99,9 @@ impl Elector {
                     waiting_logged = true;
                 }
                 Ok(false) => {}
-                Err(error) => tracing::warn!(error = %crate::reconcile::error_chain(&error), "leader election"),
+                Err(error) => {
+                    tracing::warn!(error = %crate::reconcile::error_chain(&error), "leader election")
+                }
             }
             tokio::select! {
                 () = tokio::time::sleep(self.config.renew_every) => {}
@@ -128,13 +140,19 @@ impl Elector {
 
     /// Gives the lease up so another replica takes over at once; best effort.
     pub async fn release(&self) {
-        let Ok(Some(mut lease)) = self.api.get_opt(&self.config.name).await else { return };
+        let Ok(Some(mut lease)) = self.api.get_opt(&self.config.name).await else {
+            return;
+        };
         let spec = lease.spec.get_or_insert_with(Default::default);
         if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
             return;
         }
         spec.holder_identity = None;
-        if let Err(error) = self.api.replace(&self.config.name, &PostParams::default(), &lease).await {
+        if let Err(error) = self
+            .api
+            .replace(&self.config.name, &PostParams::default(), &lease)
+            .await
+        {
             tracing::warn!(error = %error, "cannot release the lease");
         } else {
             tracing::info!(lease = %self.config.name, "released the lease");
@@ -146,9 +164,17 @@ impl Elector {
     async fn try_lead(&self) -> Result<bool, LeaseError> {
         let now = jiff::Timestamp::now();
         let seconds = i32::try_from(self.config.duration.as_secs()).unwrap_or(i32::MAX);
-        let Some(mut lease) = self.api.get_opt(&self.config.name).await.map_err(|e| self.error("read", e))? else {
+        let Some(mut lease) = self
+            .api
+            .get_opt(&self.config.name)
+            .await
+            .map_err(|e| self.error("read", e))?
+        else {
             let lease = Lease {
-                metadata: ObjectMeta { name: Some(self.config.name.clone()), ..Default::default() },
+                metadata: ObjectMeta {
+                    name: Some(self.config.name.clone()),
+                    ..Default::default()
+                },
                 spec: Some(LeaseSpec {
                     holder_identity: Some(self.config.identity.clone()),
                     lease_duration_seconds: Some(seconds),
@@ -178,7 +204,11 @@ impl Elector {
         }
         spec.renew_time = Some(MicroTime(now));
         spec.lease_duration_seconds = Some(seconds);
-        match self.api.replace(&self.config.name, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(&self.config.name, &PostParams::default(), &lease)
+            .await
+        {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
             Err(error) => Err(self.error("update", error)),
@@ -195,25 +225,49 @@ mod tests {
         LeaseSpec {
             holder_identity: holder.map(Into::into),
             lease_duration_seconds: Some(15),
-            renew_time: Some(MicroTime(now - jiff::SignedDuration::from_secs(renewed_secs_ago))),
+            renew_time: Some(MicroTime(
+                now - jiff::SignedDuration::from_secs(renewed_secs_ago),
+            )),
             ..Default::default()
         }
     }
 
     #[test]
     fn renews_its_own_lease() {
-        assert_eq!(decide(&spec(Some("me"), 1), "me", jiff::Timestamp::now()), Decision::Renew);
+        assert_eq!(
+            decide(&spec(Some("me"), 1), "me", jiff::Timestamp::now()),
+            Decision::Renew
+        );
     }
 
     #[test]
     fn waits_for_a_live_lease_of_another() {
-        assert_eq!(decide(&spec(Some("other"), 5), "me", jiff::Timestamp::now()), Decision::Wait);
+        assert_eq!(
+            decide(&spec(Some("other"), 5), "me", jiff::Timestamp::now()),
+            Decision::Wait
+        );
     }
 
     #[test]
     fn takes_over_an_expired_or_released_lease() {
-        assert_eq!(decide(&spec(Some("other"), 20), "me", jiff::Timestamp::now()), Decision::TakeOver);
-        assert_eq!(decide(&spec(None, 1), "me", jiff::Timestamp::now()), Decision::TakeOver);
-        assert_eq!(decide(&LeaseSpec { holder_identity: Some("other".into()), ..Default::default() }, "me", jiff::Timestamp::now()), Decision::TakeOver);
+        assert_eq!(
+            decide(&spec(Some("other"), 20), "me", jiff::Timestamp::now()),
+            Decision::TakeOver
+        );
+        assert_eq!(
+            decide(&spec(None, 1), "me", jiff::Timestamp::now()),
+            Decision::TakeOver
+        );
+        assert_eq!(
+            decide(
+                &LeaseSpec {
+                    holder_identity: Some("other".into()),
+                    ..Default::default()
+                },
+                "me",
+                jiff::Timestamp::now()
+            ),
+            Decision::TakeOver
+        );
     }
 }

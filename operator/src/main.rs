@@ -19,7 +19,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the controller.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the MCPServer CustomResourceDefinition (the YAML that crds/ holds).
     Crd {
         /// Print the Helm chart's CRD template instead.
@@ -34,16 +34,28 @@ struct RunArgs {
     #[arg(long, env = "MCP_OPERATOR_NAMESPACE")]
     namespace: Option<String>,
     /// Runtime image for servers whose spec names none.
-    #[arg(long, env = "MCP_OPERATOR_RUNTIME_IMAGE", default_value = "ghcr.io/kube-mcp/kube-mcp:latest")]
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_RUNTIME_IMAGE",
+        default_value = "ghcr.io/kube-mcp/kube-mcp:latest"
+    )]
     runtime_image: String,
     /// Pull policy for the runtime image (default: Kubernetes' default).
     #[arg(long, env = "MCP_OPERATOR_RUNTIME_IMAGE_PULL_POLICY")]
     runtime_image_pull_policy: Option<String>,
     /// DNS domain of the cluster.
-    #[arg(long, env = "MCP_OPERATOR_CLUSTER_DOMAIN", default_value = "cluster.local")]
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_CLUSTER_DOMAIN",
+        default_value = "cluster.local"
+    )]
     cluster_domain: String,
     /// Address of /healthz, /readyz and /metrics.
-    #[arg(long, env = "MCP_OPERATOR_ADMIN_LISTEN", default_value = "127.0.0.1:9090")]
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_ADMIN_LISTEN",
+        default_value = "127.0.0.1:9090"
+    )]
     admin_listen: SocketAddr,
     /// Elect a leader with a Lease, so that replicas never reconcile at once.
     #[arg(long, env = "MCP_OPERATOR_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
@@ -83,7 +95,7 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", text.context("cannot write the CRD as YAML")?);
             Ok(())
         }
-        Command::Run(args) => run_operator(args).await,
+        Command::Run(args) => run_operator(*args).await,
     }
 }
 
@@ -148,7 +160,9 @@ async fn cancel_on_signal(shutdown: CancellationToken) {
 
 fn init_logs(format: LogFormat, filter: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter).context("invalid --log-level")?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Text => builder.init(),

@@ -31,21 +31,45 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("mcp_operator");
         let reconciles = Family::<Labels, Counter>::default();
-        registry.register("reconciles", "Reconciles of MCPServers, by result", reconciles.clone());
+        registry.register(
+            "reconciles",
+            "Reconciles of MCPServers, by result",
+            reconciles.clone(),
+        );
         let failures = Family::<Labels, Counter>::default();
-        registry.register("reconcile_errors", "Failed reconciles, by step that failed", failures.clone());
+        registry.register(
+            "reconcile_errors",
+            "Failed reconciles, by step that failed",
+            failures.clone(),
+        );
         let duration = Histogram::new(exponential_buckets(0.005, 2.0, 14));
-        registry.register("reconcile_duration_seconds", "Time one reconcile takes", duration.clone());
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time one reconcile takes",
+            duration.clone(),
+        );
         let leader = Gauge::default();
-        registry.register("leader", "1 while this replica holds the leader Lease", leader.clone());
-        Self { registry, reconciles, failures, duration, leader }
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease",
+            leader.clone(),
+        );
+        Self {
+            registry,
+            reconciles,
+            failures,
+            duration,
+            leader,
+        }
     }
 
     /// Records one reconcile and, when it failed, the step that failed.
     pub fn observe_reconcile(&self, took: Duration, failed: Option<&'static str>) {
         self.duration.observe(took.as_secs_f64());
         let result = if failed.is_some() { "error" } else { "success" };
-        self.reconciles.get_or_create(&vec![("result", result)]).inc();
+        self.reconciles
+            .get_or_create(&vec![("result", result)])
+            .inc();
         if let Some(step) = failed {
             self.failures.get_or_create(&vec![("kind", step)]).inc();
         }
@@ -76,9 +100,18 @@ mod tests {
         metrics.observe_reconcile(Duration::from_millis(20), Some("apply"));
         metrics.set_leader(true);
         let text = metrics.encode();
-        assert!(text.contains(r#"mcp_operator_reconciles_total{result="success"} 1"#), "{text}");
-        assert!(text.contains(r#"mcp_operator_reconcile_errors_total{kind="apply"} 1"#), "{text}");
-        assert!(text.contains("mcp_operator_reconcile_duration_seconds_count 2"), "{text}");
+        assert!(
+            text.contains(r#"mcp_operator_reconciles_total{result="success"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"mcp_operator_reconcile_errors_total{kind="apply"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains("mcp_operator_reconcile_duration_seconds_count 2"),
+            "{text}"
+        );
         assert!(text.contains("mcp_operator_leader 1"), "{text}");
     }
 }

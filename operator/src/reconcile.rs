@@ -36,8 +36,19 @@ pub struct Context {
 
 impl Context {
     /// A context for reconciles.
-    pub fn new(client: Client, config: build::BuildConfig, recorder: Recorder, metrics: Arc<Metrics>) -> Self {
-        Self { client, config, recorder, metrics, failures: Mutex::default() }
+    pub fn new(
+        client: Client,
+        config: build::BuildConfig,
+        recorder: Recorder,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            client,
+            config,
+            recorder,
+            metrics,
+            failures: Mutex::default(),
+        }
     }
 }
 
@@ -92,9 +103,13 @@ const RESYNC: Duration = Duration::from_secs(300);
 pub async fn reconcile(server: Arc<MCPServer>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let result = reconcile_inner(&server, &ctx).await;
-    ctx.metrics.observe_reconcile(started.elapsed(), result.as_ref().err().map(Error::kind));
+    ctx.metrics
+        .observe_reconcile(started.elapsed(), result.as_ref().err().map(Error::kind));
     if result.is_ok() {
-        ctx.failures.lock().map(|mut f| f.remove(&key(&server))).ok();
+        ctx.failures
+            .lock()
+            .map(|mut f| f.remove(&key(&server)))
+            .ok();
     }
     result
 }
@@ -120,12 +135,18 @@ fn backoff(failures: u32) -> Duration {
 }
 
 fn key(server: &MCPServer) -> String {
-    format!("{}/{}", server.namespace().unwrap_or_default(), server.name_any())
+    format!(
+        "{}/{}",
+        server.namespace().unwrap_or_default(),
+        server.name_any()
+    )
 }
 
 async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Error> {
     let name = server.name_any();
-    let namespace = server.namespace().ok_or_else(|| Error::NoNamespace { name: name.clone() })?;
+    let namespace = server
+        .namespace()
+        .ok_or_else(|| Error::NoNamespace { name: name.clone() })?;
     let verdict = validate::validate(server);
     let url = build::url(server, &ctx.config);
     let mut apply_error = None;
@@ -135,13 +156,23 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
             let children = build::children(server, &accepted.manifest_yaml, &ctx.config);
             let mut key = [0u8; 32];
             rand::rng().fill(&mut key);
-            match apply::apply(&ctx.client, server, &children, &build::session_key(server, key)).await {
+            match apply::apply(
+                &ctx.client,
+                server,
+                &children,
+                &build::session_key(server, key),
+            )
+            .await
+            {
                 Ok(applied) => {
                     pruned = applied.pruned;
                     applied.deployment
                 }
                 Err(error) => {
-                    let current = apply::current_deployment(&ctx.client, server).await.ok().flatten();
+                    let current = apply::current_deployment(&ctx.client, server)
+                        .await
+                        .ok()
+                        .flatten();
                     apply_error = Some(error);
                     current
                 }
@@ -149,7 +180,10 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         }
         Err(_) => apply::current_deployment(&ctx.client, server)
             .await
-            .map_err(|source| Error::ReadDeployment { name: name.clone(), source })?,
+            .map_err(|source| Error::ReadDeployment {
+                name: name.clone(),
+                source,
+            })?,
     };
 
     let seen = Observation {
@@ -180,16 +214,28 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
 }
 
 /// Writes the status with server-side apply on the status subresource.
-async fn write_status(ctx: &Context, namespace: &str, name: &str, status: &MCPServerStatus) -> Result<(), Error> {
+async fn write_status(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    status: &MCPServerStatus,
+) -> Result<(), Error> {
     let api: Api<MCPServer> = Api::namespaced(ctx.client.clone(), namespace);
     let patch = serde_json::json!({
         "apiVersion": MCPServer::api_version(&()),
         "kind": MCPServer::kind(&()),
         "status": status,
     });
-    api.patch_status(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&patch))
-        .await
-        .map_err(|source| Error::WriteStatus { name: name.into(), source })?;
+    api.patch_status(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map_err(|source| Error::WriteStatus {
+        name: name.into(),
+        source,
+    })?;
     Ok(())
 }
 
@@ -198,7 +244,11 @@ async fn publish(ctx: &Context, server: &MCPServer, transitions: &[Transition]) 
     let reference = server.object_ref(&());
     for transition in transitions {
         let event = Event {
-            type_: if transition.warning { EventType::Warning } else { EventType::Normal },
+            type_: if transition.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
             reason: transition.reason.clone(),
             note: Some(truncate(&transition.note, 1000)),
             action: "Reconcile".into(),
@@ -239,9 +289,15 @@ pub(crate) mod test_support {
 
     /// An `MCPServer` from inline YAML; `apiVersion` and `kind` are added.
     pub fn server(yaml: &str) -> MCPServer {
-        let text = format!("apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\n{}", dedent(yaml));
+        let text = format!(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\n{}",
+            dedent(yaml)
+        );
         let mut server: MCPServer = serde_yaml_ng::from_str(&text).unwrap();
-        server.metadata.uid.get_or_insert_with(|| "0d5e6a3c-uid".into());
+        server
+            .metadata
+            .uid
+            .get_or_insert_with(|| "0d5e6a3c-uid".into());
         server.metadata.generation.get_or_insert(1);
         server
     }
@@ -253,7 +309,9 @@ pub(crate) mod test_support {
             .map(|l| l.len() - l.trim_start().len())
             .min()
             .unwrap_or(0);
-        text.lines().map(|l| l.get(indent..).unwrap_or("").to_owned() + "\n").collect()
+        text.lines()
+            .map(|l| l.get(indent..).unwrap_or("").to_owned() + "\n")
+            .collect()
     }
 }
 

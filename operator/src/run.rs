@@ -51,10 +51,16 @@ pub enum RunError {
 
 /// Runs the operator until `shutdown` is cancelled.
 pub async fn run(config: RunConfig, shutdown: CancellationToken) -> Result<(), RunError> {
-    let state = AdminState { metrics: Arc::new(Metrics::new()), ..Default::default() };
+    let state = AdminState {
+        metrics: Arc::new(Metrics::new()),
+        ..Default::default()
+    };
     let listener = tokio::net::TcpListener::bind(config.admin_listen)
         .await
-        .map_err(|source| RunError::Listen { addr: config.admin_listen, source })?;
+        .map_err(|source| RunError::Listen {
+            addr: config.admin_listen,
+            source,
+        })?;
     let admin_addr = listener.local_addr().unwrap_or(config.admin_listen);
     let admin_stop = CancellationToken::new();
     let admin = tokio::spawn(admin::serve(listener, state.clone(), admin_stop.clone()));
@@ -68,7 +74,11 @@ pub async fn run(config: RunConfig, shutdown: CancellationToken) -> Result<(), R
     result
 }
 
-async fn run_connected(config: &RunConfig, state: &AdminState, shutdown: &CancellationToken) -> Result<(), RunError> {
+async fn run_connected(
+    config: &RunConfig,
+    state: &AdminState,
+    shutdown: &CancellationToken,
+) -> Result<(), RunError> {
     let client = Client::try_default().await.map_err(RunError::Client)?;
     // Ready once the API server answers; until then the operator could do nothing useful.
     loop {
@@ -86,7 +96,10 @@ async fn run_connected(config: &RunConfig, state: &AdminState, shutdown: &Cancel
     }
     state.ready.store(true, Ordering::Relaxed);
 
-    let elector = config.lease.clone().map(|lease| Elector::new(client.clone(), lease));
+    let elector = config
+        .lease
+        .clone()
+        .map(|lease| Elector::new(client.clone(), lease));
     if let Some(elector) = &elector {
         if !elector.acquire(shutdown).await {
             return Ok(());
@@ -97,8 +110,13 @@ async fn run_connected(config: &RunConfig, state: &AdminState, shutdown: &Cancel
 
     let lost = CancellationToken::new();
     let stop_holding = CancellationToken::new();
-    let holder = elector.as_ref().map(|elector| elector.hold(&stop_holding, &lost));
-    let reporter = Reporter { controller: "mcp-operator".into(), instance: Some(config.instance.clone()) };
+    let holder = elector
+        .as_ref()
+        .map(|elector| elector.hold(&stop_holding, &lost));
+    let reporter = Reporter {
+        controller: "mcp-operator".into(),
+        instance: Some(config.instance.clone()),
+    };
     let ctx = Arc::new(Context::new(
         client.clone(),
         config.build.clone(),

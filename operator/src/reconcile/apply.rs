@@ -57,7 +57,9 @@ impl ApplyError {
     /// The error and its cause on one line, for a condition message.
     pub fn message(&self) -> String {
         let source = match self {
-            Self::Apply { source, .. } | Self::SessionKey { source, .. } | Self::Prune { source, .. } => source,
+            Self::Apply { source, .. }
+            | Self::SessionKey { source, .. }
+            | Self::Prune { source, .. } => source,
         };
         let cause = match source {
             kube::Error::Api(status) => status.message.clone(),
@@ -80,49 +82,88 @@ pub struct Applied {
 
 /// Writes every child: the session key first (pods mount it), the manifest before the pods that
 /// read it, then prunes the optional children the spec dropped.
-pub async fn apply(client: &Client, server: &MCPServer, children: &Children, session_key: &Secret) -> Result<Applied, ApplyError> {
+pub async fn apply(
+    client: &Client,
+    server: &MCPServer,
+    children: &Children,
+    session_key: &Secret,
+) -> Result<Applied, ApplyError> {
     let namespace = server.namespace().unwrap_or_default();
-    let mut applied = Applied { created_session_key: create_once(client, &namespace, session_key).await?, ..Default::default() };
+    let mut applied = Applied {
+        created_session_key: create_once(client, &namespace, session_key).await?,
+        ..Default::default()
+    };
     apply_one::<ConfigMap>(client, &namespace, &children.config_map).await?;
     apply_one::<Service>(client, &namespace, &children.service).await?;
-    applied.deployment = Some(apply_one::<Deployment>(client, &namespace, &children.deployment).await?);
+    applied.deployment =
+        Some(apply_one::<Deployment>(client, &namespace, &children.deployment).await?);
     match &children.ingress {
         Some(ingress) => drop(apply_one::<Ingress>(client, &namespace, ingress).await?),
-        None => applied.pruned.extend(prune::<Ingress>(client, server).await?),
+        None => applied
+            .pruned
+            .extend(prune::<Ingress>(client, server).await?),
     }
     match &children.pod_disruption_budget {
         Some(pdb) => drop(apply_one::<PodDisruptionBudget>(client, &namespace, pdb).await?),
-        None => applied.pruned.extend(prune::<PodDisruptionBudget>(client, server).await?),
+        None => applied
+            .pruned
+            .extend(prune::<PodDisruptionBudget>(client, server).await?),
     }
     Ok(applied)
 }
 
 /// Reads the server's Deployment, if any (the last good one when the spec is refused).
-pub async fn current_deployment(client: &Client, server: &MCPServer) -> Result<Option<Deployment>, kube::Error> {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), &server.namespace().unwrap_or_default());
+pub async fn current_deployment(
+    client: &Client,
+    server: &MCPServer,
+) -> Result<Option<Deployment>, kube::Error> {
+    let api: Api<Deployment> =
+        Api::namespaced(client.clone(), &server.namespace().unwrap_or_default());
     api.get_opt(&server.name_any()).await
 }
 
 async fn apply_one<K>(client: &Client, namespace: &str, object: &K) -> Result<K, ApplyError>
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
 {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     let name = object.name_any();
-    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(object))
-        .await
-        .map_err(|source| ApplyError::Apply { kind: K::kind(&()).into_owned(), name, source })
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .map_err(|source| ApplyError::Apply {
+        kind: K::kind(&()).into_owned(),
+        name,
+        source,
+    })
 }
 
 /// Creates the Secret unless it exists. Needs only `create` on Secrets: the operator never reads
 /// a Secret, and never rewrites the key (that would end every open session).
-async fn create_once(client: &Client, namespace: &str, secret: &Secret) -> Result<bool, ApplyError> {
+async fn create_once(
+    client: &Client,
+    namespace: &str,
+    secret: &Secret,
+) -> Result<bool, ApplyError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let params = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
     match api.create(&params, secret).await {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
-        Err(source) => Err(ApplyError::SessionKey { name: secret.name_any(), source }),
+        Err(source) => Err(ApplyError::SessionKey {
+            name: secret.name_any(),
+            source,
+        }),
     }
 }
 
@@ -130,21 +171,37 @@ async fn create_once(client: &Client, namespace: &str, secret: &Secret) -> Resul
 /// it (same UID), so a namesake created by someone else is never touched.
 async fn prune<K>(client: &Client, server: &MCPServer) -> Result<Vec<String>, ApplyError>
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + Debug + DeserializeOwned,
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + DeserializeOwned,
 {
     let kind = K::kind(&()).into_owned();
-    let error = |source| ApplyError::Prune { kind: kind.clone(), server: server.name_any(), source };
+    let error = |source| ApplyError::Prune {
+        kind: kind.clone(),
+        server: server.name_any(),
+        source,
+    };
     let api: Api<K> = Api::namespaced(client.clone(), &server.namespace().unwrap_or_default());
     let selector = format!("{SERVER_LABEL}={}", server.name_any());
-    let listed = api.list(&ListParams::default().labels(&selector)).await.map_err(error)?;
+    let listed = api
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(error)?;
     let uid = server.uid();
     let mut pruned = Vec::new();
     for child in listed.items {
-        let owned = child.owner_references().iter().any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref());
+        let owned = child
+            .owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref());
         if !owned {
             continue;
         }
-        match api.delete(&child.name_any(), &DeleteParams::background()).await {
+        match api
+            .delete(&child.name_any(), &DeleteParams::background())
+            .await
+        {
             Ok(_) => pruned.push(format!("{kind}/{}", child.name_any())),
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(source) => return Err(error(source)),

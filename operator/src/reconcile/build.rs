@@ -5,10 +5,13 @@ mod deployment;
 mod exposure;
 mod meta;
 
-pub use deployment::{ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, SECRETS_DIR, SESSION_KEY_DIR, deployment};
+pub use deployment::{
+    ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, SECRETS_DIR, SESSION_KEY_DIR, deployment,
+};
 pub use exposure::{ingress, pod_disruption_budget, service, url};
 pub use meta::{
-    MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, selector_labels, session_key_name,
+    MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, selector_labels,
+    session_key_name,
 };
 
 use crate::resource::MCPServer;
@@ -74,7 +77,10 @@ pub fn children(server: &MCPServer, manifest_yaml: &str, config: &BuildConfig) -
 pub fn config_map(server: &MCPServer, manifest_yaml: &str) -> ConfigMap {
     ConfigMap {
         metadata: child_meta(server, config_map_name(server)),
-        data: Some(BTreeMap::from([(MANIFEST_KEY.to_owned(), manifest_yaml.to_owned())])),
+        data: Some(BTreeMap::from([(
+            MANIFEST_KEY.to_owned(),
+            manifest_yaml.to_owned(),
+        )])),
         ..Default::default()
     }
 }
@@ -84,9 +90,149 @@ pub fn config_map(server: &MCPServer, manifest_yaml: &str) -> ConfigMap {
 pub fn session_key(server: &MCPServer, key: [u8; 32]) -> Secret {
     Secret {
         metadata: child_meta(server, session_key_name(server)),
-        data: Some(BTreeMap::from([("key".to_owned(), ByteString(key.to_vec()))])),
+        data: Some(BTreeMap::from([(
+            "key".to_owned(),
+            ByteString(key.to_vec()),
+        )])),
         type_: Some("Opaque".into()),
         immutable: Some(true),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::test_support::server;
+    use crate::reconcile::validate::validate;
+
+    fn weather() -> MCPServer {
+        let mut server: MCPServer =
+            serde_yaml_ng::from_str(include_str!("../../../examples/weather.yaml")).unwrap();
+        server.metadata.namespace = Some("tools".into());
+        server.metadata.uid = Some("0d5e6a3c-uid".into());
+        server
+    }
+
+    fn build(server: &MCPServer) -> Children {
+        let accepted = validate(server).unwrap();
+        children(server, &accepted.manifest_yaml, &BuildConfig::default())
+    }
+
+    #[test]
+    fn builds_every_child_of_the_weather_example() {
+        let children = build(&weather());
+        insta::assert_yaml_snapshot!("weather_config_map", children.config_map);
+        insta::assert_yaml_snapshot!("weather_deployment", children.deployment);
+        insta::assert_yaml_snapshot!("weather_service", children.service);
+        insta::assert_yaml_snapshot!("weather_ingress", children.ingress);
+        insta::assert_yaml_snapshot!("weather_pdb", children.pod_disruption_budget);
+        assert_eq!(
+            url(&weather(), &BuildConfig::default()),
+            "https://mcp.example.com/weather/mcp"
+        );
+    }
+
+    #[test]
+    fn a_minimal_server_gets_a_service_url_and_no_optional_children() {
+        let server = server(
+            r#"
+            metadata: {name: hello, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+            "#,
+        );
+        let children = build(&server);
+        assert_eq!(children.ingress, None);
+        assert_eq!(children.pod_disruption_budget, None);
+        assert_eq!(
+            url(&server, &BuildConfig::default()),
+            "http://hello.tools.svc.cluster.local/mcp"
+        );
+        let args = children.deployment.spec.template.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(!args.contains(&"--path-prefix".to_owned()), "{args:?}");
+        assert!(!args.contains(&"--allowed-origin".to_owned()), "{args:?}");
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--allowed-host", "hello.tools.svc.cluster.local"]),
+            "{args:?}"
+        );
+    }
+
+    #[test]
+    fn a_declaration_change_touches_only_the_config_map() {
+        let before = weather();
+        let mut after = weather();
+        after.spec.declaration.tools[0].description = Some("Says hello.".into());
+        after.spec.declaration.prompts.clear();
+        let (before, after) = (build(&before), build(&after));
+        assert_ne!(before.config_map, after.config_map);
+        assert_eq!(before.deployment, after.deployment);
+        assert_eq!(before.service, after.service);
+        assert_eq!(before.ingress, after.ingress);
+    }
+
+    #[test]
+    fn a_deployment_field_change_rolls_the_pods() {
+        let before = weather();
+        let mut after = weather();
+        after.spec.deployment.log_level = Some(crate::resource::RuntimeLogLevel::Debug);
+        assert_ne!(
+            build(&before).deployment.spec.template,
+            build(&after).deployment.spec.template
+        );
+    }
+
+    #[test]
+    fn listed_secrets_are_mounted_read_only_where_the_runtime_looks() {
+        let server = server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              secrets: [upstream-token]
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+            "#,
+        );
+        let pod = build(&server).deployment.spec.template.spec.unwrap();
+        let container = &pod.containers[0];
+        let mount = container
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.mount_path == "/var/run/kube-mcp/secrets/upstream-token")
+            .unwrap();
+        assert_eq!(mount.read_only, Some(true));
+        let volume = pod
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == mount.name)
+            .unwrap();
+        assert_eq!(
+            volume.secret.as_ref().unwrap().secret_name.as_deref(),
+            Some("upstream-token")
+        );
+        let args = container.args.clone().unwrap();
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--secrets-dir", "/var/run/kube-mcp/secrets"]),
+            "{args:?}"
+        );
+    }
+
+    #[test]
+    fn the_session_key_is_an_immutable_owned_secret() {
+        let secret = session_key(&weather(), [7; 32]);
+        assert_eq!(secret.metadata.name.as_deref(), Some("weather-session-key"));
+        assert_eq!(secret.immutable, Some(true));
+        assert_eq!(secret.data.unwrap()["key"].0.len(), 32);
+        let owner = &secret.metadata.owner_references.unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.controller),
+            ("MCPServer", Some(true))
+        );
     }
 }

@@ -30,9 +30,17 @@ const MAX_QUOTED_ERRORS: usize = 8;
 impl Refused {
     /// One line for the `Accepted` condition: the failing fields and what is wrong with them.
     pub fn message(&self) -> String {
-        let mut parts: Vec<String> = self.errors.iter().take(MAX_QUOTED_ERRORS).map(ToString::to_string).collect();
+        let mut parts: Vec<String> = self
+            .errors
+            .iter()
+            .take(MAX_QUOTED_ERRORS)
+            .map(ToString::to_string)
+            .collect();
         if self.errors.len() > MAX_QUOTED_ERRORS {
-            parts.push(format!("and {} more", self.errors.len() - MAX_QUOTED_ERRORS));
+            parts.push(format!(
+                "and {} more",
+                self.errors.len() - MAX_QUOTED_ERRORS
+            ));
         }
         parts.join("; ")
     }
@@ -57,8 +65,15 @@ struct RuntimeMetadata<'a> {
 pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
     let name = server.name_any();
     let declaration = &server.spec.declaration;
-    let manifest = Manifest { name: name.clone(), declaration: declaration.clone(), base_dir: Default::default() };
-    let options = CompileOptions { read_files: false, ..Default::default() };
+    let manifest = Manifest {
+        name: name.clone(),
+        declaration: declaration.clone(),
+        base_dir: Default::default(),
+    };
+    let options = CompileOptions {
+        read_files: false,
+        ..Default::default()
+    };
     let mut errors = match compile(&manifest, &options) {
         Ok(_) => Vec::new(),
         Err(invalid) => invalid.errors,
@@ -69,7 +84,9 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         if resource.file.is_some() {
             errors.push(FieldError {
                 path: format!("spec.resources[{i}].file"),
-                message: "is not available in a cluster: declare the contents with `text` or `blob`".into(),
+                message:
+                    "is not available in a cluster: declare the contents with `text` or `blob`"
+                        .into(),
             });
         }
     }
@@ -83,9 +100,15 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         spec: declaration,
     };
     let manifest_yaml = serde_yaml_ng::to_string(&document).map_err(|err| Refused {
-        errors: vec![FieldError { path: "spec".into(), message: format!("cannot be written as YAML: {err}") }],
+        errors: vec![FieldError {
+            path: "spec".into(),
+            message: format!("cannot be written as YAML: {err}"),
+        }],
     })?;
-    Ok(Accepted { manifest_yaml, counts: counts(declaration) })
+    Ok(Accepted {
+        manifest_yaml,
+        counts: counts(declaration),
+    })
 }
 
 fn counts(declaration: &Declaration) -> Counts {
@@ -125,7 +148,15 @@ mod tests {
             "##,
         );
         let accepted = validate(&server).unwrap();
-        assert_eq!(accepted.counts, Counts { tools: 1, resources: 1, resource_templates: 0, prompts: 1 });
+        assert_eq!(
+            accepted.counts,
+            Counts {
+                tools: 1,
+                resources: 1,
+                resource_templates: 0,
+                prompts: 1
+            }
+        );
         insta::assert_snapshot!(accepted.manifest_yaml);
         let parsed = parse_manifest(&accepted.manifest_yaml, Default::default()).unwrap();
         assert_eq!(parsed.name, "weather");
@@ -147,8 +178,17 @@ mod tests {
         );
         let refused = validate(&server).unwrap_err();
         let paths: Vec<&str> = refused.errors.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(paths, ["spec.tools[0].content[0].text", "spec.tools[1].name"]);
-        assert!(refused.message().starts_with("spec.tools[0].content[0].text: "), "{}", refused.message());
+        assert_eq!(
+            paths,
+            ["spec.tools[0].content[0].text", "spec.tools[1].name"]
+        );
+        assert!(
+            refused
+                .message()
+                .starts_with("spec.tools[0].content[0].text: "),
+            "{}",
+            refused.message()
+        );
     }
 
     #[test]
@@ -168,7 +208,10 @@ mod tests {
     #[test]
     fn quotes_a_bounded_number_of_errors() {
         let errors = (0..12)
-            .map(|i| FieldError { path: format!("spec.tools[{i}].name"), message: "bad".into() })
+            .map(|i| FieldError {
+                path: format!("spec.tools[{i}].name"),
+                message: "bad".into(),
+            })
             .collect();
         let message = Refused { errors }.message();
         assert!(message.ends_with("; and 4 more"), "{message}");

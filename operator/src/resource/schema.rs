@@ -13,9 +13,13 @@ const OTHER_REPLY_SOURCES: &[&str] = &["http"];
 /// Adds the Kubernetes rules to the schema of an `MCPServerSpec`.
 pub fn declaration_rules(schema: &mut schemars::Schema) {
     kubernetes_formats(schema);
-    let Some(spec) = schema.as_object_mut() else { return };
+    let Some(spec) = schema.as_object_mut() else {
+        return;
+    };
     rewrite_tagged_unions(spec);
-    let Some(properties) = spec.get_mut("properties").and_then(Value::as_object_mut) else { return };
+    let Some(properties) = spec.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
 
     if let Some(tools) = properties.get_mut("tools").and_then(Value::as_object_mut) {
         unique_by(tools, "name");
@@ -24,25 +28,37 @@ pub fn declaration_rules(schema: &mut schemars::Schema) {
             // MCP's structuredContent is a JSON object; typed so, CEL rules can test for it.
             set_property(tool, "structuredContent", "type", json!("object"));
             let sources = reply_sources(tool);
-            add_rule(tool, json!({
-                "rule": sources.rule,
-                "messageExpression": format!("'tool ' + self.name + ': declare exactly one reply source: {}'", sources.names),
-                "reason": "FieldValueInvalid",
-            }));
+            add_rule(
+                tool,
+                json!({
+                    "rule": sources.rule,
+                    "messageExpression": format!("'tool ' + self.name + ': declare exactly one reply source: {}'", sources.names),
+                    "reason": "FieldValueInvalid",
+                }),
+            );
         }
     }
-    if let Some(resources) = properties.get_mut("resources").and_then(Value::as_object_mut) {
+    if let Some(resources) = properties
+        .get_mut("resources")
+        .and_then(Value::as_object_mut)
+    {
         unique_by(resources, "uri");
         if let Some(resource) = items(resources) {
             set_property(resource, "uri", "maxLength", json!(2048));
-            add_rule(resource, json!({
-                "rule": "[has(self.text), has(self.blob), has(self.file)].filter(x, x).size() == 1",
-                "messageExpression": "'resource ' + self.uri + ': declare exactly one of text, blob or file'",
-                "reason": "FieldValueInvalid",
-            }));
+            add_rule(
+                resource,
+                json!({
+                    "rule": "[has(self.text), has(self.blob), has(self.file)].filter(x, x).size() == 1",
+                    "messageExpression": "'resource ' + self.uri + ': declare exactly one of text, blob or file'",
+                    "reason": "FieldValueInvalid",
+                }),
+            );
         }
     }
-    if let Some(templates) = properties.get_mut("resourceTemplates").and_then(Value::as_object_mut) {
+    if let Some(templates) = properties
+        .get_mut("resourceTemplates")
+        .and_then(Value::as_object_mut)
+    {
         unique_by(templates, "uriTemplate");
     }
     if let Some(prompts) = properties.get_mut("prompts").and_then(Value::as_object_mut) {
@@ -82,7 +98,10 @@ fn rewrite_formats(schema: &mut Map<String, Value>) {
     for value in schema.values_mut() {
         match value {
             Value::Object(child) => rewrite_formats(child),
-            Value::Array(list) => list.iter_mut().filter_map(Value::as_object_mut).for_each(rewrite_formats),
+            Value::Array(list) => list
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .for_each(rewrite_formats),
             _ => {}
         }
     }
@@ -110,7 +129,10 @@ fn reply_sources(tool: &Map<String, Value>) -> ReplySources {
     } else {
         format!("[{}].filter(x, x).size() == 1", checks.join(", "))
     };
-    ReplySources { rule, names: names.join(", or ") }
+    ReplySources {
+        rule,
+        names: names.join(", or "),
+    }
 }
 
 /// The item schema of an array schema.
@@ -142,7 +164,9 @@ fn set_property(item: &mut Map<String, Value>, property: &str, key: &str, value:
 }
 
 fn add_rule(schema: &mut Map<String, Value>, rule: Value) {
-    let rules = schema.entry("x-kubernetes-validations").or_insert_with(|| json!([]));
+    let rules = schema
+        .entry("x-kubernetes-validations")
+        .or_insert_with(|| json!([]));
     if let Some(rules) = rules.as_array_mut() {
         rules.push(rule);
     }
@@ -164,13 +188,25 @@ fn rewrite_tagged_unions(schema: &mut Map<String, Value>) {
             _ => {}
         }
     }
-    let Some(variants) = schema.get("oneOf").and_then(Value::as_array) else { return };
-    let Some(tagged) = variants.iter().map(tagged_variant).collect::<Option<Vec<_>>>() else { return };
+    let Some(variants) = schema.get("oneOf").and_then(Value::as_array) else {
+        return;
+    };
+    let Some(tagged) = variants
+        .iter()
+        .map(tagged_variant)
+        .collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
     let tags: Vec<&str> = tagged.iter().map(|v| v.tag).collect();
     let mut properties = union_of_properties(&tagged);
     let mut rules = Vec::new();
     for variant in &tagged {
-        let required: Vec<String> = variant.required.iter().map(|f| format!("has(self.{f})")).collect();
+        let required: Vec<String> = variant
+            .required
+            .iter()
+            .map(|f| format!("has(self.{f})"))
+            .collect();
         let foreign: Vec<String> = tagged
             .iter()
             .flat_map(|other| other.properties.keys())
@@ -221,13 +257,29 @@ fn tagged_variant(variant: &Value) -> Option<TaggedVariant<'_>> {
     let tag = tag_schema
         .get("const")
         .and_then(Value::as_str)
-        .or_else(|| tag_schema.get("enum")?.as_array().filter(|e| e.len() == 1)?.first()?.as_str())?;
+        .or_else(|| {
+            tag_schema
+                .get("enum")?
+                .as_array()
+                .filter(|e| e.len() == 1)?
+                .first()?
+                .as_str()
+        })?;
     let required = variant
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).filter(|f| *f != "type").collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .filter(|f| *f != "type")
+                .collect()
+        })
         .unwrap_or_default();
-    Some(TaggedVariant { tag, properties, required })
+    Some(TaggedVariant {
+        tag,
+        properties,
+        required,
+    })
 }
 
 /// The union of the variants' properties (`type` aside). A field in several variants keeps the
@@ -237,10 +289,21 @@ fn union_of_properties(variants: &[TaggedVariant<'_>]) -> Map<String, Value> {
     let mut union = Map::new();
     let mut descriptions: Map<String, Value> = Map::new();
     for variant in variants {
-        for (name, property) in variant.properties.iter().filter(|(name, _)| *name != "type") {
-            union.entry(name.clone()).or_insert_with(|| property.clone());
-            let text = property.get("description").and_then(Value::as_str).unwrap_or_default();
-            let list = descriptions.entry(name.clone()).or_insert_with(|| json!([]));
+        for (name, property) in variant
+            .properties
+            .iter()
+            .filter(|(name, _)| *name != "type")
+        {
+            union
+                .entry(name.clone())
+                .or_insert_with(|| property.clone());
+            let text = property
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let list = descriptions
+                .entry(name.clone())
+                .or_insert_with(|| json!([]));
             if let Some(list) = list.as_array_mut() {
                 list.push(json!([variant.tag, text]));
             }
@@ -253,13 +316,71 @@ fn union_of_properties(variants: &[TaggedVariant<'_>]) -> Map<String, Value> {
             .flatten()
             .filter_map(|pair| Some((pair.get(0)?.as_str()?, pair.get(1)?.as_str()?)))
             .collect();
-        let distinct: std::collections::BTreeSet<&str> = list.iter().map(|(_, text)| *text).collect();
+        let distinct: std::collections::BTreeSet<&str> =
+            list.iter().map(|(_, text)| *text).collect();
         if distinct.len() > 1 {
-            let joined: Vec<String> = list.iter().map(|(tag, text)| format!("`{tag}`: {text}")).collect();
+            let joined: Vec<String> = list
+                .iter()
+                .map(|(tag, text)| format!("`{tag}`: {text}"))
+                .collect();
             if let Some(property) = union.get_mut(&name) {
                 property["description"] = json!(joined.join(" "));
             }
         }
     }
     union
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_with_an_http_source_gets_an_exactly_one_rule() {
+        let tool: Map<String, Value> = serde_json::from_value(json!({
+            "properties": {"name": {}, "content": {}, "structuredContent": {}, "http": {}}
+        }))
+        .unwrap();
+        let sources = reply_sources(&tool);
+        assert_eq!(
+            sources.rule,
+            "[(has(self.content) || has(self.structuredContent)), has(self.http)].filter(x, x).size() == 1"
+        );
+        assert_eq!(sources.names, "content and/or structuredContent, or http");
+    }
+
+    #[test]
+    fn a_tagged_union_becomes_one_object_with_rules() {
+        let mut schema: Map<String, Value> = serde_json::from_value(json!({
+            "oneOf": [
+                {"type": "object", "properties": {"type": {"const": "a"}, "x": {"type": "string", "description": "X of a."}}, "required": ["type", "x"]},
+                {"type": "object", "properties": {"type": {"const": "b"}, "x": {"type": "string", "description": "X of b."}, "y": {"type": "string"}}, "required": ["type"]},
+            ]
+        }))
+        .unwrap();
+        rewrite_tagged_unions(&mut schema);
+        assert_eq!(schema["properties"]["type"]["enum"], json!(["a", "b"]));
+        assert_eq!(
+            schema["properties"]["x"]["description"],
+            "`a`: X of a. `b`: X of b."
+        );
+        let rules: Vec<&str> = schema["x-kubernetes-validations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["rule"].as_str().unwrap())
+            .collect();
+        assert_eq!(rules, ["self.type != 'a' || (has(self.x) && !has(self.y))"]);
+    }
+
+    #[test]
+    fn unsigned_formats_become_known_ones() {
+        let mut schema = schemars::Schema::try_from(
+            json!({"properties": {"n": {"format": "uint64"}, "m": {"format": "uint32"}}}),
+        )
+        .unwrap();
+        kubernetes_formats(&mut schema);
+        assert_eq!(schema.as_value()["properties"]["n"]["format"], "int64");
+        assert_eq!(schema.as_value()["properties"]["m"]["format"], "int32");
+    }
 }

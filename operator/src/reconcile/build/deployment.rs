@@ -5,11 +5,14 @@ use super::exposure::path_prefix;
 use super::meta::{child_meta, config_map_name, labels, selector_labels, session_key_name};
 use super::{BuildConfig, MANIFEST_KEY};
 use crate::resource::MCPServer;
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment};
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, HTTPGetAction,
-    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource,
-    SecurityContext, TopologySpreadConstraint, Volume, VolumeMount,
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
+    HTTPGetAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SeccompProfile, SecretVolumeSource, SecurityContext, TopologySpreadConstraint, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -39,7 +42,10 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
     let mut volumes = vec![
         Volume {
             name: "manifest".into(),
-            config_map: Some(ConfigMapVolumeSource { name: config_map_name(server), ..Default::default() }),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map_name(server),
+                ..Default::default()
+            }),
             ..Default::default()
         },
         Volume {
@@ -51,12 +57,20 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
             }),
             ..Default::default()
         },
-        Volume { name: "tmp".into(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() },
+        Volume {
+            name: "tmp".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Default::default()
+        },
     ];
     let mut mounts = vec![
         mount("manifest", MANIFEST_DIR),
         mount("session-key", SESSION_KEY_DIR),
-        VolumeMount { name: "tmp".into(), mount_path: "/tmp".into(), ..Default::default() },
+        VolumeMount {
+            name: "tmp".into(),
+            mount_path: "/tmp".into(),
+            ..Default::default()
+        },
     ];
     for (i, secret) in spec.secrets.iter().enumerate() {
         let volume = format!("secret-{i}");
@@ -74,13 +88,24 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
 
     let container = Container {
         name: CONTAINER.into(),
-        image: Some(spec.image.clone().unwrap_or_else(|| config.runtime_image.clone())),
-        image_pull_policy: spec.image_pull_policy.map(|p| p.as_str().to_owned()).or_else(|| config.image_pull_policy.clone()),
+        image: Some(
+            spec.image
+                .clone()
+                .unwrap_or_else(|| config.runtime_image.clone()),
+        ),
+        image_pull_policy: spec
+            .image_pull_policy
+            .map(|p| p.as_str().to_owned())
+            .or_else(|| config.image_pull_policy.clone()),
         command: Some(vec!["mcp-runtime".into()]),
         args: Some(args(server, config)),
         ports: Some(vec![port("http", HTTP_PORT), port("admin", ADMIN_PORT)]),
         env: (!spec.env.is_empty()).then(|| spec.env.clone()),
-        resources: Some(spec.compute_resources.clone().unwrap_or_else(default_resources)),
+        resources: Some(
+            spec.compute_resources
+                .clone()
+                .unwrap_or_else(default_resources),
+        ),
         readiness_probe: Some(probe("/readyz", 5, 2)),
         liveness_probe: Some(probe("/healthz", 10, 3)),
         security_context: Some(SecurityContext {
@@ -89,7 +114,10 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
             run_as_non_root: Some(true),
             run_as_user: Some(RUNTIME_UID),
             run_as_group: Some(RUNTIME_UID),
-            capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), ..Default::default() }),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Default::default()
+            }),
             seccomp_profile: Some(runtime_default_seccomp()),
             ..Default::default()
         }),
@@ -116,7 +144,10 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
             max_skew: 1,
             topology_key: "kubernetes.io/hostname".into(),
             when_unsatisfiable: "ScheduleAnyway".into(),
-            label_selector: Some(LabelSelector { match_labels: Some(selector.clone()), ..Default::default() }),
+            label_selector: Some(LabelSelector {
+                match_labels: Some(selector.clone()),
+                ..Default::default()
+            }),
             ..Default::default()
         }]),
         termination_grace_period_seconds: Some(30),
@@ -127,7 +158,10 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
         metadata: child_meta(server, server.name_any()),
         spec: DeploymentSpec {
             replicas: Some(spec.replicas.unwrap_or(1)),
-            selector: LabelSelector { match_labels: Some(selector), ..Default::default() },
+            selector: LabelSelector {
+                match_labels: Some(selector),
+                ..Default::default()
+            },
             strategy: Some(DeploymentStrategy {
                 type_: Some("RollingUpdate".into()),
                 rolling_update: Some(RollingUpdateDeployment {
@@ -140,7 +174,10 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
                 metadata: Some(ObjectMeta {
                     labels: Some(pod_labels),
                     annotations: Some(BTreeMap::from([
-                        ("kubectl.kubernetes.io/default-container".to_owned(), CONTAINER.to_owned()),
+                        (
+                            "kubectl.kubernetes.io/default-container".to_owned(),
+                            CONTAINER.to_owned(),
+                        ),
                         ("prometheus.io/scrape".to_owned(), "true".to_owned()),
                         ("prometheus.io/port".to_owned(), ADMIN_PORT.to_string()),
                         ("prometheus.io/path".to_owned(), "/metrics".to_owned()),
@@ -190,7 +227,11 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         flag("--allowed-host", host);
     }
     if let Some(ingress) = &spec.ingress {
-        let scheme = if ingress.tls.is_some() { "https" } else { "http" };
+        let scheme = if ingress.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         flag("--allowed-origin", format!("{scheme}://{}", ingress.host));
         if let Some(prefix) = path_prefix(ingress) {
             flag("--path-prefix", prefix.to_owned());
@@ -212,7 +253,10 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         }
     }
     flag("--log-format", "json".into());
-    flag("--log-level", spec.log_level.map_or("info", |level| level.as_str()).into());
+    flag(
+        "--log-level",
+        spec.log_level.map_or("info", |level| level.as_str()).into(),
+    );
     if !spec.secrets.is_empty() {
         flag("--secrets-dir", SECRETS_DIR.into());
     }
@@ -220,11 +264,21 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
 }
 
 fn mount(volume: &str, path: &str) -> VolumeMount {
-    VolumeMount { name: volume.into(), mount_path: path.into(), read_only: Some(true), ..Default::default() }
+    VolumeMount {
+        name: volume.into(),
+        mount_path: path.into(),
+        read_only: Some(true),
+        ..Default::default()
+    }
 }
 
 fn port(name: &str, port: i32) -> ContainerPort {
-    ContainerPort { name: Some(name.into()), container_port: port, protocol: Some("TCP".into()), ..Default::default() }
+    ContainerPort {
+        name: Some(name.into()),
+        container_port: port,
+        protocol: Some("TCP".into()),
+        ..Default::default()
+    }
 }
 
 fn probe(path: &str, period: i32, failures: i32) -> Probe {
@@ -242,7 +296,10 @@ fn probe(path: &str, period: i32, failures: i32) -> Probe {
 }
 
 fn runtime_default_seccomp() -> SeccompProfile {
-    SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }
+    SeccompProfile {
+        type_: "RuntimeDefault".into(),
+        ..Default::default()
+    }
 }
 
 fn default_resources() -> ResourceRequirements {
@@ -251,7 +308,10 @@ fn default_resources() -> ResourceRequirements {
             ("cpu".to_owned(), Quantity("50m".into())),
             ("memory".to_owned(), Quantity("64Mi".into())),
         ])),
-        limits: Some(BTreeMap::from([("memory".to_owned(), Quantity("256Mi".into()))])),
+        limits: Some(BTreeMap::from([(
+            "memory".to_owned(),
+            Quantity("256Mi".into()),
+        )])),
         ..Default::default()
     }
 }

@@ -7,8 +7,8 @@ use super::meta::{child_meta, selector_labels};
 use crate::resource::{IngressSpec, MCPServer, ServiceType};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
-    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule, IngressServiceBackend,
-    IngressSpec as K8sIngressSpec, IngressTLS, ServiceBackendPort,
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
+    IngressServiceBackend, IngressSpec as K8sIngressSpec, IngressTLS, ServiceBackendPort,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -40,7 +40,13 @@ pub fn service(server: &MCPServer) -> Service {
     Service {
         metadata,
         spec: Some(ServiceSpec {
-            type_: Some(declared.and_then(|s| s.type_).unwrap_or(ServiceType::ClusterIP).as_str().into()),
+            type_: Some(
+                declared
+                    .and_then(|s| s.type_)
+                    .unwrap_or(ServiceType::ClusterIP)
+                    .as_str()
+                    .into(),
+            ),
             selector: Some(selector_labels(server)),
             ports: Some(vec![ServicePort {
                 name: Some("http".into()),
@@ -59,8 +65,10 @@ pub fn service(server: &MCPServer) -> Service {
 /// The Ingress, when the spec declares one.
 pub fn ingress(server: &MCPServer) -> Option<Ingress> {
     let declared = server.spec.deployment.ingress.as_ref()?;
-    let mut annotations: BTreeMap<String, String> =
-        SSE_ANNOTATIONS.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    let mut annotations: BTreeMap<String, String> = SSE_ANNOTATIONS
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     annotations.extend(declared.annotations.clone());
     let mut metadata = child_meta(server, server.name_any());
     metadata.annotations = Some(annotations);
@@ -73,7 +81,10 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
             backend: IngressBackend {
                 service: Some(IngressServiceBackend {
                     name: server.name_any(),
-                    port: Some(ServiceBackendPort { name: Some("http".into()), ..Default::default() }),
+                    port: Some(ServiceBackendPort {
+                        name: Some("http".into()),
+                        ..Default::default()
+                    }),
                 }),
                 ..Default::default()
             },
@@ -88,7 +99,10 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
                 http: Some(HTTPIngressRuleValue { paths }),
             }]),
             tls: declared.tls.as_ref().map(|tls| {
-                vec![IngressTLS { hosts: Some(vec![declared.host.clone()]), secret_name: Some(tls.secret_name.clone()) }]
+                vec![IngressTLS {
+                    hosts: Some(vec![declared.host.clone()]),
+                    secret_name: Some(tls.secret_name.clone()),
+                }]
             }),
             ..Default::default()
         }),
@@ -106,7 +120,10 @@ pub fn pod_disruption_budget(server: &MCPServer) -> Option<PodDisruptionBudget> 
         metadata: child_meta(server, server.name_any()),
         spec: Some(PodDisruptionBudgetSpec {
             max_unavailable: Some(IntOrString::Int(1)),
-            selector: Some(LabelSelector { match_labels: Some(selector_labels(server)), ..Default::default() }),
+            selector: Some(LabelSelector {
+                match_labels: Some(selector_labels(server)),
+                ..Default::default()
+            }),
             ..Default::default()
         }),
         status: None,
@@ -115,15 +132,26 @@ pub fn pod_disruption_budget(server: &MCPServer) -> Option<PodDisruptionBudget> 
 
 /// The ingress path as the runtime's `--path-prefix`, or `None` at the root.
 pub fn path_prefix(ingress: &IngressSpec) -> Option<&str> {
-    ingress.path.as_deref().filter(|path| *path != "/" && !path.is_empty())
+    ingress
+        .path
+        .as_deref()
+        .filter(|path| *path != "/" && !path.is_empty())
 }
 
 /// Where MCP clients connect: the Ingress URL when one is declared, else the Service's.
 pub fn url(server: &MCPServer, config: &BuildConfig) -> String {
     match &server.spec.deployment.ingress {
         Some(ingress) => {
-            let scheme = if ingress.tls.is_some() { "https" } else { "http" };
-            format!("{scheme}://{}{}/mcp", ingress.host, path_prefix(ingress).unwrap_or_default())
+            let scheme = if ingress.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            format!(
+                "{scheme}://{}{}/mcp",
+                ingress.host,
+                path_prefix(ingress).unwrap_or_default()
+            )
         }
         None => format!(
             "http://{}.{}.svc.{}/mcp",

@@ -24,9 +24,18 @@ pub fn labels(server: &MCPServer) -> BTreeMap<String, String> {
     let mut labels = selector_labels(server);
     labels.extend([
         ("app.kubernetes.io/instance".to_owned(), server.name_any()),
-        ("app.kubernetes.io/component".to_owned(), "mcp-runtime".to_owned()),
-        ("app.kubernetes.io/part-of".to_owned(), "kube-mcp".to_owned()),
-        ("app.kubernetes.io/managed-by".to_owned(), MANAGED_BY.to_owned()),
+        (
+            "app.kubernetes.io/component".to_owned(),
+            "mcp-runtime".to_owned(),
+        ),
+        (
+            "app.kubernetes.io/part-of".to_owned(),
+            "kube-mcp".to_owned(),
+        ),
+        (
+            "app.kubernetes.io/managed-by".to_owned(),
+            MANAGED_BY.to_owned(),
+        ),
     ]);
     labels
 }
