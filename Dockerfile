@@ -15,9 +15,6 @@ RUN mkdir -p runtime/src operator/src \
  && rm -rf runtime/src operator/src
 COPY runtime runtime
 COPY operator operator
-COPY crds crds
-COPY charts charts
-COPY examples examples
 # The stub build left newer timestamps on the stub artefacts: touch the real sources.
 RUN touch runtime/src/*.rs operator/src/*.rs \
  && cargo build --release --locked -p mcp-runtime -p mcp-operator \
