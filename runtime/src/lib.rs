@@ -1,5 +1,12 @@
 //! mcp-runtime: serves the tools, resources and prompts an `MCPServer` manifest declares to MCP
 //! clients of every protocol era.
 
+pub mod admin;
+pub mod app;
+pub mod backends;
 pub mod declaration;
 pub mod protocol;
+pub mod reload;
+pub mod server;
+pub mod sessions;
+pub mod transport;

@@ -1,1 +1,142 @@
-fn main() {}
+//! The `mcp-runtime` command line: parses flags and calls the library.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use mcp_runtime::app::{RunConfig, run};
+use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL};
+use mcp_runtime::server::ServerSettings;
+use mcp_runtime::sessions::SessionSettings;
+use mcp_runtime::transport::{HttpSettings, OriginPolicy};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Serves the tools, resources and prompts an MCPServer manifest declares, to MCP clients of
+/// every protocol era (2026-07-28 stateless, Streamable HTTP sessions, HTTP+SSE).
+#[derive(Parser)]
+#[command(name = "mcp-runtime", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve a manifest until SIGTERM or Ctrl-C (the manifest is reloaded live when it changes).
+    Serve(Box<ServeArgs>),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// MCPServer manifest (YAML as for `kubectl apply`, or the config the operator renders).
+    #[arg(long, value_name = "FILE")]
+    manifest: PathBuf,
+    /// Address of the MCP endpoints (/mcp, /sse, /messages).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Address of the admin endpoints (/healthz, /readyz, /metrics).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9090")]
+    admin_listen: SocketAddr,
+    /// Allowed Host header value (repeatable; without a port it matches any port; `*` allows
+    /// any). Default: localhost, 127.0.0.1, [::1].
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// Allowed Origin (repeatable; `scheme://host[:port]`, without a port any port; `*` allows
+    /// any). Requests without Origin are always allowed. Default: http(s) on localhost,
+    /// 127.0.0.1, [::1].
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Path prefix under which an ingress exposes this server, such as /weather (used in the
+    /// HTTP+SSE endpoint event).
+    #[arg(long, value_name = "PATH", default_value = "")]
+    path_prefix: String,
+    /// Largest accepted request body, in bytes (larger: 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+    max_body_bytes: usize,
+    /// End a legacy session after this long without requests or an open stream.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
+    session_idle_timeout: Duration,
+    /// Most legacy sessions open at once; more are refused with 503.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_sessions: usize,
+    /// Interval of server pings on open session streams (0s disables).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    ping_interval: Duration,
+    /// End a session whose client leaves a ping unanswered this long.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    ping_timeout: Duration,
+    /// File with the 32-byte key shared by all replicas, so any replica serves any session.
+    /// Default: a random key (one replica only).
+    #[arg(long, value_name = "FILE")]
+    session_key_file: Option<PathBuf>,
+    /// How often the manifest is checked for changes.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    reload_interval: Duration,
+    /// Longest wait for open connections and streams after SIGTERM.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    shutdown_timeout: Duration,
+    /// Items per page of list results.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..))]
+    page_size: u16,
+    /// Work one template render may do (bounds runaway templates).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_FUEL)]
+    template_fuel: u64,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Log level (trace, debug, info, warn, error); RUST_LOG overrides it.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    log_level: String,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn main() -> anyhow::Result<()> {
+    let Command::Serve(args) = Cli::parse().command;
+    init_logging(args.log_format, &args.log_level);
+    let config = config(*args);
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(config))
+}
+
+fn config(args: ServeArgs) -> RunConfig {
+    let defaults = OriginPolicy::default();
+    let origins = OriginPolicy {
+        hosts: if args.allowed_hosts.is_empty() { defaults.hosts } else { args.allowed_hosts },
+        origins: if args.allowed_origins.is_empty() { defaults.origins } else { args.allowed_origins },
+    };
+    RunConfig {
+        manifest: args.manifest,
+        listen: args.listen,
+        admin_listen: args.admin_listen,
+        http: HttpSettings {
+            origins,
+            path_prefix: args.path_prefix.trim_end_matches('/').to_owned(),
+            max_body_bytes: args.max_body_bytes,
+        },
+        sessions: SessionSettings {
+            idle_timeout: args.session_idle_timeout,
+            max_sessions: args.max_sessions,
+            ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval),
+            ping_timeout: args.ping_timeout,
+            ..SessionSettings::default()
+        },
+        session_key_file: args.session_key_file,
+        server: ServerSettings { page_size: usize::from(args.page_size) },
+        compile: CompileOptions { template_fuel: args.template_fuel, read_files: true },
+        reload_interval: args.reload_interval,
+        shutdown_timeout: args.shutdown_timeout,
+    }
+}
+
+fn init_logging(format: LogFormat, level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

@@ -32,7 +32,7 @@ pub struct DeploymentFields {
     /// CPU and memory of the runtime container (default: requests of 50m CPU and 64Mi memory,
     /// a 256Mi memory limit). Named apart from `resources`, which holds the MCP resources served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compute_resources: Option<ResourceRequirements>,
+    pub container_resources: Option<ResourceRequirements>,
     /// Node labels the pods must match.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: BTreeMap<String, String>,

@@ -561,3 +561,22 @@ fn insert_some<T: serde::Serialize>(target: &mut Value, key: &str, value: &Optio
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::declaration::parse_manifest;
+
+    pub(crate) fn compiled(spec: &str) -> Result<Compiled, InvalidDeclaration> {
+        let text = format!("apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}");
+        let manifest = parse_manifest(&text, std::path::PathBuf::new()).unwrap();
+        compile(&manifest, &CompileOptions::default())
+    }
+
+    #[test]
+    fn compiles_resources() {
+        let c = compiled("  resources:\n  - {uri: 'test://a', name: a, mimeType: text/plain, text: hello}\n").unwrap();
+        assert_eq!(c.resources.len(), 1);
+        assert_eq!(c.resource("test://a").unwrap().contents["text"], "hello");
+    }
+}

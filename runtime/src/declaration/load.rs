@@ -12,13 +12,14 @@ pub const API_VERSION: &str = "kube-mcp.io/v1alpha1";
 /// The kind the runtime serves.
 pub const KIND: &str = "MCPServer";
 
-/// Spec fields the operator reads and the runtime ignores. The operator's tests check that this
+/// Spec fields the operator reads and the runtime ignores (`resources` is MCP's, so the
+/// container's CPU and memory are `containerResources`). The operator's tests check that this
 /// list matches its own deployment fields.
 pub const DEPLOYMENT_FIELDS: &[&str] = &[
     "replicas",
     "image",
     "imagePullPolicy",
-    "computeResources",
+    "containerResources",
     "nodeSelector",
     "tolerations",
     "affinity",

@@ -102,7 +102,7 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
         ports: Some(vec![port("http", HTTP_PORT), port("admin", ADMIN_PORT)]),
         env: (!spec.env.is_empty()).then(|| spec.env.clone()),
         resources: Some(
-            spec.compute_resources
+            spec.container_resources
                 .clone()
                 .unwrap_or_else(default_resources),
         ),

@@ -1,0 +1,4 @@
+//! The admin port: health, readiness and Prometheus metrics, for the cluster (not for clients).
+
+pub mod metrics;
+pub mod routes;

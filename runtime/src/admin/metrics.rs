@@ -1,0 +1,211 @@
+//! Prometheus metrics of the runtime. Label values come only from the declaration or fixed sets,
+//! never raw client input, so cardinality stays bounded. No I/O.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+
+/// Labels of `mcp_requests_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodOutcome {
+    /// A known MCP method, or `other`.
+    pub method: &'static str,
+    /// `ok` or `error`.
+    pub outcome: &'static str,
+}
+
+/// Labels of per-method histograms.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodLabel {
+    /// A known MCP method, or `other`.
+    pub method: &'static str,
+}
+
+/// Labels of `mcp_tool_calls_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolOutcome {
+    /// A declared tool name.
+    pub tool: String,
+    /// `ok`, or `error` (also for `isError` results).
+    pub outcome: &'static str,
+}
+
+/// Labels of per-tool histograms.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolLabel {
+    /// A declared tool name.
+    pub tool: String,
+}
+
+/// Labels of `mcp_sessions_active`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TransportLabel {
+    /// `streamable_http` or `sse`.
+    pub transport: &'static str,
+}
+
+/// Labels of `mcp_reloads_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReloadOutcome {
+    /// `success` or `error`.
+    pub outcome: &'static str,
+}
+
+/// Every metric the runtime exports.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<MethodOutcome, Counter>,
+    request_duration: Family<MethodLabel, Histogram>,
+    tool_calls: Family<ToolOutcome, Counter>,
+    tool_duration: Family<ToolLabel, Histogram>,
+    sessions: Family<TransportLabel, Gauge>,
+    session_refusals: Counter,
+    ping_failures: Counter,
+    reloads: Family<ReloadOutcome, Counter>,
+}
+
+fn latency_histogram() -> Histogram {
+    // 100 µs .. ~26 s
+    Histogram::new(exponential_buckets(0.0001, 2.0, 18))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<MethodOutcome, Counter>::default();
+        let request_duration = Family::<MethodLabel, Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let tool_calls = Family::<ToolOutcome, Counter>::default();
+        let tool_duration = Family::<ToolLabel, Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let sessions = Family::<TransportLabel, Gauge>::default();
+        let session_refusals = Counter::default();
+        let ping_failures = Counter::default();
+        let reloads = Family::<ReloadOutcome, Counter>::default();
+        registry.register("mcp_requests", "MCP requests by method and outcome", requests.clone());
+        registry.register_with_unit(
+            "mcp_request_duration",
+            "Time to answer an MCP request",
+            prometheus_client::registry::Unit::Seconds,
+            request_duration.clone(),
+        );
+        registry.register("mcp_tool_calls", "Tool calls by tool and outcome; isError results count as errors", tool_calls.clone());
+        registry.register_with_unit(
+            "mcp_tool_call_duration",
+            "Time to answer a tool call",
+            prometheus_client::registry::Unit::Seconds,
+            tool_duration.clone(),
+        );
+        registry.register("mcp_sessions_active", "Open legacy-era sessions by transport", sessions.clone());
+        registry.register("mcp_session_refusals", "Sessions refused at the session limit", session_refusals.clone());
+        registry.register("mcp_ping_failures", "Sessions closed because a ping went unanswered", ping_failures.clone());
+        registry.register("mcp_reloads", "Manifest reloads by outcome", reloads.clone());
+        for transport in ["streamable_http", "sse"] {
+            let _ = sessions.get_or_create(&TransportLabel { transport });
+        }
+        for outcome in ["success", "error"] {
+            let _ = reloads.get_or_create(&ReloadOutcome { outcome });
+        }
+        Self { registry, requests, request_duration, tool_calls, tool_duration, sessions, session_refusals, ping_failures, reloads }
+    }
+}
+
+impl Metrics {
+    /// Records one answered request.
+    pub fn request(&self, method: &'static str, ok: bool, elapsed: Duration) {
+        let outcome = if ok { "ok" } else { "error" };
+        self.requests.get_or_create(&MethodOutcome { method, outcome }).inc();
+        self.request_duration.get_or_create(&MethodLabel { method }).observe(elapsed.as_secs_f64());
+    }
+
+    /// Records one tool call of a declared tool.
+    pub fn tool_call(&self, tool: &str, ok: bool, elapsed: Duration) {
+        let outcome = if ok { "ok" } else { "error" };
+        self.tool_calls.get_or_create(&ToolOutcome { tool: tool.to_owned(), outcome }).inc();
+        self.tool_duration.get_or_create(&ToolLabel { tool: tool.to_owned() }).observe(elapsed.as_secs_f64());
+    }
+
+    /// Adjusts the open-session gauge of a transport.
+    pub fn sessions(&self, transport: &'static str, delta: i64) {
+        self.sessions.get_or_create(&TransportLabel { transport }).inc_by(delta);
+    }
+
+    /// Counts a refused session.
+    pub fn session_refused(&self) {
+        self.session_refusals.inc();
+    }
+
+    /// Counts a session closed for an unanswered ping.
+    pub fn ping_failed(&self) {
+        self.ping_failures.inc();
+    }
+
+    /// Counts a reload.
+    pub fn reload(&self, ok: bool) {
+        self.reloads.get_or_create(&ReloadOutcome { outcome: if ok { "success" } else { "error" } }).inc();
+    }
+
+    /// The registry, for extra metrics (HTTP backends) and for encoding.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Known method names as static labels; anything else is `other`.
+pub fn method_label(method: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "initialize",
+        "ping",
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+        "subscriptions/listen",
+    ];
+    KNOWN.iter().find(|&&known| known == method).copied().unwrap_or("other")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exports_the_documented_names() {
+        let metrics = Metrics::default();
+        metrics.request(method_label("tools/call"), true, Duration::from_millis(2));
+        metrics.request(method_label("evil/{injected}"), false, Duration::from_millis(2));
+        metrics.tool_call("greet", false, Duration::from_millis(1));
+        metrics.sessions("sse", 1);
+        let text = metrics.encode();
+        for expected in [
+            "mcp_requests_total{method=\"tools/call\",outcome=\"ok\"} 1",
+            "mcp_requests_total{method=\"other\",outcome=\"error\"} 1",
+            "mcp_tool_calls_total{tool=\"greet\",outcome=\"error\"} 1",
+            "mcp_sessions_active{transport=\"sse\"} 1",
+            "mcp_request_duration_seconds_bucket",
+            "mcp_tool_call_duration_seconds_count{tool=\"greet\"} 1",
+            "mcp_reloads_total{outcome=\"error\"} 0",
+            "mcp_ping_failures_total 0",
+        ] {
+            assert!(text.contains(expected), "missing {expected} in\n{text}");
+        }
+    }
+}

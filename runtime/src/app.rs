@@ -1,0 +1,130 @@
+//! Running the runtime: load and compile the manifest, bind the MCP and admin ports, watch the
+//! manifest, and drain on SIGTERM or Ctrl-C. The CLI in `main.rs` fills [`RunConfig`].
+
+use crate::admin::metrics::Metrics;
+use crate::admin::routes::{self, AdminState};
+use crate::declaration::CompileOptions;
+use crate::reload;
+use crate::server::{Server, ServerSettings};
+use crate::sessions::{SessionSettings, SessionStore, Sealer, read_key};
+use crate::transport::{self, AppState, HttpSettings};
+use anyhow::Context as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Everything `serve` needs.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The manifest file.
+    pub manifest: PathBuf,
+    /// MCP listen address.
+    pub listen: SocketAddr,
+    /// Admin listen address.
+    pub admin_listen: SocketAddr,
+    /// HTTP settings.
+    pub http: HttpSettings,
+    /// Session settings.
+    pub sessions: SessionSettings,
+    /// Shared session key file; `None` uses a random key (a single replica).
+    pub session_key_file: Option<PathBuf>,
+    /// Dispatch settings.
+    pub server: ServerSettings,
+    /// Compile settings.
+    pub compile: CompileOptions,
+    /// How often the manifest is checked for changes.
+    pub reload_interval: Duration,
+    /// Longest wait for open connections at shutdown.
+    pub shutdown_timeout: Duration,
+}
+
+/// Serves until SIGTERM or Ctrl-C.
+pub async fn run(config: RunConfig) -> anyhow::Result<()> {
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown requested; draining");
+        signal.cancel();
+    });
+    let (mcp, admin) = bind(&config).await?;
+    serve(config, mcp, admin, shutdown).await
+}
+
+/// Binds both listeners (tests bind port 0 themselves and call [`serve`]).
+pub async fn bind(config: &RunConfig) -> anyhow::Result<(TcpListener, TcpListener)> {
+    let mcp = TcpListener::bind(config.listen).await.with_context(|| format!("cannot listen on {}", config.listen))?;
+    let admin = TcpListener::bind(config.admin_listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (admin)", config.admin_listen))?;
+    Ok((mcp, admin))
+}
+
+/// Serves on bound listeners until `shutdown`.
+pub async fn serve(config: RunConfig, mcp: TcpListener, admin: TcpListener, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let served = reload::fingerprint(&config.manifest);
+    let compiled = reload::load(&config.manifest, &config.compile)
+        .map_err(|err| anyhow::anyhow!("invalid manifest {}: {err}", config.manifest.display()))?;
+    let sealer = match &config.session_key_file {
+        Some(path) => Sealer::new(&read_key(path).with_context(|| format!("cannot read session key {}", path.display()))?),
+        None => Sealer::random(),
+    };
+    let metrics = Arc::new(Metrics::default());
+    let server = Arc::new(Server::new(compiled, config.server.clone(), metrics.clone()));
+    let sessions = Arc::new(SessionStore::new(sealer, config.sessions.clone(), metrics));
+    let state = Arc::new(AppState { server: server.clone(), sessions, http: config.http.clone(), shutdown: shutdown.clone() });
+    let admin_state = Arc::new(AdminState { server: server.clone(), ready: AtomicBool::new(false) });
+
+    tokio::spawn(reload::watch(
+        config.manifest.clone(),
+        config.compile.clone(),
+        server.clone(),
+        served,
+        config.reload_interval,
+        shutdown.clone(),
+    ));
+    let admin_addr = admin.local_addr()?;
+    let admin_app = routes::router(admin_state.clone());
+    let admin_stop = shutdown.clone();
+    let admin_task = tokio::spawn(async move {
+        axum::serve(admin, admin_app).with_graceful_shutdown(admin_stop.cancelled_owned()).await
+    });
+    tracing::info!(mcp = %mcp.local_addr()?, admin = %admin_addr, "serving");
+    admin_state.set_ready(true);
+    let stop_ready = admin_state.clone();
+    let ready_watch = shutdown.clone();
+    tokio::spawn(async move {
+        ready_watch.cancelled().await;
+        stop_ready.set_ready(false);
+    });
+    transport::serve(mcp, state, config.shutdown_timeout).await?;
+    admin_task.abort();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

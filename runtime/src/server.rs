@@ -1,0 +1,212 @@
+//! Dispatch: one request plus its era becomes a result, served from the current compiled
+//! declaration. Knows nothing of HTTP or sessions; transports call [`Server::handle`]. The
+//! declaration is swapped atomically on reload (no lock on the request path).
+
+mod catalog;
+mod completion;
+mod lifecycle;
+mod prompts;
+mod resources;
+mod tools;
+
+use crate::admin::metrics::{Metrics, method_label};
+use crate::declaration::{Compiled, LogLevel};
+use crate::protocol::{Era, McpError, meta};
+use arc_swap::ArcSwap;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{broadcast, mpsc};
+
+pub use lifecycle::{initialize_result, parse_level};
+
+/// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
+const CHANGE_CAPACITY: usize = 64;
+
+/// What a reload changed, sent to every open stream that may notify its client.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Changes {
+    /// The tool list differs.
+    pub tools: bool,
+    /// The prompt list differs.
+    pub prompts: bool,
+    /// The resource or resource-template list differs.
+    pub resources: bool,
+    /// Fixed resources whose contents differ.
+    pub updated_uris: Vec<String>,
+}
+
+impl Changes {
+    /// Whether anything changed.
+    pub fn any(&self) -> bool {
+        self.tools || self.prompts || self.resources || !self.updated_uris.is_empty()
+    }
+}
+
+/// Where a request's own notifications (progress, log messages) go, if the transport can stream
+/// them to the client before the result.
+pub type Notifier = mpsc::Sender<Value>;
+
+/// Per-request facts the dispatch needs besides method and params.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    /// How the request is served.
+    pub era: Era,
+    /// Send `notifications/message` at or above this level; `None` sends none.
+    pub log_level: Option<LogLevel>,
+    /// The client's progress token, if it asked for progress.
+    pub progress_token: Option<Value>,
+    /// The stream for this request's notifications.
+    pub notifier: Option<Notifier>,
+}
+
+impl RequestContext {
+    /// A context for `params`, reading the progress token from `params._meta`.
+    pub fn new(era: Era, params: &Value, log_level: Option<LogLevel>, notifier: Option<Notifier>) -> Self {
+        let progress_token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|token| token.is_string() || token.is_number())
+            .cloned();
+        Self { era, log_level, progress_token, notifier }
+    }
+
+    /// Sends a notification related to this request; dropped when no stream can carry it.
+    pub async fn notify(&self, message: Value) {
+        if let Some(notifier) = &self.notifier {
+            // A closed receiver means the client went away; the request is being dropped too.
+            let _ = notifier.send(message).await;
+        }
+    }
+}
+
+/// Settings of the dispatch layer.
+#[derive(Clone, Debug)]
+pub struct ServerSettings {
+    /// Items per page of list results.
+    pub page_size: usize,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self { page_size: 100 }
+    }
+}
+
+/// The dispatch layer over the current declaration.
+pub struct Server {
+    current: ArcSwap<Compiled>,
+    settings: ServerSettings,
+    metrics: Arc<Metrics>,
+    changes: broadcast::Sender<Arc<Changes>>,
+}
+
+impl Server {
+    /// Serves `compiled`.
+    pub fn new(compiled: Compiled, settings: ServerSettings, metrics: Arc<Metrics>) -> Self {
+        let (changes, _) = broadcast::channel(CHANGE_CAPACITY);
+        Self { current: ArcSwap::from_pointee(compiled), settings, metrics, changes }
+    }
+
+    /// The declaration being served.
+    pub fn declaration(&self) -> Arc<Compiled> {
+        self.current.load_full()
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Change notifications from reloads.
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<Changes>> {
+        self.changes.subscribe()
+    }
+
+    /// Swaps in a new declaration and tells open streams what changed.
+    pub fn replace(&self, compiled: Compiled) -> Changes {
+        let old = self.current.swap(Arc::new(compiled));
+        let changes = diff(&old, &self.current.load());
+        if changes.any() {
+            // No receivers is fine: nobody listens.
+            let _ = self.changes.send(Arc::new(changes.clone()));
+        }
+        changes
+    }
+
+    /// Answers one request.
+    pub async fn handle(&self, ctx: &RequestContext, method: &str, params: &Value) -> Result<Value, McpError> {
+        let started = Instant::now();
+        let decl = self.current.load_full();
+        let result = self.dispatch(&decl, ctx, method, params).await;
+        let result = result.map(|result| finish(&decl, ctx.era, method, result));
+        self.metrics.request(method_label(method), result.is_ok(), started.elapsed());
+        result
+    }
+
+    async fn dispatch(&self, decl: &Compiled, ctx: &RequestContext, method: &str, params: &Value) -> Result<Value, McpError> {
+        let page_size = self.settings.page_size;
+        match (ctx.era, method) {
+            (Era::Modern, "server/discover") => Ok(lifecycle::discover_result(decl)),
+            (Era::Legacy(_), "ping") => Ok(json!({})),
+            (Era::Legacy(_), "logging/setLevel") => lifecycle::set_level(params).map(|_| json!({})),
+            (Era::Legacy(_), "resources/subscribe" | "resources/unsubscribe") => {
+                resources::check_subscribable(decl, params).map(|_| json!({}))
+            }
+            (_, "tools/list") => catalog::list(params, page_size, "tools", decl.tools.iter().map(|t| &t.descriptor)),
+            (_, "tools/call") => tools::call(decl, &self.metrics, ctx, params).await,
+            (_, "resources/list") => {
+                catalog::list(params, page_size, "resources", decl.resources.iter().map(|r| &r.descriptor))
+            }
+            (_, "resources/templates/list") => catalog::list(
+                params,
+                page_size,
+                "resourceTemplates",
+                decl.resource_templates.iter().map(|t| &t.descriptor),
+            ),
+            (_, "resources/read") => resources::read(decl, params),
+            (_, "prompts/list") => catalog::list(params, page_size, "prompts", decl.prompts.iter().map(|p| &p.descriptor)),
+            (_, "prompts/get") => prompts::get(decl, params),
+            (_, "completion/complete") => completion::complete(decl, params),
+            _ => Err(McpError::MethodNotFound(method.to_owned())),
+        }
+    }
+}
+
+/// Methods whose 2026-07-28 results carry `ttlMs` and `cacheScope`.
+const CACHEABLE: &[&str] =
+    &["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+
+/// Adds what the era requires on every result: in 2026-07-28 `resultType`, server info and, for
+/// cacheable methods, caching hints. Legacy results are sent as built (`ping` must be `{}`).
+fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
+    if era != Era::Modern {
+        return result;
+    }
+    result["resultType"] = json!("complete");
+    result["_meta"] = json!({ meta::SERVER_INFO: decl.server_info });
+    if CACHEABLE.contains(&method) {
+        result["ttlMs"] = json!(decl.cache.ttl_ms);
+        result["cacheScope"] = json!(decl.cache.scope);
+    }
+    result
+}
+
+fn diff(old: &Compiled, new: &Compiled) -> Changes {
+    fn same<'a, T: 'a>(a: impl Iterator<Item = &'a T>, b: impl Iterator<Item = &'a T>, key: impl Fn(&T) -> &Value) -> bool {
+        a.map(&key).eq(b.map(&key))
+    }
+    let updated_uris = new
+        .resources
+        .iter()
+        .filter(|r| old.resource(r.contents["uri"].as_str().unwrap_or_default()).is_some_and(|o| o.contents != r.contents))
+        .filter_map(|r| r.contents["uri"].as_str().map(str::to_owned))
+        .collect();
+    Changes {
+        tools: !same(old.tools.iter(), new.tools.iter(), |t| &t.descriptor),
+        prompts: !same(old.prompts.iter(), new.prompts.iter(), |p| &p.descriptor),
+        resources: !same(old.resources.iter(), new.resources.iter(), |r| &r.descriptor)
+            || !same(old.resource_templates.iter(), new.resource_templates.iter(), |t| &t.descriptor),
+        updated_uris,
+    }
+}

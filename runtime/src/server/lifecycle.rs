@@ -1,0 +1,69 @@
+//! Describing the server: `server/discover` (2026-07-28), `initialize` (legacy eras), and the
+//! legacy `logging/setLevel` check. Pure.
+
+use crate::declaration::{Compiled, LogLevel};
+use crate::protocol::{LegacyVersion, McpError, SUPPORTED_VERSIONS};
+use serde_json::{Value, json};
+
+/// Everything this server can do; the same in both eras (lists may change on reload, so
+/// `listChanged` is always offered).
+fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+        "completions": {},
+        "logging": {},
+    })
+}
+
+/// The `server/discover` result (era fields are added by the dispatcher).
+pub fn discover_result(decl: &Compiled) -> Value {
+    let mut result = json!({
+        "supportedVersions": SUPPORTED_VERSIONS,
+        "capabilities": capabilities(),
+    });
+    if let Some(instructions) = &decl.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+/// The `initialize` result for a negotiated legacy version.
+pub fn initialize_result(decl: &Compiled, version: LegacyVersion) -> Value {
+    let mut server_info = decl.server_info.clone();
+    if version < LegacyVersion::V2025_06_18 {
+        // `title` arrived in 2025-06-18.
+        if let Some(info) = server_info.as_object_mut() {
+            info.remove("title");
+        }
+    }
+    let mut result = json!({
+        "protocolVersion": version.as_str(),
+        "capabilities": capabilities(),
+        "serverInfo": server_info,
+    });
+    if version < LegacyVersion::V2025_03_26 {
+        // `completions` was not a capability before 2025-03-26.
+        result["capabilities"].as_object_mut().map(|c| c.remove("completions"));
+    }
+    if let Some(instructions) = &decl.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+/// Reads a log level from `params.level` (legacy `logging/setLevel`).
+pub fn set_level(params: &Value) -> Result<LogLevel, McpError> {
+    parse_level(params.get("level"))
+}
+
+/// Parses a log level value.
+pub fn parse_level(value: Option<&Value>) -> Result<LogLevel, McpError> {
+    let value = value.ok_or_else(|| McpError::InvalidParams("missing `level`".into()))?;
+    serde_json::from_value(value.clone()).map_err(|_| {
+        McpError::InvalidParams(format!(
+            "invalid log level {value}: expected debug, info, notice, warning, error, critical, alert or emergency"
+        ))
+    })
+}

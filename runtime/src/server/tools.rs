@@ -1,0 +1,108 @@
+//! `tools/call`: argument validation, declared progress and log notifications, the backend's
+//! reply, output validation, metrics, and shaping the result for the era.
+
+use crate::admin::metrics::Metrics;
+use crate::backends::{ToolReply, content};
+use crate::declaration::{Compiled, CompiledTool};
+use crate::protocol::{Era, McpError, notification};
+use crate::server::RequestContext;
+use serde_json::{Value, json};
+use std::time::Instant;
+
+/// How many schema violations a tool error lists.
+const MAX_REPORTED_VIOLATIONS: usize = 5;
+
+/// Calls a declared tool. Unknown tools are protocol errors; everything that goes wrong inside a
+/// known tool is an `isError` result the model can read.
+pub async fn call(decl: &Compiled, metrics: &Metrics, ctx: &RequestContext, params: &Value) -> Result<Value, McpError> {
+    let name = params.get("name").and_then(Value::as_str).ok_or_else(|| McpError::InvalidParams("missing tool `name`".into()))?;
+    let tool = decl.tool(name).ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(args @ Value::Object(_)) => args.clone(),
+        Some(_) => return Err(McpError::InvalidParams("`arguments` must be an object".into())),
+    };
+    let started = Instant::now();
+    let reply = run(decl, tool, ctx, &args).await;
+    metrics.tool_call(name, !reply.is_error, started.elapsed());
+    Ok(shape(reply, ctx.era))
+}
+
+async fn run(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, args: &Value) -> ToolReply {
+    if let Some(problem) = violations(&tool.input, args) {
+        return ToolReply::error(format!("invalid arguments: {problem}"));
+    }
+    send_logs(decl, tool, ctx, args).await;
+    send_progress(decl, tool, ctx, args).await;
+    let reply = match content::reply(tool, &decl.templates, args) {
+        Ok(reply) => reply,
+        Err(err) => return ToolReply::error(err.to_string()),
+    };
+    if let (Some(validator), Some(structured)) = (&tool.output, &reply.structured) {
+        if let Some(problem) = violations(validator, structured) {
+            return ToolReply::error(format!("the tool's structured result does not match its outputSchema: {problem}"));
+        }
+    }
+    reply
+}
+
+/// The first few schema violations, each located by its JSON pointer.
+fn violations(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
+    let found: Vec<String> = validator
+        .iter_errors(value)
+        .take(MAX_REPORTED_VIOLATIONS)
+        .map(|err| match err.instance_path().to_string() {
+            path if path.is_empty() => err.to_string(),
+            path => format!("{path}: {err}"),
+        })
+        .collect();
+    (!found.is_empty()).then(|| found.join("; "))
+}
+
+async fn send_logs(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, args: &Value) {
+    let Some(threshold) = ctx.log_level else { return };
+    for log in tool.logs.iter().filter(|log| log.level >= threshold) {
+        let Ok(message) = decl.templates.render(&log.message, args) else { continue };
+        let mut params = json!({"level": log.level, "data": message});
+        if let Some(logger) = &log.logger {
+            params["logger"] = json!(logger);
+        }
+        ctx.notify(notification("notifications/message", params)).await;
+    }
+}
+
+async fn send_progress(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, args: &Value) {
+    let Some(token) = &ctx.progress_token else { return };
+    for step in &tool.progress {
+        if !step.delay.is_zero() {
+            tokio::time::sleep(step.delay).await;
+        }
+        let mut params = json!({"progressToken": token, "progress": step.progress});
+        if let Some(total) = step.total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = step.message.as_ref().and_then(|m| decl.templates.render(m, args).ok()) {
+            params["message"] = json!(message);
+        }
+        ctx.notify(notification("notifications/progress", params)).await;
+    }
+}
+
+/// Era shaping: `structuredContent` is any JSON in 2026-07-28, an object from 2025-06-18, and
+/// absent before (the JSON text block carries it).
+fn shape(reply: ToolReply, era: Era) -> Value {
+    let mut result = json!({"content": reply.content});
+    if reply.is_error {
+        result["isError"] = json!(true);
+    }
+    if let Some(structured) = reply.structured {
+        let allowed = match era {
+            Era::Modern => true,
+            Era::Legacy(version) => version.has_structured_content() && structured.is_object(),
+        };
+        if allowed {
+            result["structuredContent"] = structured;
+        }
+    }
+    result
+}

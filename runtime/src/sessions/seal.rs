@@ -1,0 +1,121 @@
+//! Self-describing session ids: the session's facts sealed with ChaCha20-Poly1305 under a key all
+//! replicas share, so any replica can serve any session without sticky routing or a shared store.
+//! Pure (randomness aside).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+/// Bytes of a session key.
+pub const KEY_LEN: usize = 32;
+const NONCE_LEN: usize = 12;
+
+/// What a session id carries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedSession {
+    /// Negotiated protocol version.
+    #[serde(rename = "v")]
+    pub version: String,
+    /// Creation time, seconds since the Unix epoch.
+    #[serde(rename = "t")]
+    pub created: u64,
+}
+
+/// Seals and opens session ids.
+pub struct Sealer {
+    cipher: ChaCha20Poly1305,
+}
+
+impl Sealer {
+    /// A sealer with a shared key.
+    pub fn new(key: &[u8; KEY_LEN]) -> Self {
+        Self { cipher: ChaCha20Poly1305::new(Key::from_slice(key)) }
+    }
+
+    /// A sealer with a fresh random key (one replica only).
+    pub fn random() -> Self {
+        let mut key = [0u8; KEY_LEN];
+        rand::rng().fill_bytes(&mut key);
+        Self::new(&key)
+    }
+
+    /// A new id for `session` (a random nonce makes every id unique). Ids are URL-safe base64,
+    /// which is visible ASCII as Streamable HTTP requires.
+    pub fn seal(&self, session: &SealedSession) -> String {
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rng().fill_bytes(&mut nonce);
+        // Serializing two plain fields cannot fail.
+        let plain = serde_json::to_vec(session).unwrap_or_default();
+        let Ok(sealed) = self.cipher.encrypt(Nonce::from_slice(&nonce), plain.as_slice()) else {
+            // Encryption only fails for inputs larger than the cipher's limit (GiBs).
+            return String::new();
+        };
+        let mut bytes = nonce.to_vec();
+        bytes.extend_from_slice(&sealed);
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// Opens an id; `None` when it was not sealed under this key or was altered.
+    pub fn open(&self, id: &str) -> Option<SealedSession> {
+        if id.len() > 512 {
+            return None;
+        }
+        let bytes = URL_SAFE_NO_PAD.decode(id).ok()?;
+        if bytes.len() <= NONCE_LEN {
+            return None;
+        }
+        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
+        let plain = self.cipher.decrypt(Nonce::from_slice(nonce), sealed).ok()?;
+        serde_json::from_slice(&plain).ok()
+    }
+}
+
+/// Reads a session key file: at least 32 bytes, of which the first 32 are the key. Kubernetes
+/// Secrets mount as files, so that is the contract.
+pub fn read_key(path: &std::path::Path) -> std::io::Result<[u8; KEY_LEN]> {
+    let bytes = std::fs::read(path)?;
+    bytes.get(..KEY_LEN).and_then(|key| key.try_into().ok()).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("session key file {} holds {} bytes; at least {KEY_LEN} are needed", path.display(), bytes.len()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> SealedSession {
+        SealedSession { version: "2025-11-25".into(), created: 1_700_000_000 }
+    }
+
+    #[test]
+    fn another_replica_with_the_key_opens_the_id() {
+        let key = [7u8; KEY_LEN];
+        let id = Sealer::new(&key).seal(&session());
+        assert!(id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+        assert_eq!(Sealer::new(&key).open(&id), Some(session()));
+    }
+
+    #[test]
+    fn foreign_or_altered_ids_do_not_open() {
+        let sealer = Sealer::new(&[7u8; KEY_LEN]);
+        let id = sealer.seal(&session());
+        assert_eq!(Sealer::new(&[8u8; KEY_LEN]).open(&id), None);
+        let mut altered = id.into_bytes();
+        let last = altered.len() - 2;
+        altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
+        assert_eq!(sealer.open(&String::from_utf8(altered).unwrap()), None);
+        assert_eq!(sealer.open("not-base64!"), None);
+    }
+
+    #[test]
+    fn ids_are_unique() {
+        let sealer = Sealer::random();
+        assert_ne!(sealer.seal(&session()), sealer.seal(&session()));
+    }
+}

@@ -1,0 +1,180 @@
+//! One session's state on this replica: version, log level, subscriptions, in-flight requests,
+//! the server-to-client stream and outstanding pings. Each lock is per session, never global.
+
+use crate::declaration::LogLevel;
+use crate::protocol::LegacyVersion;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// How the session's client reaches us.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionTransport {
+    /// Streamable HTTP on `/mcp` (2025-03-26 and later).
+    StreamableHttp,
+    /// HTTP+SSE: `GET /sse` + `POST /messages` (2024-11-05).
+    Sse,
+}
+
+impl SessionTransport {
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::StreamableHttp => "streamable_http",
+            Self::Sse => "sse",
+        }
+    }
+}
+
+/// A session.
+pub struct Session {
+    /// The id the client sends.
+    pub id: String,
+    /// The transport.
+    pub transport: SessionTransport,
+    /// Cancelled when the session ends; its streams and requests stop.
+    pub ended: CancellationToken,
+    epoch: Instant,
+    last_seen_ms: AtomicU64,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    version: Option<LegacyVersion>,
+    log_level: Option<LogLevel>,
+    subscriptions: HashSet<String>,
+    stream: Option<mpsc::Sender<Value>>,
+    in_flight: HashMap<String, CancellationToken>,
+    pings: HashMap<String, oneshot::Sender<()>>,
+}
+
+impl Session {
+    /// A session; `version` is `None` for an HTTP+SSE session until `initialize` arrives on it.
+    pub fn new(id: String, transport: SessionTransport, version: Option<LegacyVersion>) -> Self {
+        let state = State { version, ..State::default() };
+        Self {
+            id,
+            transport,
+            ended: CancellationToken::new(),
+            epoch: Instant::now(),
+            last_seen_ms: AtomicU64::new(0),
+            state: Mutex::new(state),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock leaves plain data behind; keep serving.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks activity now.
+    pub fn touch(&self) {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_seen_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// Time since the last activity.
+    pub fn idle_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_seen_ms.load(Ordering::Relaxed));
+        self.epoch.elapsed().saturating_sub(last)
+    }
+
+    /// The negotiated version, once known.
+    pub fn version(&self) -> Option<LegacyVersion> {
+        self.state().version
+    }
+
+    /// Records the negotiated version.
+    pub fn set_version(&self, version: LegacyVersion) {
+        self.state().version = Some(version);
+    }
+
+    /// The client's requested log level.
+    pub fn log_level(&self) -> Option<LogLevel> {
+        self.state().log_level
+    }
+
+    /// Sets the client's log level.
+    pub fn set_log_level(&self, level: LogLevel) {
+        self.state().log_level = Some(level);
+    }
+
+    /// Subscribes to or unsubscribes from a resource URI.
+    pub fn subscribe(&self, uri: &str, on: bool) {
+        let mut state = self.state();
+        if on {
+            state.subscriptions.insert(uri.to_owned());
+        } else {
+            state.subscriptions.remove(uri);
+        }
+    }
+
+    /// Whether the client subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.state().subscriptions.contains(uri)
+    }
+
+    /// Attaches the server-to-client stream; `false` when one is already open.
+    pub fn attach_stream(&self, sender: mpsc::Sender<Value>) -> bool {
+        let mut state = self.state();
+        if state.stream.as_ref().is_some_and(|s| !s.is_closed()) {
+            return false;
+        }
+        state.stream = Some(sender);
+        true
+    }
+
+    /// The open server-to-client stream, if any.
+    pub fn stream(&self) -> Option<mpsc::Sender<Value>> {
+        self.state().stream.clone().filter(|s| !s.is_closed())
+    }
+
+    /// Whether a server-to-client stream is open (an open stream is not idle).
+    pub fn has_stream(&self) -> bool {
+        self.state().stream.as_ref().is_some_and(|s| !s.is_closed())
+    }
+
+    /// Registers an in-flight request so `notifications/cancelled` can stop it.
+    pub fn start_request(&self, id: &Value) -> CancellationToken {
+        let token = self.ended.child_token();
+        self.state().in_flight.insert(id.to_string(), token.clone());
+        token
+    }
+
+    /// Forgets a finished request.
+    pub fn finish_request(&self, id: &Value) {
+        self.state().in_flight.remove(&id.to_string());
+    }
+
+    /// Cancels an in-flight request; unknown ids are ignored, as the protocol asks.
+    pub fn cancel_request(&self, id: &Value) {
+        if let Some(token) = self.state().in_flight.remove(&id.to_string()) {
+            token.cancel();
+        }
+    }
+
+    /// Registers an outstanding ping; the receiver fires when the client answers.
+    pub fn expect_pong(&self, id: &Value) -> oneshot::Receiver<()> {
+        let (sender, receiver) = oneshot::channel();
+        self.state().pings.insert(id.to_string(), sender);
+        receiver
+    }
+
+    /// Delivers a client's answer to a server request.
+    pub fn answer(&self, id: &Value) {
+        if let Some(sender) = self.state().pings.remove(&id.to_string()) {
+            // The waiter may have timed out already.
+            let _ = sender.send(());
+        }
+    }
+
+    /// Forgets an outstanding ping.
+    pub fn forget_ping(&self, id: &Value) {
+        self.state().pings.remove(&id.to_string());
+    }
+}

@@ -1,0 +1,194 @@
+//! The sessions of this replica: opening (with a limit), finding (adopting sessions another
+//! replica opened, via the sealed id), ending, and idle expiry. Sharded map, no global lock.
+
+use super::seal::{SealedSession, Sealer};
+use super::session::{Session, SessionTransport};
+use crate::admin::metrics::Metrics;
+use crate::protocol::{LegacyVersion, McpError};
+use dashmap::DashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long an ended session's id is remembered (so it is not adopted again).
+const TOMBSTONE_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Session limits and timers.
+#[derive(Clone, Debug)]
+pub struct SessionSettings {
+    /// A session with no request and no open stream for this long ends.
+    pub idle_timeout: Duration,
+    /// Most sessions open at once on this replica.
+    pub max_sessions: usize,
+    /// Interval of server pings on open streams; `None` disables them.
+    pub ping_interval: Option<Duration>,
+    /// How long a ping may go unanswered before the session ends.
+    pub ping_timeout: Duration,
+    /// Interval of SSE keep-alive comments.
+    pub keepalive: Duration,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            idle_timeout: Duration::from_secs(30 * 60),
+            max_sessions: 10_000,
+            ping_interval: Some(Duration::from_secs(30)),
+            ping_timeout: Duration::from_secs(10),
+            keepalive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Every session of this replica.
+pub struct SessionStore {
+    sessions: DashMap<String, Arc<Session>>,
+    ended: DashMap<String, Instant>,
+    count: AtomicUsize,
+    sealer: Sealer,
+    settings: SessionSettings,
+    metrics: Arc<Metrics>,
+}
+
+impl SessionStore {
+    /// An empty store.
+    pub fn new(sealer: Sealer, settings: SessionSettings, metrics: Arc<Metrics>) -> Self {
+        Self { sessions: DashMap::new(), ended: DashMap::new(), count: AtomicUsize::new(0), sealer, settings, metrics }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &SessionSettings {
+        &self.settings
+    }
+
+    /// Open sessions.
+    pub fn len(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Whether no session is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Opens a session, or refuses at the limit.
+    pub fn open(&self, transport: SessionTransport, version: Option<LegacyVersion>) -> Result<Arc<Session>, McpError> {
+        let sealed = SealedSession {
+            version: version.map(LegacyVersion::as_str).unwrap_or("2024-11-05").to_owned(),
+            created: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default(),
+        };
+        let session = Arc::new(Session::new(self.sealer.seal(&sealed), transport, version));
+        self.insert(session.clone())?;
+        Ok(session)
+    }
+
+    fn insert(&self, session: Arc<Session>) -> Result<(), McpError> {
+        let limit = self.settings.max_sessions;
+        if self.count.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1)).is_err() {
+            self.metrics.session_refused();
+            return Err(McpError::TooManySessions(limit));
+        }
+        session.touch();
+        self.metrics.sessions(session.transport.label(), 1);
+        self.sessions.insert(session.id.clone(), session);
+        Ok(())
+    }
+
+    /// Finds a Streamable HTTP session: one of ours, or one another replica opened (its sealed id
+    /// carries what we need). Ended or forged ids find nothing.
+    pub fn find(&self, id: &str) -> Result<Option<Arc<Session>>, McpError> {
+        if let Some(session) = self.sessions.get(id) {
+            session.touch();
+            return Ok(Some(session.clone()));
+        }
+        if self.ended.contains_key(id) {
+            return Ok(None);
+        }
+        let Some(sealed) = self.sealer.open(id) else { return Ok(None) };
+        let Some(version) = LegacyVersion::parse(&sealed.version) else { return Ok(None) };
+        let session = Arc::new(Session::new(id.to_owned(), SessionTransport::StreamableHttp, Some(version)));
+        self.insert(session.clone())?;
+        Ok(Some(session))
+    }
+
+    /// Finds a session of this replica only (HTTP+SSE sessions live where their stream is).
+    pub fn find_local(&self, id: &str) -> Option<Arc<Session>> {
+        let session = self.sessions.get(id)?.clone();
+        session.touch();
+        Some(session)
+    }
+
+    /// Ends a session: its streams close, its requests stop, its id is never served again here.
+    pub fn end(&self, id: &str) -> bool {
+        let Some((_, session)) = self.sessions.remove(id) else { return false };
+        self.count.fetch_sub(1, Ordering::AcqRel);
+        self.metrics.sessions(session.transport.label(), -1);
+        self.ended.insert(id.to_owned(), Instant::now());
+        session.ended.cancel();
+        true
+    }
+
+    /// Ends sessions idle past the timeout and forgets old tombstones; returns how many ended.
+    pub fn expire_idle(&self) -> usize {
+        let idle: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|s| !s.has_stream() && s.idle_for() >= self.settings.idle_timeout)
+            .map(|s| s.id.clone())
+            .collect();
+        let ended = idle.iter().filter(|id| self.end(id)).count();
+        self.ended.retain(|_, at| at.elapsed() < TOMBSTONE_TTL);
+        ended
+    }
+
+    /// Ends every session (shutdown).
+    pub fn end_all(&self) {
+        let ids: Vec<String> = self.sessions.iter().map(|s| s.id.clone()).collect();
+        for id in ids {
+            self.end(&id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sessions::KEY_LEN;
+
+    fn store(key: u8, settings: SessionSettings) -> SessionStore {
+        SessionStore::new(Sealer::new(&[key; KEY_LEN]), settings, Arc::new(Metrics::default()))
+    }
+
+    #[test]
+    fn refuses_past_the_limit() {
+        let store = store(1, SessionSettings { max_sessions: 2, ..SessionSettings::default() });
+        let version = Some(LegacyVersion::V2025_11_25);
+        store.open(SessionTransport::StreamableHttp, version).unwrap();
+        let second = store.open(SessionTransport::StreamableHttp, version).unwrap();
+        assert_eq!(store.open(SessionTransport::StreamableHttp, version).err(), Some(McpError::TooManySessions(2)));
+        store.end(&second.id);
+        assert!(store.open(SessionTransport::StreamableHttp, version).is_ok());
+    }
+
+    #[test]
+    fn another_replica_adopts_a_session_but_not_an_ended_one() {
+        let first = store(1, SessionSettings::default());
+        let second = store(1, SessionSettings::default());
+        let session = first.open(SessionTransport::StreamableHttp, Some(LegacyVersion::V2025_06_18)).unwrap();
+        let adopted = second.find(&session.id).unwrap().unwrap();
+        assert_eq!(adopted.version(), Some(LegacyVersion::V2025_06_18));
+        assert!(first.end(&session.id));
+        assert!(first.find(&session.id).unwrap().is_none());
+        assert!(store(2, SessionSettings::default()).find(&session.id).unwrap().is_none());
+    }
+
+    #[test]
+    fn idle_sessions_expire() {
+        let store = store(1, SessionSettings { idle_timeout: Duration::ZERO, ..SessionSettings::default() });
+        let session = store.open(SessionTransport::StreamableHttp, Some(LegacyVersion::V2025_11_25)).unwrap();
+        assert_eq!(store.expire_idle(), 1);
+        assert!(session.ended.is_cancelled());
+        assert!(store.find(&session.id).unwrap().is_none());
+        assert!(store.is_empty());
+    }
+}

@@ -1,0 +1,96 @@
+//! HTTP transports on the MCP port: `/mcp` (2026-07-28 stateless and legacy Streamable HTTP
+//! sessions) and `/sse` + `/messages` (2024-11-05 HTTP+SSE). Transports know nothing of tools:
+//! they turn HTTP into [`Server::handle`] calls and results back into HTTP.
+
+mod answer;
+mod guard;
+mod mcp;
+mod modern;
+mod session_stream;
+mod sse;
+mod streamable;
+
+use crate::server::Server;
+use crate::sessions::SessionStore;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use guard::OriginPolicy;
+
+/// HTTP settings of the MCP port.
+#[derive(Clone, Debug)]
+pub struct HttpSettings {
+    /// Who may call: Host and Origin allow-lists.
+    pub origins: OriginPolicy,
+    /// Path prefix under which an ingress exposes the server (for the HTTP+SSE endpoint URI).
+    pub path_prefix: String,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self { origins: OriginPolicy::default(), path_prefix: String::new(), max_body_bytes: 4 * 1024 * 1024 }
+    }
+}
+
+/// Everything a handler needs.
+pub struct AppState {
+    /// The dispatch layer.
+    pub server: Arc<Server>,
+    /// Legacy sessions.
+    pub sessions: Arc<SessionStore>,
+    /// HTTP settings.
+    pub http: HttpSettings,
+    /// Cancelled on shutdown: open streams end.
+    pub shutdown: CancellationToken,
+}
+
+/// The MCP routes.
+pub fn router(state: Arc<AppState>) -> Router {
+    let max_body = state.http.max_body_bytes;
+    Router::new()
+        .route("/mcp", post(mcp::post).get(streamable::get).delete(streamable::delete))
+        .route("/sse", get(sse::get))
+        .route("/messages", post(sse::post))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::check_host_and_origin))
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}
+
+/// Serves the MCP routes on `listener` until `shutdown`, then drains for at most `drain`.
+/// Sessions expire in the background meanwhile.
+pub async fn serve(listener: TcpListener, state: Arc<AppState>, drain: Duration) -> std::io::Result<()> {
+    let shutdown = state.shutdown.clone();
+    let reaper = tokio::spawn(expire_sessions(state.clone()));
+    let app = router(state.clone());
+    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let mut server = std::pin::pin!(server.into_future());
+    let result = tokio::select! {
+        result = &mut server => result,
+        () = async { shutdown.cancelled().await; tokio::time::sleep(drain).await } => {
+            tracing::warn!(?drain, "connections still open after the drain deadline; closing them");
+            Ok(())
+        }
+    };
+    reaper.abort();
+    state.sessions.end_all();
+    result
+}
+
+async fn expire_sessions(state: Arc<AppState>) {
+    let every = (state.sessions.settings().idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let mut timer = tokio::time::interval(every);
+    loop {
+        timer.tick().await;
+        let ended = state.sessions.expire_idle();
+        if ended > 0 {
+            tracing::info!(ended, "ended idle sessions");
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Turning a request's outcome into an HTTP response: a JSON body when the answer is ready at
+//! once, or an SSE stream when notifications come first or the answer takes a while (an open
+//! stream with keep-alives also notices a client that went away, which cancels the request).
+
+use crate::protocol::{Era, McpError, RequestId, error_response};
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use serde_json::Value;
+use std::convert::Infallible;
+use std::future::Future;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Interval of `:` keep-alive comments on every SSE stream.
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// After this long without an answer, a client that accepts SSE gets a stream.
+const SWITCH_TO_STREAM_AFTER: Duration = Duration::from_millis(500);
+
+/// Capacity of a request's notification channel.
+pub const NOTIFICATION_CAPACITY: usize = 32;
+
+/// A JSON-RPC error body.
+pub fn error_body(id: Option<&RequestId>, err: &McpError, era: Era) -> Json<Value> {
+    Json(error_response(id, err.to_json(era)))
+}
+
+/// A JSON-RPC error response with the era's HTTP status.
+pub fn error(id: Option<&RequestId>, err: &McpError, era: Era) -> Response {
+    let status = StatusCode::from_u16(err.http_status(era)).unwrap_or(StatusCode::BAD_REQUEST);
+    (status, error_body(id, err, era)).into_response()
+}
+
+/// A 200 JSON response.
+pub fn json(body: Value) -> Response {
+    Json(body).into_response()
+}
+
+/// An SSE response with the headers proxies need to pass events through unbuffered.
+pub fn sse<S>(events: S) -> Response
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(KEEPALIVE)).into_response();
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// One JSON-RPC message as an SSE event (JSON is always one line).
+pub fn event(message: &Value, name: Option<&'static str>) -> Event {
+    let event = Event::default().data(message.to_string());
+    match name {
+        Some(name) => event.event(name),
+        None => event,
+    }
+}
+
+/// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and
+/// whose notifications arrive on `notifications`. Without SSE support, notifications are dropped
+/// and the answer is JSON.
+pub async fn answer<F>(outcome: F, mut notifications: mpsc::Receiver<Value>, client_accepts_sse: bool) -> Response
+where
+    F: Future<Output = (StatusCode, Value)> + Send + 'static,
+{
+    let mut outcome = Box::pin(outcome);
+    if !client_accepts_sse {
+        notifications.close();
+        let (status, body) = outcome.await;
+        return (status, Json(body)).into_response();
+    }
+    let first = tokio::select! {
+        biased;
+        Some(first) = notifications.recv() => Some(first),
+        (status, body) = &mut outcome => return (status, Json(body)).into_response(),
+        () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => None,
+    };
+    let events = async_stream::stream! {
+        if let Some(first) = first {
+            yield Ok(event(&first, None));
+        }
+        loop {
+            tokio::select! {
+                biased;
+                Some(note) = notifications.recv() => yield Ok(event(&note, None)),
+                (_, body) = &mut outcome => {
+                    while let Ok(note) = notifications.try_recv() {
+                        yield Ok(event(&note, None));
+                    }
+                    yield Ok(event(&body, None));
+                    break;
+                }
+            }
+        }
+    };
+    sse(events)
+}

@@ -1,0 +1,180 @@
+//! Edge checks on every MCP request: Host and Origin allow-lists (DNS-rebinding protection), and
+//! the Content-Type and Accept checks of POST bodies. Pure, apart from the middleware glue.
+
+use super::AppState;
+use super::answer::error_body;
+use crate::protocol::{Era, LATEST_LEGACY, McpError};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// Which Host and Origin values may reach the server. An entry without a port matches any port;
+/// `*` matches anything.
+#[derive(Clone, Debug)]
+pub struct OriginPolicy {
+    /// Allowed Host header values (`host` or `host:port`).
+    pub hosts: Vec<String>,
+    /// Allowed origins (`scheme://host` or `scheme://host:port`).
+    pub origins: Vec<String>,
+}
+
+/// Loopback names, allowed by default.
+const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+impl Default for OriginPolicy {
+    fn default() -> Self {
+        Self {
+            hosts: LOOPBACK.iter().map(|h| (*h).to_owned()).collect(),
+            origins: LOOPBACK
+                .iter()
+                .flat_map(|h| [format!("http://{h}"), format!("https://{h}")])
+                .collect(),
+        }
+    }
+}
+
+impl OriginPolicy {
+    /// Whether a Host header value is allowed.
+    pub fn allows_host(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        self.hosts.iter().any(|allowed| allowed == "*" || matches_authority(allowed, &host))
+    }
+
+    /// Whether an Origin header value is allowed (`null` origins never are).
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        let origin = origin.to_ascii_lowercase();
+        let Some((scheme, authority)) = origin.split_once("://") else { return false };
+        self.origins.iter().any(|allowed| {
+            allowed == "*"
+                || allowed
+                    .split_once("://")
+                    .is_some_and(|(s, a)| s.eq_ignore_ascii_case(scheme) && matches_authority(&a.to_ascii_lowercase(), authority))
+        })
+    }
+}
+
+/// `allowed` without a port matches `actual` with any port.
+fn matches_authority(allowed: &str, actual: &str) -> bool {
+    if allowed == actual {
+        return true;
+    }
+    let has_port = |a: &str| a.rsplit_once(':').is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()) && !a.ends_with(']'));
+    !has_port(allowed) && actual.strip_prefix(allowed).is_some_and(|rest| rest.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())))
+}
+
+/// Middleware: 403 for a Host or Origin that is not allowed.
+pub async fn check_host_and_origin(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let policy = &state.http.origins;
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    if !host.as_deref().is_some_and(|h| policy.allows_host(h)) {
+        return forbidden("host not allowed");
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        if !origin.to_str().is_ok_and(|o| policy.allows_origin(o)) {
+            return forbidden("origin not allowed");
+        }
+    }
+    next.run(request).await
+}
+
+fn forbidden(why: &str) -> Response {
+    let err = McpError::InvalidRequest(why.to_owned());
+    (StatusCode::FORBIDDEN, error_body(None, &err, Era::Legacy(LATEST_LEGACY))).into_response()
+}
+
+/// 415 unless the body is declared as JSON.
+pub fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if json {
+        Ok(())
+    } else {
+        Err((StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json").into_response())
+    }
+}
+
+/// What a client accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accepts {
+    /// `application/json`.
+    pub json: bool,
+    /// `text/event-stream`.
+    pub sse: bool,
+}
+
+/// Reads Accept; an absent header accepts everything.
+pub fn accepts(headers: &HeaderMap) -> Accepts {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return Accepts { json: true, sse: true };
+    };
+    let mut accepts = Accepts { json: false, sse: false };
+    for range in accept.split(',').map(|r| r.split(';').next().unwrap_or_default().trim().to_ascii_lowercase()) {
+        match range.as_str() {
+            "*/*" => accepts = Accepts { json: true, sse: true },
+            "application/*" | "application/json" => accepts.json = true,
+            "text/*" | "text/event-stream" => accepts.sse = true,
+            _ => {}
+        }
+    }
+    accepts
+}
+
+/// 406 when the client accepts neither JSON nor an event stream.
+pub fn check_accept(headers: &HeaderMap) -> Result<Accepts, Response> {
+    let accepts = accepts(headers);
+    if accepts.json || accepts.sse {
+        Ok(accepts)
+    } else {
+        Err((StatusCode::NOT_ACCEPTABLE, "Accept must include application/json or text/event-stream").into_response())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_allowed_on_any_port_by_default() {
+        let policy = OriginPolicy::default();
+        assert!(policy.allows_host("localhost:8080"));
+        assert!(policy.allows_host("127.0.0.1"));
+        assert!(policy.allows_host("[::1]:9"));
+        assert!(!policy.allows_host("evil.example.com"));
+        assert!(!policy.allows_host("localhost.evil.com"));
+        assert!(!policy.allows_host("localhost:80x"));
+        assert!(policy.allows_origin("http://localhost:3000"));
+        assert!(!policy.allows_origin("http://evil.example.com"));
+        assert!(!policy.allows_origin("null"));
+    }
+
+    #[test]
+    fn explicit_entries_and_wildcards() {
+        let policy = OriginPolicy { hosts: vec!["mcp.example.com".into()], origins: vec!["https://app.example.com:8443".into()] };
+        assert!(policy.allows_host("MCP.example.com:443"));
+        assert!(policy.allows_origin("https://app.example.com:8443"));
+        assert!(!policy.allows_origin("https://app.example.com"));
+        assert!(!policy.allows_origin("http://app.example.com:8443"));
+        let open = OriginPolicy { hosts: vec!["*".into()], origins: vec!["*".into()] };
+        assert!(open.allows_host("anything") && open.allows_origin("https://x"));
+    }
+
+    #[test]
+    fn accept_parsing() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(accepts(&headers), Accepts { json: true, sse: true });
+        headers.insert(header::ACCEPT, "application/json".parse().unwrap());
+        assert_eq!(accepts(&headers), Accepts { json: true, sse: false });
+        headers.insert(header::ACCEPT, "text/html".parse().unwrap());
+        assert!(check_accept(&headers).is_err());
+    }
+}

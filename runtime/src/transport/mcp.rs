@@ -1,0 +1,60 @@
+//! `POST /mcp`: checks the body, then picks the era. A request carrying the 2026-07-28 `_meta`
+//! (or a non-legacy `MCP-Protocol-Version` header without a session) is served statelessly;
+//! `initialize` and session traffic go to the legacy Streamable HTTP path.
+
+use super::answer::error;
+use super::guard::{check_accept, check_content_type};
+use super::{AppState, modern, streamable};
+use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, meta, parse_message};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use std::sync::Arc;
+
+/// The session header of Streamable HTTP.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// The protocol version header.
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// Handles every POST on `/mcp`.
+pub async fn post(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refusal) = check_content_type(&headers) {
+        return refusal;
+    }
+    let accepts = match check_accept(&headers) {
+        Ok(accepts) => accepts,
+        Err(refusal) => return refusal,
+    };
+    let message = match parse_message(&body) {
+        Ok(message) => message,
+        Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
+    };
+    if is_modern(&headers, &message) {
+        modern::post(state, headers, message, accepts.sse).await
+    } else {
+        streamable::post(state, headers, message, accepts.sse).await
+    }
+}
+
+fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
+    let (method, params) = match message {
+        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => (method, params),
+        Incoming::Response { .. } => return false,
+    };
+    if params.get("_meta").and_then(|m| m.get(meta::PROTOCOL_VERSION)).is_some() {
+        return true;
+    }
+    if method == "initialize" || headers.contains_key(SESSION_HEADER) {
+        return false;
+    }
+    headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|version| LegacyVersion::parse(version.trim()).is_none())
+}
+
+/// The error for a request that needs a session but has none.
+pub fn missing_session() -> McpError {
+    McpError::InvalidRequest("missing Mcp-Session-Id header: send initialize first".into())
+}

@@ -1,0 +1,135 @@
+//! The server-to-client stream of a legacy session (Streamable HTTP GET, or the HTTP+SSE
+//! stream): list_changed and resource-updated notifications after reloads, and pings that end a
+//! session whose client stopped answering.
+
+use super::AppState;
+use super::answer::event;
+use crate::protocol::{notification, request};
+use crate::server::Changes;
+use crate::sessions::Session;
+use axum::response::sse::Event;
+use futures_util::Stream;
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+
+/// Messages a stream may buffer for a slow client before senders wait.
+const STREAM_CAPACITY: usize = 16;
+
+/// Opens the session's stream; `None` if one is already open. The returned receiver carries
+/// every message for the client; a background task feeds it until the client leaves, the
+/// session ends or the server shuts down.
+pub fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<mpsc::Receiver<Value>> {
+    let (sender, receiver) = mpsc::channel(STREAM_CAPACITY);
+    if !session.attach_stream(sender.clone()) {
+        return None;
+    }
+    tokio::spawn(feed(state.clone(), session.clone(), sender));
+    Some(receiver)
+}
+
+/// The SSE events of a stream: an optional first event (the HTTP+SSE endpoint), the 2025-11-25
+/// priming event when asked, then each message.
+pub fn events(
+    mut messages: mpsc::Receiver<Value>,
+    priming: bool,
+    first: Option<Event>,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
+    let named = first.is_some();
+    async_stream::stream! {
+        if let Some(first) = first {
+            yield Ok(first);
+        }
+        if priming {
+            yield Ok(Event::default().id("0").retry(Duration::from_secs(3)).data(""));
+        }
+        while let Some(message) = messages.recv().await {
+            yield Ok(event(&message, named.then_some("message")));
+        }
+    }
+}
+
+async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: mpsc::Sender<Value>) {
+    let mut changes = state.server.subscribe_changes();
+    let settings = state.sessions.settings().clone();
+    let mut pings = settings.ping_interval.map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
+    let mut sequence = 0u64;
+    loop {
+        tokio::select! {
+            () = session.ended.cancelled() => break,
+            () = state.shutdown.cancelled() => break,
+            () = sender.closed() => break,
+            changed = changes.recv() => {
+                let changes = match changed {
+                    Ok(changes) => changes,
+                    Err(broadcast::error::RecvError::Lagged(_)) => Arc::new(Changes { tools: true, prompts: true, resources: true, updated_uris: Vec::new() }),
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                for message in notifications(&session, &changes) {
+                    if sender.send(message).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            () = tick(&mut pings) => {
+                sequence += 1;
+                ping(&state, &session, &sender, sequence, settings.ping_timeout).await;
+            }
+        }
+    }
+}
+
+/// The next tick of the ping timer; never, when pings are disabled.
+async fn tick(timer: &mut Option<tokio::time::Interval>) {
+    match timer {
+        Some(timer) => {
+            timer.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+fn notifications(session: &Session, changes: &Changes) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (changed, method) in [
+        (changes.tools, "notifications/tools/list_changed"),
+        (changes.prompts, "notifications/prompts/list_changed"),
+        (changes.resources, "notifications/resources/list_changed"),
+    ] {
+        if changed {
+            out.push(notification(method, json!({})));
+        }
+    }
+    for uri in changes.updated_uris.iter().filter(|uri| session.is_subscribed(uri)) {
+        out.push(notification("notifications/resources/updated", json!({"uri": uri})));
+    }
+    out
+}
+
+/// Sends a ping and, in the background, ends the session if no answer comes in time.
+async fn ping(state: &Arc<AppState>, session: &Arc<Session>, sender: &mpsc::Sender<Value>, sequence: u64, timeout: Duration) {
+    let id = json!(format!("kube-mcp-ping-{sequence}"));
+    let answered = session.expect_pong(&id);
+    if sender.send(request(&id, "ping", json!({}))).await.is_err() {
+        session.forget_ping(&id);
+        return;
+    }
+    let (state, session) = (state.clone(), session.clone());
+    tokio::spawn(async move {
+        if !matches!(tokio::time::timeout(timeout, answered).await, Ok(Ok(()))) {
+            session.forget_ping(&id);
+            if !session.ended.is_cancelled() {
+                tracing::info!(session = %short(&session.id), "ending session: ping unanswered");
+                state.server.metrics().ping_failed();
+                state.sessions.end(&session.id);
+            }
+        }
+    });
+}
+
+/// A session id shortened for logs (ids are bearer-like: never log them whole).
+pub fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}

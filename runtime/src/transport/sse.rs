@@ -1,0 +1,112 @@
+//! HTTP+SSE (2024-11-05, deprecated but still used): `GET /sse` opens a session and its stream,
+//! whose first event names the POST endpoint (relative, with the ingress path prefix);
+//! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
+
+use super::answer::{self, error};
+use super::guard::check_content_type;
+use super::session_stream::{self, short};
+use super::streamable::{notification, run};
+use super::AppState;
+use crate::protocol::{Era, Incoming, LegacyVersion, McpError, parse_message, success_response};
+use crate::server::initialize_result;
+use crate::sessions::{SessionStore, SessionTransport};
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use std::sync::Arc;
+use std::time::Duration;
+
+const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
+
+/// How long a response may wait for room on a slow client's stream before it is dropped.
+const STREAM_SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `GET /sse`: opens a session whose life is this stream.
+pub async fn get(State(state): State<Arc<AppState>>) -> Response {
+    let session = match state.sessions.open(SessionTransport::Sse, None) {
+        Ok(session) => session,
+        Err(err) => return error(None, &err, ERA),
+    };
+    let Some(messages) = session_stream::open(&state, &session) else {
+        state.sessions.end(&session.id);
+        return error(None, &McpError::Internal("could not open the session stream".into()), ERA);
+    };
+    let endpoint = format!("{}/messages?sessionId={}", state.http.path_prefix, session.id);
+    let guard = EndOnDrop { sessions: state.sessions.clone(), id: session.id.clone() };
+    let events = session_stream::events(messages, false, Some(Event::default().event("endpoint").data(endpoint)));
+    let events = futures_util::StreamExt::map(events, move |event| {
+        let _alive = &guard;
+        event
+    });
+    answer::sse(events)
+}
+
+/// Ends an HTTP+SSE session when its stream is dropped (the client disconnected).
+struct EndOnDrop {
+    sessions: Arc<SessionStore>,
+    id: String,
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        if self.sessions.end(&self.id) {
+            tracing::debug!(session = %short(&self.id), "SSE client disconnected; session ended");
+        }
+    }
+}
+
+/// The session query of `POST /messages`.
+#[derive(Deserialize)]
+pub struct MessagesQuery {
+    #[serde(rename = "sessionId")]
+    session_id: Option<String>,
+}
+
+/// `POST /messages?sessionId=…`: 202, with the JSON-RPC response sent on the session's stream.
+pub async fn post(State(state): State<Arc<AppState>>, Query(query): Query<MessagesQuery>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(id) = query.session_id else {
+        return (StatusCode::BAD_REQUEST, "missing sessionId query parameter").into_response();
+    };
+    let Some(session) = state.sessions.find_local(&id) else {
+        return (StatusCode::NOT_FOUND, "session not found: open a new one with GET /sse").into_response();
+    };
+    if let Err(refusal) = check_content_type(&headers) {
+        return refusal;
+    }
+    let message = match parse_message(&body) {
+        Ok(message) => message,
+        Err(err) => return error(None, &err, ERA),
+    };
+    let (id, method, params) = match message {
+        Incoming::Request { id, method, params } => (id, method, params),
+        Incoming::Notification { method, params } => {
+            notification(&session, &method, &params);
+            return StatusCode::ACCEPTED.into_response();
+        }
+        Incoming::Response { id, .. } => {
+            session.answer(&id);
+            return StatusCode::ACCEPTED.into_response();
+        }
+    };
+    let Some(stream) = session.stream() else {
+        return (StatusCode::NOT_FOUND, "session stream closed").into_response();
+    };
+    tokio::spawn(async move {
+        let response = if method == "initialize" {
+            let requested = params.get("protocolVersion").and_then(|v| v.as_str()).unwrap_or_default();
+            let version = LegacyVersion::negotiate(requested);
+            session.set_version(version);
+            success_response(&id, initialize_result(&state.server.declaration(), version))
+        } else {
+            run(&state, &session, &id, &method, &params, Some(stream.clone())).await
+        };
+        if stream.send_timeout(response, STREAM_SEND_TIMEOUT).await.is_err() {
+            tracing::warn!(session = %short(&session.id), "dropped a response: the client is not reading its stream");
+        }
+    });
+    (StatusCode::ACCEPTED, "Accepted").into_response()
+}
+

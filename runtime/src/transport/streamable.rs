@@ -1,0 +1,184 @@
+//! Legacy Streamable HTTP on `/mcp` (2025-03-26 … 2025-11-25): `initialize` opens a session,
+//! later requests carry `Mcp-Session-Id`, GET opens the server-to-client stream, DELETE ends it.
+
+use super::answer::{self, NOTIFICATION_CAPACITY, error};
+use super::guard::accepts;
+use super::mcp::{SESSION_HEADER, VERSION_HEADER, missing_session};
+use super::{AppState, session_stream};
+use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response};
+use crate::server::{RequestContext, initialize_result};
+use crate::sessions::{Session, SessionTransport};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+const ERA: Era = Era::Legacy(LATEST_LEGACY);
+
+/// Serves one legacy message.
+pub async fn post(state: Arc<AppState>, headers: HeaderMap, message: Incoming, accepts_sse: bool) -> Response {
+    if let Incoming::Request { id, method, params } = &message {
+        if method == "initialize" {
+            return initialize(&state, id, params);
+        }
+    }
+    let session = match session_of(&state, &headers) {
+        Ok(session) => session,
+        Err(refusal) => return refusal,
+    };
+    if let Some(version) = headers.get(VERSION_HEADER) {
+        if version.to_str().ok().and_then(|v| LegacyVersion::parse(v.trim())).is_none() {
+            let err = McpError::InvalidRequest("unsupported MCP-Protocol-Version header for this session".into());
+            return (StatusCode::BAD_REQUEST, answer::error_body(None, &err, ERA)).into_response();
+        }
+    }
+    match message {
+        Incoming::Request { id, method, params } => request(state, session, id, method, params, accepts_sse).await,
+        Incoming::Notification { method, params } => {
+            notification(&session, &method, &params);
+            StatusCode::ACCEPTED.into_response()
+        }
+        Incoming::Response { id, .. } => {
+            session.answer(&id);
+            StatusCode::ACCEPTED.into_response()
+        }
+    }
+}
+
+fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
+    let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+    let version = LegacyVersion::negotiate(requested);
+    let session = match state.sessions.open(SessionTransport::StreamableHttp, Some(version)) {
+        Ok(session) => session,
+        Err(err) => return error(Some(id), &err, Era::Legacy(version)),
+    };
+    let result = initialize_result(&state.server.declaration(), version);
+    let mut response = answer::json(success_response(id, result));
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+/// The session a request names: 400 without the header, 404 for an unknown or ended session
+/// (the client then initializes again).
+fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return Err((StatusCode::BAD_REQUEST, answer::error_body(None, &missing_session(), ERA)).into_response());
+    };
+    match state.sessions.find(id) {
+        Ok(Some(session)) => Ok(session),
+        Ok(None) => {
+            let err = McpError::InvalidRequest("session not found: it ended or expired; initialize again".into());
+            Err((StatusCode::NOT_FOUND, answer::error_body(None, &err, ERA)).into_response())
+        }
+        Err(err) => Err(error(None, &err, ERA)),
+    }
+}
+
+/// Client notifications: cancellation stops an in-flight request; the rest need nothing.
+pub fn notification(session: &Session, method: &str, params: &Value) {
+    if method == "notifications/cancelled" {
+        if let Some(id) = params.get("requestId") {
+            session.cancel_request(id);
+        }
+    }
+}
+
+async fn request(
+    state: Arc<AppState>,
+    session: Arc<Session>,
+    id: RequestId,
+    method: String,
+    params: Value,
+    accepts_sse: bool,
+) -> Response {
+    let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
+    let outcome = async move {
+        let response = run(&state, &session, &id, &method, &params, Some(notifier)).await;
+        (StatusCode::OK, response)
+    };
+    answer::answer(outcome, notifications, accepts_sse).await
+}
+
+/// Runs a session request to its JSON-RPC response, honoring cancellation and applying the
+/// session side effects of `logging/setLevel` and `resources/(un)subscribe`.
+pub async fn run(
+    state: &AppState,
+    session: &Session,
+    id: &RequestId,
+    method: &str,
+    params: &Value,
+    notifier: Option<mpsc::Sender<Value>>,
+) -> Value {
+    let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
+    let ctx = RequestContext::new(era, params, session.log_level(), notifier);
+    let cancelled = session.start_request(id);
+    let outcome = tokio::select! {
+        outcome = state.server.handle(&ctx, method, params) => outcome,
+        () = cancelled.cancelled() => Err(McpError::InvalidRequest("request cancelled".into())),
+    };
+    session.finish_request(id);
+    match outcome {
+        Ok(result) => {
+            apply_side_effects(session, method, params);
+            success_response(id, result)
+        }
+        Err(err) => answer::error_body(Some(id), &err, era).0,
+    }
+}
+
+fn apply_side_effects(session: &Session, method: &str, params: &Value) {
+    match method {
+        "logging/setLevel" => {
+            if let Ok(level) = crate::server::parse_level(params.get("level")) {
+                session.set_log_level(level);
+            }
+        }
+        "resources/subscribe" | "resources/unsubscribe" => {
+            if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                session.subscribe(uri, method == "resources/subscribe");
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `GET /mcp`: the server-to-client stream of a session (405 without a session: stateless
+/// clients have no stream).
+pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if !headers.contains_key(SESSION_HEADER) {
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    }
+    if !accepts(&headers).sse {
+        return (StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream").into_response();
+    }
+    let session = match session_of(&state, &headers) {
+        Ok(session) => session,
+        Err(refusal) => return refusal,
+    };
+    match session_stream::open(&state, &session) {
+        Some(messages) => {
+            let priming = session.version().is_some_and(|v| v >= LegacyVersion::V2025_11_25);
+            answer::sse(session_stream::events(messages, priming, None))
+        }
+        None => (StatusCode::CONFLICT, "this session already has an open stream").into_response(),
+    }
+}
+
+/// `DELETE /mcp`: ends a session.
+pub async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    };
+    // A session opened on another replica is adopted first, so that ending it here sticks.
+    match state.sessions.find(id) {
+        Ok(Some(_)) => {
+            state.sessions.end(id);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
