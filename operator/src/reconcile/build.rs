@@ -215,12 +215,6 @@ mod tests {
             volume.secret.as_ref().unwrap().secret_name.as_deref(),
             Some("upstream-token")
         );
-        let args = container.args.clone().unwrap();
-        assert!(
-            args.windows(2)
-                .any(|w| w == ["--secrets-dir", "/var/run/kube-mcp/secrets"]),
-            "{args:?}"
-        );
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub const ADMIN_PORT: i32 = 9090;
 pub const MANIFEST_DIR: &str = "/etc/kube-mcp";
 /// Where the session key Secret is mounted.
 pub const SESSION_KEY_DIR: &str = "/var/run/kube-mcp/session";
-/// Where the Secrets listed in `spec.secrets` are mounted, one directory each.
+/// Where the Secrets listed in `spec.secrets` are mounted, one directory each: the runtime's
+/// default `--secrets-dir`, so no flag is passed.
 pub const SECRETS_DIR: &str = "/var/run/kube-mcp/secrets";
 /// Unprivileged user and group of the runtime (distroless `nonroot`).
 const RUNTIME_UID: i64 = 65532;
@@ -257,9 +258,6 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         "--log-level",
         spec.log_level.map_or("info", |level| level.as_str()).into(),
     );
-    if !spec.secrets.is_empty() {
-        flag("--secrets-dir", SECRETS_DIR.into());
-    }
     args
 }
 

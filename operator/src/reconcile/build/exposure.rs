@@ -69,27 +69,47 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
+    let backend = IngressBackend {
+        service: Some(IngressServiceBackend {
+            name: server.name_any(),
+            port: Some(ServiceBackendPort {
+                name: Some("http".into()),
+                ..Default::default()
+            }),
+        }),
+        ..Default::default()
+    };
+    let path = |path: String, path_type: &str| HTTPIngressPath {
+        path: Some(path),
+        path_type: path_type.into(),
+        backend: backend.clone(),
+    };
+    let paths = match path_prefix(declared) {
+        // At the root, the endpoints are routed as they are, by any ingress controller.
+        None => ENDPOINTS
+            .iter()
+            .map(|endpoint| path(format!("/{endpoint}"), "Exact"))
+            .collect(),
+        // Under a prefix, the runtime still serves at the root (the prefix only shapes the
+        // endpoint its HTTP+SSE stream announces): ingress-nginx strips the prefix.
+        Some(prefix) => {
+            annotations.insert(
+                "nginx.ingress.kubernetes.io/use-regex".into(),
+                "true".into(),
+            );
+            annotations.insert(
+                "nginx.ingress.kubernetes.io/rewrite-target".into(),
+                "/$1".into(),
+            );
+            vec![path(
+                format!("{}/({})$", regex_escape(prefix), ENDPOINTS.join("|")),
+                "ImplementationSpecific",
+            )]
+        }
+    };
     annotations.extend(declared.annotations.clone());
     let mut metadata = child_meta(server, server.name_any());
     metadata.annotations = Some(annotations);
-    let prefix = path_prefix(declared).unwrap_or_default();
-    let paths = ENDPOINTS
-        .iter()
-        .map(|endpoint| HTTPIngressPath {
-            path: Some(format!("{prefix}/{endpoint}")),
-            path_type: "Exact".into(),
-            backend: IngressBackend {
-                service: Some(IngressServiceBackend {
-                    name: server.name_any(),
-                    port: Some(ServiceBackendPort {
-                        name: Some("http".into()),
-                        ..Default::default()
-                    }),
-                }),
-                ..Default::default()
-            },
-        })
-        .collect();
     Some(Ingress {
         metadata,
         spec: Some(K8sIngressSpec {
@@ -128,6 +148,19 @@ pub fn pod_disruption_budget(server: &MCPServer) -> Option<PodDisruptionBudget> 
         }),
         status: None,
     })
+}
+
+/// `text` with the characters regular expressions give a meaning escaped.
+pub(super) fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if r"\.+*?()|[]{}^$".contains(c) {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 /// The ingress path as the runtime's `--path-prefix`, or `None` at the root.
