@@ -134,6 +134,35 @@ mod tests {
     }
 
     #[test]
+    fn an_ingress_at_the_root_routes_exactly_the_mcp_endpoints() {
+        let mut server = weather();
+        server.spec.deployment.ingress.as_mut().unwrap().path = None;
+        let ingress = build(&server).ingress.unwrap();
+        let rule = &ingress.spec.unwrap().rules.unwrap()[0];
+        let paths: Vec<(String, String)> = rule
+            .http
+            .clone()
+            .unwrap()
+            .paths
+            .into_iter()
+            .map(|p| (p.path.unwrap(), p.path_type))
+            .collect();
+        let expected = [("/mcp", "Exact"), ("/sse", "Exact"), ("/messages", "Exact")];
+        assert_eq!(paths, expected.map(|(p, t)| (p.to_owned(), t.to_owned())));
+        let annotations = ingress.metadata.annotations.unwrap();
+        assert!(!annotations.contains_key("nginx.ingress.kubernetes.io/rewrite-target"));
+        assert_eq!(
+            annotations["nginx.ingress.kubernetes.io/proxy-buffering"],
+            "off"
+        );
+    }
+
+    #[test]
+    fn regex_characters_of_a_prefix_are_escaped() {
+        assert_eq!(exposure::regex_escape("/v1.2/(x)"), r"/v1\.2/\(x\)");
+    }
+
+    #[test]
     fn a_minimal_server_gets_a_service_url_and_no_optional_children() {
         let server = server(
             r#"
