@@ -145,10 +145,11 @@ check "RBAC: the operator cannot touch Pods or other namespaces' Leases" bash -c
   "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create pods -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i update leases -n default) == no ]]"
 
 ADMIN_PORT=$((20000 + RANDOM % 10000))
+OPERATOR_SCOPE=()
 start_operator() {
   KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-operator \
     "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name "$LEASE" \
-    --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json \
+    --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json "${OPERATOR_SCOPE[@]}" \
     --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
   OPERATOR_PID=$!
 }
@@ -315,10 +316,28 @@ for child in "configmap weather-manifest" "deployment weather" "service weather"
 done
 check "the operator counted its reconciles" bash -c "curl -fsS 'http://127.0.0.1:$ADMIN_PORT/metrics' | grep -E '^mcp_operator_reconciles_total\{result=\"success\"\} [1-9]'"
 
-log "uninstall keeps the CRD"
+log "scoped to one namespace, with namespaced RBAC"
 kill -TERM "$OPERATOR_PID" 2>/dev/null || true
 wait "$OPERATOR_PID" 2>/dev/null || true
 OPERATOR_PID=
+check "helm upgrade to operator.watchNamespace=$NS (upgrades the CRD too)" \
+  helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e --set operator.watchNamespace="$NS"
+check "RBAC: MCPServers in $NS only" bash -c \
+  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i watch mcpservers.kube-mcp.io -n $NS) == yes && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i watch mcpservers.kube-mcp.io -A) == no ]]"
+kubectl create namespace e2e-other >/dev/null
+kubectl -n e2e-other apply -f "$ROOT/examples/weather.yaml" >/dev/null
+kubectl -n "$NS" apply -f "$ROOT/examples/weather.yaml" >/dev/null
+OPERATOR_SCOPE=(--namespace "$NS")
+start_operator
+check "the scoped operator serves $NS" eventually 60 observed weather
+sleep 3
+check "and leaves other namespaces alone" bash -c \
+  "[[ -z \$(kubectl -n e2e-other get mcpserver weather -o jsonpath='{.status}') ]] && ! kubectl -n e2e-other get deployment weather"
+kill -TERM "$OPERATOR_PID" 2>/dev/null || true
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=
+
+log "uninstall keeps the CRD"
 check "helm uninstall succeeds" helm uninstall "$RELEASE" -n "$SYSTEM_NS"
 check "the CRD survives the uninstall" kubectl get crd mcpservers.kube-mcp.io
 
