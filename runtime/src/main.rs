@@ -68,6 +68,9 @@ struct ServeArgs {
     /// Default: a random key (one replica only).
     #[arg(long, value_name = "FILE")]
     session_key_file: Option<PathBuf>,
+    /// Interval of `:` keep-alive comments on SSE streams (keeps proxies from cutting them).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    sse_keepalive: Duration,
     /// How often the manifest is checked for changes.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     reload_interval: Duration,
@@ -126,6 +129,7 @@ fn config(args: ServeArgs) -> RunConfig {
             origins,
             path_prefix: args.path_prefix.trim_end_matches('/').to_owned(),
             max_body_bytes: args.max_body_bytes,
+            keepalive: args.sse_keepalive,
         },
         sessions: SessionSettings {
             idle_timeout: args.session_idle_timeout,

@@ -34,6 +34,7 @@ pub async fn post(
     if method == "subscriptions/listen" {
         return listen(state, id, &params);
     }
+    let keepalive = state.http.keepalive;
     let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
     let ctx = RequestContext::new(Era::Modern, &params, log_level, Some(notifier));
     let outcome = async move {
@@ -46,7 +47,7 @@ pub async fn post(
             }
         }
     };
-    answer::answer(outcome, notifications, accepts_sse).await
+    answer::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// The 2026-07-28 request checks, in order: version header present, `_meta` complete, header and
@@ -223,12 +224,12 @@ impl Filter {
 /// or the server shuts down (then it answers the listen request, which ends it gracefully).
 fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
     let filter = Filter::parse(params);
+    let keepalive = state.http.keepalive;
     let mut changes = state.server.subscribe_changes();
     let shutdown = state.shutdown.clone();
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
     let events = async_stream::stream! {
-        let mut ack = json!({"_meta": tag, "notifications": filter.honored()});
-        ack["_meta"] = tag.clone();
+        let ack = json!({"_meta": tag, "notifications": filter.honored()});
         yield Ok(answer::event(&notification("notifications/subscriptions/acknowledged", ack), None));
         loop {
             let changed = tokio::select! {
@@ -254,7 +255,7 @@ fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
         let done = json!({"resultType": "complete", "_meta": tag});
         yield Ok(answer::event(&success_response(&id, done), None));
     };
-    answer::sse(events)
+    answer::sse(events, keepalive)
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ pub async fn get(State(state): State<Arc<AppState>>) -> Response {
         let _alive = &guard;
         event
     });
-    answer::sse(events)
+    answer::sse(events, state.http.keepalive)
 }
 
 /// Ends an HTTP+SSE session when its stream is dropped (the client disconnected).

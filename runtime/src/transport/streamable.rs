@@ -124,12 +124,13 @@ async fn request(
     params: Value,
     accepts_sse: bool,
 ) -> Response {
+    let keepalive = state.http.keepalive;
     let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
     let outcome = async move {
         let response = run(&state, &session, &id, &method, &params, Some(notifier)).await;
         (StatusCode::OK, response)
     };
-    answer::answer(outcome, notifications, accepts_sse).await
+    answer::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// Runs a session request to its JSON-RPC response, honoring cancellation and applying the
@@ -197,7 +198,10 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             let priming = session
                 .version()
                 .is_some_and(|v| v >= LegacyVersion::V2025_11_25);
-            answer::sse(session_stream::events(messages, priming, None))
+            answer::sse(
+                session_stream::events(messages, priming, None),
+                state.http.keepalive,
+            )
         }
         None => (
             StatusCode::CONFLICT,
