@@ -136,7 +136,6 @@ fn config(args: ServeArgs) -> RunConfig {
             max_sessions: args.max_sessions,
             ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval),
             ping_timeout: args.ping_timeout,
-            ..SessionSettings::default()
         },
         session_key_file: args.session_key_file,
         server: ServerSettings {

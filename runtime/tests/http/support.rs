@@ -167,7 +167,11 @@ pub async fn body_json(response: reqwest::Response) -> Value {
     if text.is_empty() {
         return Value::Null;
     }
-    match text.lines().filter_map(|l| l.strip_prefix("data: ")).last() {
+    match text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .next_back()
+    {
         Some(last) => serde_json::from_str(last).unwrap(),
         None => serde_json::from_str(&text).unwrap_or(Value::String(text)),
     }
