@@ -8,6 +8,7 @@ use mcp_runtime::sessions::SessionSettings;
 use mcp_runtime::transport::{HttpSettings, OriginPolicy};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 /// Serves the tools, resources and prompts an MCPServer manifest declares, to MCP clients of
@@ -97,14 +98,23 @@ enum LogFormat {
     Json,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let Command::Serve(args) = Cli::parse().command;
     init_logging(args.log_format, &args.log_level);
     let config = config(*args);
-    tokio::runtime::Builder::new_multi_thread()
+    let served = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?
-        .block_on(run(config))
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(run(config)));
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // The whole cause chain on one line, without a backtrace: this is for operators.
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn config(args: ServeArgs) -> RunConfig {
@@ -155,6 +165,7 @@ fn init_logging(format: LogFormat, level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

@@ -15,14 +15,18 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -219,23 +223,91 @@ auto must pick the modern one, and a server supporting the requested legacy vers
 answer with that same version)."""
 
 CLIENT_TIMEOUT_S = 10.0
+NOTIFY_TIMEOUT_S = 5.0
 
 
-def connect(rt: Runtime, era: str, **kwargs: object) -> Client:
-    """An official-SDK client for `era`; enter it with `async with`. Caching is off by default
-    so every call reaches the server (the reload tests depend on that)."""
+@asynccontextmanager
+async def connect(
+    rt: Runtime, era: str, *, stream_open: anyio.Event | None = None, **kwargs: Any
+) -> AsyncIterator[Client]:
+    """An entered official-SDK client for `era`. Caching is off by default so every call
+    reaches the server (the reload tests depend on that).
+
+    `stream_open` is set once the client's server-to-client stream is open, so a test can
+    change the manifest knowing a notification has somewhere to go: the legacy session's GET
+    stream (seen through an HTTP response hook), the HTTP+SSE stream (open before initialize
+    completes); 2026-07-28 has no such stream (`listen()` waits for its own acknowledgment).
+    """
     kwargs.setdefault("cache", None)
     kwargs.setdefault("read_timeout_seconds", CLIENT_TIMEOUT_S)
-    if era == "modern":
-        return Client(rt.url, mode=MODERN, **kwargs)  # type: ignore[arg-type]
-    if era == "legacy":
-        return Client(rt.url, mode="legacy", **kwargs)  # type: ignore[arg-type]
-    if era == "auto":
-        return Client(rt.url, **kwargs)  # type: ignore[arg-type]
-    if era == "sse":
-        transport = sse_client(rt.sse_url, timeout=CLIENT_TIMEOUT_S, sse_read_timeout=30)
-        return Client(transport, mode="legacy", **kwargs)  # type: ignore[arg-type]
-    raise ValueError(f"unknown era {era!r}")
+    async with AsyncExitStack() as stack:
+        server: Any
+        mode = "legacy"
+        if era in ("modern", "auto"):
+            server, mode = rt.url, (MODERN if era == "modern" else "auto")
+        elif era == "legacy" and stream_open is None:
+            server = rt.url
+        elif era == "legacy":
+
+            async def on_response(response: httpx2.Response) -> None:
+                if response.request.method == "GET" and response.status_code == 200:
+                    stream_open.set()
+
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(
+                    timeout=httpx2.Timeout(CLIENT_TIMEOUT_S, read=60),
+                    event_hooks={"response": [on_response]},
+                )
+            )
+            server = streamable_http_client(rt.url, http_client=http)
+        elif era == "sse":
+            server = sse_client(rt.sse_url, timeout=CLIENT_TIMEOUT_S, sse_read_timeout=60)
+        else:
+            raise ValueError(f"unknown era {era!r}")
+        client = await stack.enter_async_context(Client(server, mode=mode, **kwargs))
+        if era == "sse" and stream_open is not None:
+            stream_open.set()
+        yield client
+
+
+class Inbox:
+    """Collects what a client's `message_handler` receives; waits for a method, bounded."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.errors: list[Exception] = []
+        self._arrived = anyio.Event()
+
+    async def handler(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.errors.append(message)
+            return
+        self.messages.append(message)
+        arrived, self._arrived = self._arrived, anyio.Event()
+        arrived.set()
+
+    def methods(self) -> list[str]:
+        return [getattr(m, "method", type(m).__name__) for m in self.messages]
+
+    def of(self, method: str) -> list[Any]:
+        return [m for m in self.messages if getattr(m, "method", None) == method]
+
+    async def wait_for(self, method: str, timeout: float = NOTIFY_TIMEOUT_S, count: int = 1) -> list[Any]:
+        """The first `count` notifications named `method`; fails after `timeout` seconds."""
+        with anyio.move_on_after(timeout):
+            while len(self.of(method)) < count:
+                await self._arrived.wait()
+            return self.of(method)[:count]
+        pytest.fail(f"no {method} within {timeout}s; received {self.methods()}, errors {self.errors}")
+
+
+async def reloads(rt: Runtime, outcome: str, at_least: float, timeout: float = 10.0) -> None:
+    """Waits (without blocking the event loop) until the runtime counted `at_least` reloads."""
+    with anyio.move_on_after(timeout):
+        while rt.metric("mcp_reloads_total", outcome=outcome) < at_least:
+            await anyio.sleep(0.05)
+        return
+    pytest.fail(f"mcp_reloads_total{{outcome={outcome!r}}} < {at_least} after {timeout}s\n{rt.log_tail()}")
 
 
 # --- raw Streamable HTTP (legacy sessions) -------------------------------------------------
@@ -268,3 +340,19 @@ def initialize_body(request_id: int = 1) -> dict:
             "clientInfo": {"name": "kube-mcp-pytest", "version": "0"},
         },
     }
+
+
+def modern_request(request_id: int | str, method: str, params: dict | None = None) -> tuple[dict, dict]:
+    """Headers and body of a raw 2026-07-28 request (stateless: everything rides on each one)."""
+    body_params = dict(params or {})
+    body_params["_meta"] = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "kube-mcp-pytest", "version": "0"},
+    }
+    headers = dict(JSON_AND_SSE, **{"MCP-Protocol-Version": MODERN, "Mcp-Method": method})
+    if "name" in body_params and method in ("tools/call", "prompts/get"):
+        headers["Mcp-Name"] = body_params["name"]
+    if "uri" in body_params and method == "resources/read":
+        headers["Mcp-Name"] = body_params["uri"]
+    return headers, {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
