@@ -56,7 +56,8 @@ struct ServeArgs {
     /// End a legacy session after this long without requests or an open stream.
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
     session_idle_timeout: Duration,
-    /// Most legacy sessions open at once; more are refused with 503.
+    /// Most legacy sessions, and most 2026-07-28 subscriptions/listen streams, open at once;
+    /// more are refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_sessions: usize,
     /// Interval of server pings on open session streams (0s disables).

@@ -56,6 +56,8 @@ pub struct AppState {
     pub http: HttpSettings,
     /// Cancelled on shutdown: open streams end.
     pub shutdown: CancellationToken,
+    /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
+    pub listen_streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// The MCP routes.

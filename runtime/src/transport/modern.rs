@@ -223,12 +223,17 @@ impl Filter {
 /// `subscriptions/listen`: acknowledges, then forwards matching changes until the client leaves
 /// or the server shuts down (then it answers the listen request, which ends it gracefully).
 fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
+    let Ok(permit) = state.listen_streams.clone().try_acquire_owned() else {
+        let err = McpError::TooManySessions(state.sessions.settings().max_sessions);
+        return error(Some(&id), &err, Era::Modern);
+    };
     let filter = Filter::parse(params);
     let keepalive = state.http.keepalive;
     let mut changes = state.server.subscribe_changes();
     let shutdown = state.shutdown.clone();
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
     let events = async_stream::stream! {
+        let _permit = permit;
         let ack = json!({"_meta": tag, "notifications": filter.honored()});
         yield Ok(answer::event(&notification("notifications/subscriptions/acknowledged", ack), None));
         loop {

@@ -144,3 +144,28 @@ async fn bad_arguments_are_tool_errors_naming_the_field() {
         .await;
     assert_eq!(body["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn subscription_streams_are_bounded() {
+    let rt = start(MANIFEST, |c| c.sessions.max_sessions = 1).await;
+    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"_meta": modern_meta(), "notifications": {"toolsListChanged": true}}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "subscriptions/listen"),
+    ];
+    let first = rt.post(&listen, &headers).await;
+    assert_eq!(first.status(), 200);
+    let second = rt.post(&listen, &headers).await;
+    assert_eq!(second.status(), 503);
+    drop(first);
+    let mut reopened = false;
+    for _ in 0..50 {
+        if rt.post(&listen, &headers).await.status() == 200 {
+            reopened = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(reopened, "closing a stream frees its place");
+}
