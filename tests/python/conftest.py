@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from harness import WEATHER, Runtime, start_runtime
-
-StartRuntime = Callable[..., Runtime]
+from harness import WEATHER, Runtime, StartRuntime, start_runtime
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,12 +83,12 @@ def parse_metric(text: str, name: str, **labels: str) -> float:
 class Runtime:
     """One running `mcp-runtime serve` process."""
 
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] = field(repr=False)
     port: int
     admin_port: int
-    manifest: Path
-    log: Path
-    args: list[str] = field(default_factory=list)
+    manifest: Path = field(repr=False)
+    log: Path = field(repr=False)
+    args: list[str] = field(default_factory=list, repr=False)
 
     @property
     def base(self) -> str:
@@ -205,6 +205,10 @@ def start_runtime(
     pytest.fail(f"mcp-runtime did not become ready within {READY_TIMEOUT_S}s\n{last_error}", pytrace=False)
 
 
+
+
+StartRuntime = Callable[..., Runtime]
+"""The `start` fixture: `start(manifest=WEATHER, extra_args=(), name=None) -> Runtime`."""
 
 
 # --- clients -------------------------------------------------------------------------------

@@ -5,15 +5,16 @@ spread one client's requests."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
 import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
-from harness import JSON_AND_SSE, LEGACY, Runtime, initialize_body, rpc_result
-
-from conftest import StartRuntime
+from harness import JSON_AND_SSE, LEGACY, Runtime, StartRuntime, initialize_body, rpc_result
 
 
 def key_file(path: Path) -> Path:
@@ -103,3 +104,37 @@ def test_delete_on_a_replica_ends_the_session_there(replicas: tuple[Runtime, Run
     assert after.status_code == 404, after.text
     error = after.json()["error"]
     assert error["code"] in (-32600, -32001)
+
+
+class RoundRobin(httpx2.AsyncBaseTransport):
+    """Sends each HTTP request to the next replica in turn: no stickiness at all."""
+
+    def __init__(self, replicas: list[Runtime]) -> None:
+        self._ports = itertools.cycle([rt.port for rt in replicas])
+        self._inner = httpx2.AsyncHTTPTransport()
+        self.sent: list[tuple[str, int]] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        port = next(self._ports)
+        request.url = request.url.copy_with(port=port)
+        self.sent.append((request.method, port))
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_official_client_works_across_replicas(replicas: tuple[Runtime, Runtime, Runtime]) -> None:
+    a, b, _ = replicas
+    spread = RoundRobin([a, b])
+    async with httpx2.AsyncClient(transport=spread, timeout=httpx2.Timeout(10, read=30)) as http:
+        server = streamable_http_client(a.url, http_client=http)
+        async with Client(server, mode="legacy", read_timeout_seconds=10) as c:
+            assert c.protocol_version == LEGACY
+            for n in range(3):
+                result = await c.call_tool("greet", {"name": f"replica-{n}"})
+                assert result.content[0].text == f"Hello, replica-{n}!"
+            assert (await c.read_resource("weather://city/Oslo")).contents[0].text.startswith("Weather in Oslo")
+    posts = {port for method, port in spread.sent if method == "POST"}
+    assert posts == {a.port, b.port}, spread.sent

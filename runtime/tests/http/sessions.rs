@@ -1,6 +1,6 @@
 //! Legacy sessions: limits, expiry, unknown ids, DELETE, pings, cancellation, replicas.
 
-use super::support::{EventReader, MANIFEST, initialize_body, start};
+use super::support::{MANIFEST, initialize_body, start};
 use serde_json::json;
 use std::time::Duration;
 
@@ -57,19 +57,6 @@ async fn unknown_missing_and_deleted_sessions() {
     assert_eq!(delete().await.unwrap().status(), 404);
 }
 
-async fn open_stream(rt: &super::support::Runtime, session: &str) -> EventReader {
-    let response = reqwest::Client::new()
-        .get(format!("{}/mcp", rt.url))
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["x-accel-buffering"], "no");
-    EventReader::new(response)
-}
-
 #[tokio::test]
 async fn an_unanswered_ping_ends_the_session() {
     let rt = start(MANIFEST, |c| {
@@ -78,7 +65,7 @@ async fn an_unanswered_ping_ends_the_session() {
     })
     .await;
     let session = rt.initialize().await;
-    let mut stream = open_stream(&rt, &session).await;
+    let mut stream = rt.open_stream(&session).await;
     assert!(
         stream
             .until(Duration::from_secs(2), |t| t
@@ -102,7 +89,7 @@ async fn answered_pings_keep_the_session() {
     })
     .await;
     let session = rt.initialize().await;
-    let mut stream = open_stream(&rt, &session).await;
+    let mut stream = rt.open_stream(&session).await;
     let mut answered = 0;
     while answered < 4 {
         assert!(
@@ -137,14 +124,12 @@ async fn answered_pings_keep_the_session() {
 async fn a_second_stream_for_one_session_is_a_conflict() {
     let rt = start(MANIFEST, |_| {}).await;
     let session = rt.initialize().await;
-    let _first = open_stream(&rt, &session).await;
+    let _first = rt.open_stream(&session).await;
     let second = reqwest::Client::new()
         .get(format!("{}/mcp", rt.url))
         .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
+        .header("mcp-session-id", &session);
+    let second = second.send().await.unwrap();
     assert_eq!(second.status(), 409);
 }
 

@@ -144,6 +144,31 @@ impl Runtime {
         (status, body_json(response).await)
     }
 
+    /// Whether `/metrics` shows `line` within two seconds.
+    pub async fn metric_shows(&self, line: &str) -> bool {
+        for _ in 0..100 {
+            if self.metrics().await.contains(line) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    /// Opens the Streamable HTTP stream of `session` (GET /mcp).
+    pub async fn open_stream(&self, session: &str) -> EventReader {
+        let response = reqwest::Client::new()
+            .get(format!("{}/mcp", self.url))
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", session)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["x-accel-buffering"], "no");
+        EventReader::new(response)
+    }
+
     /// The admin `/metrics` text.
     pub async fn metrics(&self) -> String {
         reqwest::get(format!("{}/metrics", self.admin))
