@@ -19,13 +19,15 @@
 #   KUBE_MCP_TEST_RUN     run dir (default /tmp/kube-mcp-cp): PKI, kubeconfigs, data, logs, pid files
 #   KUBE_MCP_TEST_TIMEOUT seconds to wait for each start-up step (default 180)
 #   KUBE_MCP_TEST_APISERVER_ARGS  extra kube-apiserver flags, split on whitespace (e.g. feature gates)
+#   KUBE_MCP_TEST_STORAGE etcd (default) or kine: kine is only the fallback for when etcd cannot be
+#                         built; forcing it lets that path be tried before it is needed
 #
 # I/O: everything it writes is under the cache dir and the run dir. Every listener is on 127.0.0.1.
 set -euo pipefail
 
 # ---------------------------------------------------------------------------------------------------
 # Versions. The cache key is the requested set; bin-*/VERSIONS records what was really built (it
-# differs only when a fallback from /work/shared/notes/control-plane.md had to be used).
+# differs only when a fallback from shared/notes/control-plane.md had to be used).
 K8S_VERSION=v1.37.2
 K8S_FALLBACK_VERSION=v1.36.3 # the notes' first fallback when a module is missing from the proxy
 ETCD_VERSION=v3.6.16
@@ -35,8 +37,11 @@ HELM_VERSION=v3.22.0
 RECIPE=1
 
 CACHE=${KUBE_MCP_TEST_CACHE:-$HOME/.cache/kube-mcp-test}
-RUN=${KUBE_MCP_TEST_RUN:-/tmp/kube-mcp-cp}
+# Absolute and symlink-free, because pid_of compares it with /proc/PID/cwd.
+RUN=$(realpath -m -- "${KUBE_MCP_TEST_RUN:-/tmp/kube-mcp-cp}")
 TIMEOUT=${KUBE_MCP_TEST_TIMEOUT:-180}
+STORAGE=${KUBE_MCP_TEST_STORAGE:-etcd}
+[[ $STORAGE == etcd || $STORAGE == kine ]] || { echo "KUBE_MCP_TEST_STORAGE must be etcd or kine" >&2 && exit 2; }
 BIN=$CACHE/bin-k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION-r$RECIPE
 # `start` and `stop` delete the run dir: refuse anything that looks like a mistake.
 case $RUN in / | "" | "$HOME" | /tmp | /work) echo "refusing KUBE_MCP_TEST_RUN=$RUN" >&2 && exit 2 ;; esac
@@ -74,7 +79,7 @@ built() {
   for b in kube-apiserver kube-controller-manager kubectl helm; do
     [[ -x $BIN/$b ]] || return 1
   done
-  [[ -x $BIN/etcd || -x $BIN/kine ]]
+  if [[ $STORAGE == kine ]]; then [[ -x $BIN/kine ]]; else [[ -x $BIN/etcd || -x $BIN/kine ]]; fi
 }
 
 # Appends "name version [note]" to VERSIONS, which `status` and `build` print.
@@ -95,7 +100,7 @@ build_k8s() {
   # scratch module must replace each one with its published tag. The list changes between releases,
   # hence it is read from that very go.mod rather than written here.
   if ! (cd "$src" && gorun mod download -json "k8s.io/kubernetes@$v" >download.json); then
-    log "k8s.io/kubernetes@$v is not available: $(cat "$src/download.json" 2>/dev/null | grep '"Error"' || true)"
+    log "k8s.io/kubernetes@$v is not available: $(grep '"Error"' "$src/download.json" 2>/dev/null || true)"
     return 2
   fi
   gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' "$src/download.json")
@@ -200,7 +205,10 @@ build_locked() {
   fi
   record "kubernetes $K8S_BUILT_VERSION"
 
-  if ! [[ -x $BIN/etcd || -x $BIN/kine ]]; then
+  if [[ $STORAGE == kine && ! -x $BIN/kine ]]; then
+    build_scratch_tool kine github.com/k3s-io/kine "$KINE_VERSION" || die "building github.com/k3s-io/kine@$KINE_VERSION failed"
+    log "kine built ($((SECONDS - t0))s so far)"
+  elif ! [[ -x $BIN/etcd || -x $BIN/kine ]]; then
     rc=0
     build_scratch_tool etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" || rc=$?
     if ((rc != 0)); then
@@ -209,7 +217,8 @@ build_locked() {
     fi
     log "storage built ($((SECONDS - t0))s so far)"
   fi
-  if [[ -x $BIN/etcd ]]; then record "etcd $ETCD_VERSION"; else record "kine $KINE_VERSION (etcd fallback)"; fi
+  if [[ -x $BIN/etcd ]]; then record "etcd $ETCD_VERSION"; fi
+  if [[ -x $BIN/kine ]]; then record "kine $KINE_VERSION"; fi
 
   if ! [[ -x $BIN/helm ]]; then
     build_helm || die "building helm.sh/helm/v3/cmd/helm@$HELM_VERSION failed; see the go output above"
@@ -221,8 +230,10 @@ build_locked() {
 # ---------------------------------------------------------------------------------------------------
 # run
 
-# The storage server is etcd, or kine when only the fallback could be built.
-storage_bin() { if [[ -x $BIN/etcd ]]; then echo "$BIN/etcd"; else echo "$BIN/kine"; fi; }
+# The storage server is etcd, or kine when asked for or when only the fallback could be built.
+storage_bin() {
+  if [[ $STORAGE == etcd && -x $BIN/etcd ]]; then echo "$BIN/etcd"; else echo "$BIN/kine"; fi
+}
 
 # pid_of NAME: the pid from NAME's pid file if that process is alive and is ours. A pid file alone is
 # not proof: after a reboot or a long time the pid may belong to someone else, whom we must not kill.
@@ -232,8 +243,10 @@ pid_of() {
   pid=$(<"$f")
   [[ $pid =~ ^[0-9]+$ ]] || return 1
   [[ -r /proc/$pid/cmdline ]] || return 1
-  # Every server we start takes paths inside $RUN on its command line.
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$RUN/" || return 1
+  # spawn starts every server with $RUN as its working directory. (Servers started by an earlier
+  # version of this script are recognised by the $RUN paths on their command line instead.)
+  [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$RUN" ]] ||
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$RUN/" || return 1
   echo "$pid"
 }
 
@@ -243,10 +256,12 @@ all_running() {
 }
 
 # Ports already listening on this machine (TCP, v4 and v6), from /proc: no extra tools needed.
+# (awk prints the hex port, bash converts it: Debian's mawk has no strtonum.)
 listening_ports() {
-  # Hex to decimal by hand: strtonum is gawk's, and Debian's default awk is mawk.
-  awk 'function hex(s, i, n) { for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789ABCDEF", substr(s, i, 1)) - 1; return n }
-    $4 == "0A" { split($2, a, ":"); print hex(a[2]) }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+  local hex
+  while read -r hex; do echo $((16#$hex)); done < <(
+    awk 'FNR > 1 && $4 == "0A" { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+  )
 }
 
 # free_port VAR: set VAR to a port nobody listens on, below the kernel's ephemeral range (32768+) so an outgoing
@@ -270,11 +285,13 @@ free_port() {
 
 # spawn NAME BINARY ARGS...: start a server detached from this script (its own session, so it
 # survives the script and a Ctrl-C in the caller's terminal), with stdout+stderr in logs/NAME.log.
-# The inner shell writes its own pid and then execs the server, so the pid file is the server's pid.
+# The inner shell writes its own pid and then execs the server, so the pid file is the server's pid;
+# it runs in $RUN, which is how pid_of tells our servers from unrelated processes.
 spawn() {
   local name=$1
   shift
-  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' spawn "$RUN/pids/$name.pid" "$@" \
+  # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell
+  setsid bash -c 'cd "$1" && echo $$ >"$2" && shift 2 && exec "$@"' spawn "$RUN" "$RUN/pids/$name.pid" "$@" \
     </dev/null >"$RUN/logs/$name.log" 2>&1 9>&- &
   local i
   for ((i = 0; i < 50; i++)); do
@@ -381,16 +398,15 @@ start_storage() {
   if [[ $bin == */etcd ]]; then
     # Client and peer URLs on 127.0.0.1 (etcd's defaults are localhost too, but say so); no fsync:
     # test data is thrown away, and fsync on a shared disk makes the apiserver slow to start.
-    spawn storage "$bin" --name=default --data-dir="$RUN/data/etcd" \
+    spawn storage "$bin" --name=kube-mcp-test --data-dir="$RUN/data/etcd" \
       --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
       --listen-peer-urls="http://127.0.0.1:$PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$PEER_PORT" \
-      --initial-cluster="default=http://127.0.0.1:$PEER_PORT" --unsafe-no-fsync --log-level=warn
+      --initial-cluster="kube-mcp-test=http://127.0.0.1:$PEER_PORT" --unsafe-no-fsync --log-level=warn
     wait_for storage "etcd /health" curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
   else
     # kine's defaults listen on all interfaces: both listeners are set explicitly.
-    mkdir -p "$RUN/data/kine"
     spawn storage "$bin" --endpoint="memory://" --listen-address="127.0.0.1:$ETCD_PORT" \
-      --metrics-bind-address=0 --data-dir="$RUN/data/kine"
+      --metrics-bind-address=0
     wait_for storage "kine port" bash -c "exec 3<>/dev/tcp/127.0.0.1/$ETCD_PORT"
   fi
 }
@@ -439,6 +455,7 @@ on_start_exit() {
   if ((rc != 0)); then
     log "start failed; stopping what did start (logs kept in $RUN/logs)"
     stop_servers
+    clean_run
   fi
 }
 
@@ -501,20 +518,29 @@ cmd_stop() {
     return 0
   }
   stop_servers
-  # Data, keys and kubeconfigs are useless without the servers; logs stay for a post-mortem.
-  rm -rf "$RUN/data" "$RUN/pki" "$RUN/pids" "$RUN"/*.kubeconfig "$RUN/ports.env"
+  clean_run
   log "stopped; logs kept in $RUN/logs"
+}
+
+# Data, keys and kubeconfigs are useless without the servers; logs stay for a post-mortem.
+clean_run() {
+  rm -rf "$RUN/data" "$RUN/pki" "$RUN/pids" "$RUN"/*.kubeconfig "$RUN/ports.env"
 }
 
 cmd_env() {
   all_running || log "warning: the control plane is not running; start it with: $0 start"
   printf 'export KUBECONFIG=%q\n' "$RUN/admin.kubeconfig"
+  # shellcheck disable=SC2016 # $PATH is expanded by the caller's eval, not here
   printf 'export PATH=%q:"$PATH"\n' "$BIN"
 }
 
 cmd_status() {
   local s pid up=0 total=0
-  [[ -f $BIN/VERSIONS ]] && log "binaries: $BIN ($(tr '\n' ';' <"$BIN/VERSIONS"))" || log "binaries: not built"
+  if [[ -f $BIN/VERSIONS ]]; then
+    log "binaries: $BIN ($(tr '\n' ';' <"$BIN/VERSIONS"))"
+  else
+    log "binaries: not built"
+  fi
   # shellcheck source=/dev/null
   [[ -f $RUN/ports.env ]] && source "$RUN/ports.env"
   for s in "${SERVERS[@]}"; do

@@ -4,9 +4,6 @@
 //! Reconcile is a pipeline (`reconcile`): validate and build are pure, apply and status talk to
 //! the API server. `run` is the process: admin endpoints, leader election, the controller.
 
-// Tests may unwrap: a panic there is a failed test, which is the point.
-#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
-
 pub mod admin;
 pub mod controller;
 pub mod leader;

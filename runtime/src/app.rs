@@ -6,7 +6,7 @@ use crate::admin::routes::{self, AdminState};
 use crate::declaration::CompileOptions;
 use crate::reload;
 use crate::server::{Server, ServerSettings};
-use crate::sessions::{SessionSettings, SessionStore, Sealer, read_key};
+use crate::sessions::{Sealer, SessionSettings, SessionStore, read_key};
 use crate::transport::{self, AppState, HttpSettings};
 use anyhow::Context as _;
 use std::net::SocketAddr;
@@ -57,7 +57,9 @@ pub async fn run(config: RunConfig) -> anyhow::Result<()> {
 
 /// Binds both listeners (tests bind port 0 themselves and call [`serve`]).
 pub async fn bind(config: &RunConfig) -> anyhow::Result<(TcpListener, TcpListener)> {
-    let mcp = TcpListener::bind(config.listen).await.with_context(|| format!("cannot listen on {}", config.listen))?;
+    let mcp = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
     let admin = TcpListener::bind(config.admin_listen)
         .await
         .with_context(|| format!("cannot listen on {} (admin)", config.admin_listen))?;
@@ -65,19 +67,40 @@ pub async fn bind(config: &RunConfig) -> anyhow::Result<(TcpListener, TcpListene
 }
 
 /// Serves on bound listeners until `shutdown`.
-pub async fn serve(config: RunConfig, mcp: TcpListener, admin: TcpListener, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn serve(
+    config: RunConfig,
+    mcp: TcpListener,
+    admin: TcpListener,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let served = reload::fingerprint(&config.manifest);
     let compiled = reload::load(&config.manifest, &config.compile)
         .map_err(|err| anyhow::anyhow!("invalid manifest {}: {err}", config.manifest.display()))?;
     let sealer = match &config.session_key_file {
-        Some(path) => Sealer::new(&read_key(path).with_context(|| format!("cannot read session key {}", path.display()))?),
+        Some(path) => Sealer::new(
+            &read_key(path)
+                .with_context(|| format!("cannot read session key {}", path.display()))?,
+        ),
         None => Sealer::random(),
     };
     let metrics = Arc::new(Metrics::default());
-    let server = Arc::new(Server::new(compiled, config.server.clone(), metrics.clone()));
+    let server = Arc::new(Server::new(
+        compiled,
+        config.server.clone(),
+        metrics.clone(),
+    ));
     let sessions = Arc::new(SessionStore::new(sealer, config.sessions.clone(), metrics));
-    let state = Arc::new(AppState { server: server.clone(), sessions, http: config.http.clone(), shutdown: shutdown.clone() });
-    let admin_state = Arc::new(AdminState { server: server.clone(), ready: AtomicBool::new(false) });
+    let state = Arc::new(AppState {
+        server: server.clone(),
+        sessions,
+        http: config.http.clone(),
+        shutdown: shutdown.clone(),
+        listen_streams: Arc::new(tokio::sync::Semaphore::new(config.sessions.max_sessions)),
+    });
+    let admin_state = Arc::new(AdminState {
+        server: server.clone(),
+        ready: AtomicBool::new(false),
+    });
 
     tokio::spawn(reload::watch(
         config.manifest.clone(),
@@ -91,7 +114,9 @@ pub async fn serve(config: RunConfig, mcp: TcpListener, admin: TcpListener, shut
     let admin_app = routes::router(admin_state.clone());
     let admin_stop = shutdown.clone();
     let admin_task = tokio::spawn(async move {
-        axum::serve(admin, admin_app).with_graceful_shutdown(admin_stop.cancelled_owned()).await
+        axum::serve(admin, admin_app)
+            .with_graceful_shutdown(admin_stop.cancelled_owned())
+            .await
     });
     tracing::info!(mcp = %mcp.local_addr()?, admin = %admin_addr, "serving");
     admin_state.set_ready(true);
@@ -111,13 +136,14 @@ async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

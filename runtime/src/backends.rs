@@ -19,7 +19,11 @@ pub struct ToolReply {
 impl ToolReply {
     /// A tool error with one text block.
     pub fn error(message: impl Into<String>) -> Self {
-        Self { content: vec![text_block(message.into())], structured: None, is_error: true }
+        Self {
+            content: vec![text_block(message.into())],
+            structured: None,
+            is_error: true,
+        }
     }
 }
 

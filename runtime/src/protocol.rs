@@ -6,5 +6,7 @@ mod jsonrpc;
 mod version;
 
 pub use error::McpError;
-pub use jsonrpc::{Incoming, RequestId, error_response, notification, parse_message, request, success_response};
+pub use jsonrpc::{
+    Incoming, RequestId, error_response, notification, parse_message, request, success_response,
+};
 pub use version::{Era, LATEST_LEGACY, LegacyVersion, MODERN_VERSION, SUPPORTED_VERSIONS, meta};

@@ -20,23 +20,47 @@ pub struct Fingerprint {
 /// Reads the current fingerprint; `None` if the manifest cannot be read right now.
 pub fn fingerprint(manifest_path: &Path) -> Option<Fingerprint> {
     let manifest = std::fs::read(manifest_path).ok()?;
-    let base = manifest_path.parent().map(Path::to_owned).unwrap_or_default();
-    let files = crate::declaration::parse_manifest(&String::from_utf8_lossy(&manifest), base.clone())
-        .map(|m| m.declaration.resources.iter().filter_map(|r| r.file.as_ref().map(|f| base.join(f))).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|path| {
-            let stamp = std::fs::metadata(&path).ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
-            (path, stamp)
-        })
-        .collect();
+    let base = manifest_path
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_default();
+    let files =
+        crate::declaration::parse_manifest(&String::from_utf8_lossy(&manifest), base.clone())
+            .map(|m| {
+                m.declaration
+                    .resources
+                    .iter()
+                    .filter_map(|r| r.file.as_ref().map(|f| base.join(f)))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+            .into_iter()
+            .map(|path| {
+                let stamp = std::fs::metadata(&path)
+                    .ok()
+                    .and_then(|m| Some((m.len(), m.modified().ok()?)));
+                (path, stamp)
+            })
+            .collect();
     Some(Fingerprint { manifest, files })
 }
 
 /// Loads and compiles a manifest file, with a message that names the failing field.
 pub fn load(path: &Path, options: &CompileOptions) -> Result<Compiled, String> {
-    let manifest = read_manifest(path).map_err(|err| err.to_string())?;
+    let manifest = read_manifest(path).map_err(|err| with_causes(&err))?;
     compile(&manifest, options).map_err(|err| err.to_string())
+}
+
+/// An error and its causes on one line, as `a: b: c`.
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(source) = cause {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        cause = source.source();
+    }
+    text
 }
 
 /// Watches until `stop`, starting from the fingerprint of what is being served.

@@ -62,13 +62,23 @@ pub struct RequestContext {
 
 impl RequestContext {
     /// A context for `params`, reading the progress token from `params._meta`.
-    pub fn new(era: Era, params: &Value, log_level: Option<LogLevel>, notifier: Option<Notifier>) -> Self {
+    pub fn new(
+        era: Era,
+        params: &Value,
+        log_level: Option<LogLevel>,
+        notifier: Option<Notifier>,
+    ) -> Self {
         let progress_token = params
             .get("_meta")
             .and_then(|m| m.get("progressToken"))
             .filter(|token| token.is_string() || token.is_number())
             .cloned();
-        Self { era, log_level, progress_token, notifier }
+        Self {
+            era,
+            log_level,
+            progress_token,
+            notifier,
+        }
     }
 
     /// Sends a notification related to this request; dropped when no stream can carry it.
@@ -105,7 +115,12 @@ impl Server {
     /// Serves `compiled`.
     pub fn new(compiled: Compiled, settings: ServerSettings, metrics: Arc<Metrics>) -> Self {
         let (changes, _) = broadcast::channel(CHANGE_CAPACITY);
-        Self { current: ArcSwap::from_pointee(compiled), settings, metrics, changes }
+        Self {
+            current: ArcSwap::from_pointee(compiled),
+            settings,
+            metrics,
+            changes,
+        }
     }
 
     /// The declaration being served.
@@ -135,16 +150,28 @@ impl Server {
     }
 
     /// Answers one request.
-    pub async fn handle(&self, ctx: &RequestContext, method: &str, params: &Value) -> Result<Value, McpError> {
+    pub async fn handle(
+        &self,
+        ctx: &RequestContext,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, McpError> {
         let started = Instant::now();
         let decl = self.current.load_full();
         let result = self.dispatch(&decl, ctx, method, params).await;
         let result = result.map(|result| finish(&decl, ctx.era, method, result));
-        self.metrics.request(method_label(method), result.is_ok(), started.elapsed());
+        self.metrics
+            .request(method_label(method), result.is_ok(), started.elapsed());
         result
     }
 
-    async fn dispatch(&self, decl: &Compiled, ctx: &RequestContext, method: &str, params: &Value) -> Result<Value, McpError> {
+    async fn dispatch(
+        &self,
+        decl: &Compiled,
+        ctx: &RequestContext,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, McpError> {
         let page_size = self.settings.page_size;
         match (ctx.era, method) {
             (Era::Modern, "server/discover") => Ok(lifecycle::discover_result(decl)),
@@ -153,11 +180,19 @@ impl Server {
             (Era::Legacy(_), "resources/subscribe" | "resources/unsubscribe") => {
                 resources::check_subscribable(decl, params).map(|_| json!({}))
             }
-            (_, "tools/list") => catalog::list(params, page_size, "tools", decl.tools.iter().map(|t| &t.descriptor)),
+            (_, "tools/list") => catalog::list(
+                params,
+                page_size,
+                "tools",
+                decl.tools.iter().map(|t| &t.descriptor),
+            ),
             (_, "tools/call") => tools::call(decl, &self.metrics, ctx, params).await,
-            (_, "resources/list") => {
-                catalog::list(params, page_size, "resources", decl.resources.iter().map(|r| &r.descriptor))
-            }
+            (_, "resources/list") => catalog::list(
+                params,
+                page_size,
+                "resources",
+                decl.resources.iter().map(|r| &r.descriptor),
+            ),
             (_, "resources/templates/list") => catalog::list(
                 params,
                 page_size,
@@ -165,7 +200,12 @@ impl Server {
                 decl.resource_templates.iter().map(|t| &t.descriptor),
             ),
             (_, "resources/read") => resources::read(decl, params),
-            (_, "prompts/list") => catalog::list(params, page_size, "prompts", decl.prompts.iter().map(|p| &p.descriptor)),
+            (_, "prompts/list") => catalog::list(
+                params,
+                page_size,
+                "prompts",
+                decl.prompts.iter().map(|p| &p.descriptor),
+            ),
             (_, "prompts/get") => prompts::get(decl, params),
             (_, "completion/complete") => completion::complete(decl, params),
             _ => Err(McpError::MethodNotFound(method.to_owned())),
@@ -174,8 +214,14 @@ impl Server {
 }
 
 /// Methods whose 2026-07-28 results carry `ttlMs` and `cacheScope`.
-const CACHEABLE: &[&str] =
-    &["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+const CACHEABLE: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
 
 /// Adds what the era requires on every result: in 2026-07-28 `resultType`, server info and, for
 /// cacheable methods, caching hints. Legacy results are sent as built (`ping` must be `{}`).
@@ -193,20 +239,32 @@ fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
 }
 
 fn diff(old: &Compiled, new: &Compiled) -> Changes {
-    fn same<'a, T: 'a>(a: impl Iterator<Item = &'a T>, b: impl Iterator<Item = &'a T>, key: impl Fn(&T) -> &Value) -> bool {
+    fn same<'a, T: 'a>(
+        a: impl Iterator<Item = &'a T>,
+        b: impl Iterator<Item = &'a T>,
+        key: impl Fn(&T) -> &Value,
+    ) -> bool {
         a.map(&key).eq(b.map(&key))
     }
     let updated_uris = new
         .resources
         .iter()
-        .filter(|r| old.resource(r.contents["uri"].as_str().unwrap_or_default()).is_some_and(|o| o.contents != r.contents))
+        .filter(|r| {
+            old.resource(r.contents["uri"].as_str().unwrap_or_default())
+                .is_some_and(|o| o.contents != r.contents)
+        })
         .filter_map(|r| r.contents["uri"].as_str().map(str::to_owned))
         .collect();
     Changes {
         tools: !same(old.tools.iter(), new.tools.iter(), |t| &t.descriptor),
         prompts: !same(old.prompts.iter(), new.prompts.iter(), |p| &p.descriptor),
-        resources: !same(old.resources.iter(), new.resources.iter(), |r| &r.descriptor)
-            || !same(old.resource_templates.iter(), new.resource_templates.iter(), |t| &t.descriptor),
+        resources: !same(old.resources.iter(), new.resources.iter(), |r| {
+            &r.descriptor
+        }) || !same(
+            old.resource_templates.iter(),
+            new.resource_templates.iter(),
+            |t| &t.descriptor,
+        ),
         updated_uris,
     }
 }

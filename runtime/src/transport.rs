@@ -31,11 +31,18 @@ pub struct HttpSettings {
     pub path_prefix: String,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Interval of `:` keep-alive comments on SSE streams.
+    pub keepalive: Duration,
 }
 
 impl Default for HttpSettings {
     fn default() -> Self {
-        Self { origins: OriginPolicy::default(), path_prefix: String::new(), max_body_bytes: 4 * 1024 * 1024 }
+        Self {
+            origins: OriginPolicy::default(),
+            path_prefix: String::new(),
+            max_body_bytes: 4 * 1024 * 1024,
+            keepalive: Duration::from_secs(15),
+        }
     }
 }
 
@@ -49,27 +56,42 @@ pub struct AppState {
     pub http: HttpSettings,
     /// Cancelled on shutdown: open streams end.
     pub shutdown: CancellationToken,
+    /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
+    pub listen_streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// The MCP routes.
 pub fn router(state: Arc<AppState>) -> Router {
     let max_body = state.http.max_body_bytes;
     Router::new()
-        .route("/mcp", post(mcp::post).get(streamable::get).delete(streamable::delete))
+        .route(
+            "/mcp",
+            post(mcp::post)
+                .get(streamable::get)
+                .delete(streamable::delete),
+        )
         .route("/sse", get(sse::get))
         .route("/messages", post(sse::post))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::check_host_and_origin))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::check_host_and_origin,
+        ))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
 }
 
 /// Serves the MCP routes on `listener` until `shutdown`, then drains for at most `drain`.
 /// Sessions expire in the background meanwhile.
-pub async fn serve(listener: TcpListener, state: Arc<AppState>, drain: Duration) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    drain: Duration,
+) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
     let reaper = tokio::spawn(expire_sessions(state.clone()));
     let app = router(state.clone());
-    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let mut server = std::pin::pin!(server.into_future());
     let result = tokio::select! {
         result = &mut server => result,
@@ -84,7 +106,8 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, drain: Duration)
 }
 
 async fn expire_sessions(state: Arc<AppState>) {
-    let every = (state.sessions.settings().idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let every = (state.sessions.settings().idle_timeout / 4)
+        .clamp(Duration::from_millis(100), Duration::from_secs(30));
     let mut timer = tokio::time::interval(every);
     loop {
         timer.tick().await;

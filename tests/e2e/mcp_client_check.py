@@ -14,8 +14,8 @@ from mcp import Client
 async def check(url: str, mode: str, greeting: str) -> None:
     async with Client(url, mode=mode) as client:
         tools = await client.list_tools()
-        names = sorted(tool.name for tool in tools.tools)
-        assert names == ["get_forecast", "greet"], names
+        names = {tool.name for tool in tools.tools}
+        assert {"greet", "get_forecast"} <= names, names
 
         result = await client.call_tool("greet", {"name": "Ada"})
         assert not result.is_error, result
@@ -23,7 +23,8 @@ async def check(url: str, mode: str, greeting: str) -> None:
         assert text == f"{greeting}, Ada!", text
 
         forecast = await client.call_tool("get_forecast", {"city": "Paris"})
-        assert forecast.structured_content == {"city": "Paris", "summary": "sunny"}, forecast
+        assert not forecast.is_error, forecast
+        assert forecast.structured_content["city"] == "Paris", forecast
 
         resource = await client.read_resource("docs://weather/readme")
         assert resource.contents[0].text.startswith("# Weather"), resource

@@ -86,6 +86,12 @@ cleanup() {
 }
 
 # ----------------------------------------------------------------------------------------------
+# jq reads the API's JSON; curl talks to the admin endpoints. Both are Debian packages.
+if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
+  log "installing jq and curl"
+  apt-get update -qq && apt-get install -y -qq jq curl >/dev/null
+fi
+
 log "building mcp-operator and mcp-runtime"
 (cd "$ROOT" && nice cargo build --quiet -p mcp-operator -p mcp-runtime)
 OPERATOR_BIN=$ROOT/target/debug/mcp-operator
@@ -163,6 +169,8 @@ check "operator /metrics reports leadership" eventually 10 bash -c "curl -fsS 'h
 # ----------------------------------------------------------------------------------------------
 log "apply the weather example as a user would"
 check "kubectl apply examples/weather.yaml" kubectl -n "$NS" apply -f "$ROOT/examples/weather.yaml"
+check "expose it: add spec.ingress" kubectl -n "$NS" patch mcpserver weather --type=merge -p \
+  '{"spec": {"ingress": {"host": "mcp.example.com", "path": "/weather", "className": "nginx", "tls": {"secretName": "mcp-tls"}}}}'
 generation() { kubectl -n "$NS" get mcpserver "$1" -o jsonpath='{.metadata.generation}'; }
 observed() { holds mcpserver "$1" ".status.observedGeneration == $(generation "$1")"; }
 check "status observes the generation" eventually 60 observed weather
@@ -171,10 +179,11 @@ check "Accepted=True, reason Compiled" holds mcpserver weather \
 check "Ready=False with a reason and message (no kubelet: pods stay Pending)" holds mcpserver weather \
   '.status.conditions[] | select(.type == "Ready") | .status == "False" and (.reason == "ReplicasUnavailable" or .reason == "RollingOut") and (.message | test("of 2 replicas"))'
 check "status url is the ingress URL" holds mcpserver weather '.status.url == "https://mcp.example.com/weather/mcp"'
-check "status counts what is declared" holds mcpserver weather \
-  '.status.counts == {"tools": 2, "resources": 1, "resourceTemplates": 1, "prompts": 1} and .status.replicas == 2 and .status.readyReplicas == 0'
+EXPECTED_COUNTS=$(kubectl -n "$NS" get mcpserver weather -o json | jq -c '.spec | {tools: (.tools // [] | length), resources: (.resources // [] | length), resourceTemplates: (.resourceTemplates // [] | length), prompts: (.prompts // [] | length)}')
+check "status counts what is declared ($EXPECTED_COUNTS)" holds mcpserver weather \
+  ".status.counts == $EXPECTED_COUNTS and .status.replicas == 2 and .status.readyReplicas == 0"
 check "printer columns show Ready, URL and Tools" bash -c \
-  "kubectl -n $NS get mcps weather | tee /dev/stderr | grep -E '^weather +False +https://mcp.example.com/weather/mcp +2 '"
+  "kubectl -n $NS get mcps weather | tee /dev/stderr | grep -E '^weather +False +https://mcp.example.com/weather/mcp +$(jq .tools <<<"$EXPECTED_COUNTS") '"
 
 UID_WEATHER=$(kubectl -n "$NS" get mcpserver weather -o jsonpath='{.metadata.uid}')
 owned() {
@@ -203,8 +212,8 @@ check "the ConfigMap holds the runtime manifest" holds configmap weather-manifes
   '.data["manifest.yaml"] | test("kind: MCPServer") and test("name: weather") and (test("replicas") | not)'
 check "the Deployment runs the runtime hardened, with the manifest and session key mounted" holds deployment weather \
   '.spec.template.spec.containers[0] as $c | $c.args[0] == "serve" and ($c.args | index("--session-key-file")) and $c.securityContext.readOnlyRootFilesystem and $c.securityContext.runAsNonRoot and ($c.volumeMounts | map(.mountPath) | index("/etc/kube-mcp"))'
-check "the Deployment controller made pods from it" eventually 30 bash -c \
-  "kubectl -n $NS get pods -l kube-mcp.io/server=weather -o name | grep -c pod/ | grep -qx 2"
+check "the Deployment controller made pods from it (Pending: no kubelet)" eventually 30 bash -c \
+  "(( \$(kubectl -n $NS get pods -l kube-mcp.io/server=weather -o name | grep -c pod/) >= 2 ))"
 check "the Ingress routes only the MCP endpoints, SSE-safe" holds ingress weather \
   '.spec.rules[0].http.paths[0].path == "/weather/(mcp|sse|messages)$" and .metadata.annotations["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"'
 events_with() { kubectl -n "$NS" get events --field-selector "involvedObject.name=weather" -o json | jq -e "[.items[] | select(.reason == \"$1\")] | length > 0" >/dev/null; }
@@ -247,23 +256,25 @@ log "a refused declaration leaves the last good children serving"
 CM_RV=$(kubectl -n "$NS" get configmap weather-manifest -o jsonpath='{.metadata.resourceVersion}')
 TEMPLATE_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}')
 check "patch in a broken template (valid for the schema)" kubectl -n "$NS" patch mcpserver weather --type=json \
-  -p '[{"op": "replace", "path": "/spec/tools/1/content/0/text", "value": "Tomorrow in {{ args.city "}]'
+  -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi, {{ args.name "}]'
 check "Accepted=False names the culprit" eventually 30 holds mcpserver weather \
-  '.status.conditions[] | select(.type == "Accepted") | .status == "False" and .reason == "InvalidDeclaration" and (.message | startswith("spec.tools[1].content[0].text: "))'
+  '.status.conditions[] | select(.type == "Accepted") | .status == "False" and .reason == "InvalidDeclaration" and (.message | startswith("spec.tools[0].content[0].text: "))'
 check "status observes the refused generation" observed weather
 check "counts and url still describe what serves" holds mcpserver weather \
-  '.status.counts.tools == 2 and .status.url == "https://mcp.example.com/weather/mcp"'
+  ".status.counts == $EXPECTED_COUNTS and .status.url == \"https://mcp.example.com/weather/mcp\""
 untouched() {
   [[ $(kubectl -n "$NS" get configmap weather-manifest -o jsonpath='{.metadata.resourceVersion}') == "$CM_RV" ]] &&
     [[ $(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}') == "$TEMPLATE_BEFORE" ]]
 }
 check "the ConfigMap and the Deployment are untouched" untouched
-check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Tomorrow in [{][{] args.city [}][}]:")'
+check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Hi, [{][{] args.name [}][}]!")'
 check "a Warning event names the refusal" eventually 20 events_with InvalidDeclaration
 check "fixing it accepts it again" kubectl -n "$NS" patch mcpserver weather --type=json \
-  -p '[{"op": "replace", "path": "/spec/tools/1/content/0/text", "value": "Tomorrow in {{ args.city }}: rain."}]'
+  -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi again, {{ args.name }}!"}]'
 check "Accepted=True again" eventually 30 holds mcpserver weather \
   '.status.conditions[] | select(.type == "Accepted") | .status == "True"'
+check "and the ConfigMap follows" eventually 30 bash -c \
+  "kubectl -n $NS get configmap weather-manifest -o jsonpath='{.data.manifest\\.yaml}' | grep -qF 'Hi again, {{ args.name }}!'"
 
 # ----------------------------------------------------------------------------------------------
 log "what the spec drops is pruned"

@@ -106,12 +106,45 @@ mod tests {
     use crate::reconcile::test_support::server;
     use crate::reconcile::validate::validate;
 
+    /// A server using every deployment field that shapes the children.
     fn weather() -> MCPServer {
-        let mut server: MCPServer =
+        server(
+            r#"
+            metadata: {name: weather, namespace: tools}
+            spec:
+              title: Weather
+              tools:
+                - name: greet
+                  inputSchema: {type: object, properties: {name: {type: string}}, required: [name]}
+                  content: [{type: text, text: "Hello, {{ args.name }}!"}]
+              prompts:
+                - name: plan_trip
+                  arguments: [{name: city, required: true}]
+                  messages: [{role: user, content: {type: text, text: "Plan a trip to {{ args.city }}."}}]
+              replicas: 2
+              logLevel: debug
+              sessions: {idleTimeout: 1h, maxSessions: 500}
+              service: {type: ClusterIP, annotations: {example.com/team: weather}}
+              ingress:
+                host: mcp.example.com
+                path: /weather
+                className: nginx
+                tls: {secretName: mcp-tls}
+                annotations: {nginx.ingress.kubernetes.io/proxy-read-timeout: "7200"}
+            "#,
+        )
+    }
+
+    #[test]
+    fn the_example_builds() {
+        let mut example: MCPServer =
             serde_yaml_ng::from_str(include_str!("../../../examples/weather.yaml")).unwrap();
-        server.metadata.namespace = Some("tools".into());
-        server.metadata.uid = Some("0d5e6a3c-uid".into());
-        server
+        example.metadata.namespace = Some("tools".into());
+        let children = build(&example);
+        assert_eq!(
+            children.config_map.metadata.name.as_deref(),
+            Some("weather-manifest")
+        );
     }
 
     fn build(server: &MCPServer) -> Children {
@@ -208,7 +241,7 @@ mod tests {
     fn a_deployment_field_change_rolls_the_pods() {
         let before = weather();
         let mut after = weather();
-        after.spec.deployment.log_level = Some(crate::resource::RuntimeLogLevel::Debug);
+        after.spec.deployment.log_level = Some(crate::resource::RuntimeLogLevel::Trace);
         assert_ne!(
             build(&before).deployment.spec.template,
             build(&after).deployment.spec.template

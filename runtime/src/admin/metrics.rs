@@ -77,38 +77,76 @@ impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::default();
         let requests = Family::<MethodOutcome, Counter>::default();
-        let request_duration = Family::<MethodLabel, Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let request_duration = Family::<MethodLabel, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
         let tool_calls = Family::<ToolOutcome, Counter>::default();
-        let tool_duration = Family::<ToolLabel, Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let tool_duration = Family::<ToolLabel, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
         let sessions = Family::<TransportLabel, Gauge>::default();
         let session_refusals = Counter::default();
         let ping_failures = Counter::default();
         let reloads = Family::<ReloadOutcome, Counter>::default();
-        registry.register("mcp_requests", "MCP requests by method and outcome", requests.clone());
+        registry.register(
+            "mcp_requests",
+            "MCP requests by method and outcome",
+            requests.clone(),
+        );
         registry.register_with_unit(
             "mcp_request_duration",
             "Time to answer an MCP request",
             prometheus_client::registry::Unit::Seconds,
             request_duration.clone(),
         );
-        registry.register("mcp_tool_calls", "Tool calls by tool and outcome; isError results count as errors", tool_calls.clone());
+        registry.register(
+            "mcp_tool_calls",
+            "Tool calls by tool and outcome; isError results count as errors",
+            tool_calls.clone(),
+        );
         registry.register_with_unit(
             "mcp_tool_call_duration",
             "Time to answer a tool call",
             prometheus_client::registry::Unit::Seconds,
             tool_duration.clone(),
         );
-        registry.register("mcp_sessions_active", "Open legacy-era sessions by transport", sessions.clone());
-        registry.register("mcp_session_refusals", "Sessions refused at the session limit", session_refusals.clone());
-        registry.register("mcp_ping_failures", "Sessions closed because a ping went unanswered", ping_failures.clone());
-        registry.register("mcp_reloads", "Manifest reloads by outcome", reloads.clone());
+        registry.register(
+            "mcp_sessions_active",
+            "Open legacy-era sessions by transport",
+            sessions.clone(),
+        );
+        registry.register(
+            "mcp_session_refusals",
+            "Sessions refused at the session limit",
+            session_refusals.clone(),
+        );
+        registry.register(
+            "mcp_ping_failures",
+            "Sessions closed because a ping went unanswered",
+            ping_failures.clone(),
+        );
+        registry.register(
+            "mcp_reloads",
+            "Manifest reloads by outcome",
+            reloads.clone(),
+        );
         for transport in ["streamable_http", "sse"] {
             let _ = sessions.get_or_create(&TransportLabel { transport });
         }
         for outcome in ["success", "error"] {
             let _ = reloads.get_or_create(&ReloadOutcome { outcome });
         }
-        Self { registry, requests, request_duration, tool_calls, tool_duration, sessions, session_refusals, ping_failures, reloads }
+        Self {
+            registry,
+            requests,
+            request_duration,
+            tool_calls,
+            tool_duration,
+            sessions,
+            session_refusals,
+            ping_failures,
+            reloads,
+        }
     }
 }
 
@@ -116,20 +154,35 @@ impl Metrics {
     /// Records one answered request.
     pub fn request(&self, method: &'static str, ok: bool, elapsed: Duration) {
         let outcome = if ok { "ok" } else { "error" };
-        self.requests.get_or_create(&MethodOutcome { method, outcome }).inc();
-        self.request_duration.get_or_create(&MethodLabel { method }).observe(elapsed.as_secs_f64());
+        self.requests
+            .get_or_create(&MethodOutcome { method, outcome })
+            .inc();
+        self.request_duration
+            .get_or_create(&MethodLabel { method })
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Records one tool call of a declared tool.
     pub fn tool_call(&self, tool: &str, ok: bool, elapsed: Duration) {
         let outcome = if ok { "ok" } else { "error" };
-        self.tool_calls.get_or_create(&ToolOutcome { tool: tool.to_owned(), outcome }).inc();
-        self.tool_duration.get_or_create(&ToolLabel { tool: tool.to_owned() }).observe(elapsed.as_secs_f64());
+        self.tool_calls
+            .get_or_create(&ToolOutcome {
+                tool: tool.to_owned(),
+                outcome,
+            })
+            .inc();
+        self.tool_duration
+            .get_or_create(&ToolLabel {
+                tool: tool.to_owned(),
+            })
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Adjusts the open-session gauge of a transport.
     pub fn sessions(&self, transport: &'static str, delta: i64) {
-        self.sessions.get_or_create(&TransportLabel { transport }).inc_by(delta);
+        self.sessions
+            .get_or_create(&TransportLabel { transport })
+            .inc_by(delta);
     }
 
     /// Counts a refused session.
@@ -144,7 +197,11 @@ impl Metrics {
 
     /// Counts a reload.
     pub fn reload(&self, ok: bool) {
-        self.reloads.get_or_create(&ReloadOutcome { outcome: if ok { "success" } else { "error" } }).inc();
+        self.reloads
+            .get_or_create(&ReloadOutcome {
+                outcome: if ok { "success" } else { "error" },
+            })
+            .inc();
     }
 
     /// The registry, for extra metrics (HTTP backends) and for encoding.
@@ -180,7 +237,11 @@ pub fn method_label(method: &str) -> &'static str {
         "logging/setLevel",
         "subscriptions/listen",
     ];
-    KNOWN.iter().find(|&&known| known == method).copied().unwrap_or("other")
+    KNOWN
+        .iter()
+        .find(|&&known| known == method)
+        .copied()
+        .unwrap_or("other")
 }
 
 #[cfg(test)]
@@ -191,7 +252,11 @@ mod tests {
     fn exports_the_documented_names() {
         let metrics = Metrics::default();
         metrics.request(method_label("tools/call"), true, Duration::from_millis(2));
-        metrics.request(method_label("evil/{injected}"), false, Duration::from_millis(2));
+        metrics.request(
+            method_label("evil/{injected}"),
+            false,
+            Duration::from_millis(2),
+        );
         metrics.tool_call("greet", false, Duration::from_millis(1));
         metrics.sessions("sse", 1);
         let text = metrics.encode();

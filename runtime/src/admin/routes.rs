@@ -44,7 +44,10 @@ async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
 
 async fn metrics(State(state): State<Arc<AdminState>>) -> Response {
     (
-        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
         state.server.metrics().encode(),
     )
         .into_response()

@@ -47,7 +47,10 @@ pub struct CompileOptions {
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        Self { template_fuel: DEFAULT_FUEL, read_files: true }
+        Self {
+            template_fuel: DEFAULT_FUEL,
+            read_files: true,
+        }
     }
 }
 
@@ -158,7 +161,12 @@ pub struct CompiledPrompt {
 }
 
 /// The fields of a content block that are templates over `args`.
-const BLOCK_TEMPLATE_FIELDS: &[&[&str]] = &[&["text"], &["uri"], &["resource", "uri"], &["resource", "text"]];
+const BLOCK_TEMPLATE_FIELDS: &[&[&str]] = &[
+    &["text"],
+    &["uri"],
+    &["resource", "uri"],
+    &["resource", "text"],
+];
 
 /// Longest progress delay a declaration may ask for.
 const MAX_PROGRESS_DELAY_MS: u64 = 10_000;
@@ -181,7 +189,10 @@ impl Compiled {
 }
 
 /// Compiles a manifest, reporting every problem with its field path.
-pub fn compile(manifest: &Manifest, options: &CompileOptions) -> Result<Compiled, InvalidDeclaration> {
+pub fn compile(
+    manifest: &Manifest,
+    options: &CompileOptions,
+) -> Result<Compiled, InvalidDeclaration> {
     Compiler::new(options).run(&manifest.name, &manifest.declaration, &manifest.base_dir)
 }
 
@@ -193,15 +204,28 @@ struct Compiler<'a> {
 
 impl<'a> Compiler<'a> {
     fn new(options: &'a CompileOptions) -> Self {
-        Self { options, templates: Templates::new(options.template_fuel), errors: Vec::new() }
+        Self {
+            options,
+            templates: Templates::new(options.template_fuel),
+            errors: Vec::new(),
+        }
     }
 
     fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.errors.push(FieldError { path: path.into(), message: message.into() });
+        self.errors.push(FieldError {
+            path: path.into(),
+            message: message.into(),
+        });
     }
 
-    fn run(mut self, name: &str, decl: &Declaration, base_dir: &Path) -> Result<Compiled, InvalidDeclaration> {
-        let mut server_info = json!({"name": name, "version": decl.version.as_deref().unwrap_or("0.0.0")});
+    fn run(
+        mut self,
+        name: &str,
+        decl: &Declaration,
+        base_dir: &Path,
+    ) -> Result<Compiled, InvalidDeclaration> {
+        let mut server_info =
+            json!({"name": name, "version": decl.version.as_deref().unwrap_or("0.0.0")});
         if let Some(title) = &decl.title {
             server_info["title"] = json!(title);
         }
@@ -210,7 +234,9 @@ impl<'a> Compiler<'a> {
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);
         if !self.errors.is_empty() {
-            return Err(InvalidDeclaration { errors: self.errors });
+            return Err(InvalidDeclaration {
+                errors: self.errors,
+            });
         }
         let index = |keys: Vec<String>| keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
         Ok(Compiled {
@@ -238,17 +264,33 @@ impl<'a> Compiler<'a> {
     }
 
     fn tools(&mut self, tools: &[Tool]) -> Vec<CompiledTool> {
-        self.unique("tool name", tools.iter().enumerate().map(|(i, t)| (format!("spec.tools[{i}].name"), t.name.as_str())));
-        tools.iter().enumerate().filter_map(|(i, tool)| self.tool(&format!("spec.tools[{i}]"), tool)).collect()
+        self.unique(
+            "tool name",
+            tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("spec.tools[{i}].name"), t.name.as_str())),
+        );
+        tools
+            .iter()
+            .enumerate()
+            .filter_map(|(i, tool)| self.tool(&format!("spec.tools[{i}]"), tool))
+            .collect()
     }
 
     fn tool(&mut self, path: &str, tool: &Tool) -> Option<CompiledTool> {
         let errors_before = self.errors.len();
         if tool.name.is_empty()
             || tool.name.len() > 128
-            || !tool.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+            || !tool
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
         {
-            self.error(format!("{path}.name"), "must be 1-128 characters of A-Z, a-z, 0-9, `_`, `-` and `.`");
+            self.error(
+                format!("{path}.name"),
+                "must be 1-128 characters of A-Z, a-z, 0-9, `_`, `-` and `.`",
+            );
         }
         let input_schema = tool.input_schema.clone().unwrap_or_else(|| {
             let mut schema = Map::new();
@@ -264,19 +306,33 @@ impl<'a> Compiler<'a> {
             .as_ref()
             .and_then(|schema| self.schema(&format!("{path}.outputSchema"), schema));
         if tool.content.is_none() && tool.structured_content.is_none() {
-            self.error(path.to_owned(), "declare the reply: `content`, `structuredContent` or both");
+            self.error(
+                path.to_owned(),
+                "declare the reply: `content`, `structuredContent` or both",
+            );
         }
         if tool.output_schema.is_some() && tool.structured_content.is_none() {
-            self.error(format!("{path}.structuredContent"), "required when `outputSchema` is declared");
+            self.error(
+                format!("{path}.structuredContent"),
+                "required when `outputSchema` is declared",
+            );
         }
-        let content = self.blocks(&format!("{path}.content"), tool.content.as_deref().unwrap_or_default());
+        let content = self.blocks(
+            &format!("{path}.content"),
+            tool.content.as_deref().unwrap_or_default(),
+        );
         let structured = tool.structured_content.as_ref().and_then(|value| {
             self.value_template(&format!("{path}.structuredContent"), value.clone(), None)
         });
-        if let (Some(validator), Some(literal)) = (&output, structured.as_ref().and_then(ValueTemplate::literal)) {
-            if let Some(err) = validator.iter_errors(literal).next() {
-                self.error(format!("{path}.structuredContent"), format!("does not match outputSchema: {err}"));
-            }
+        if let (Some(validator), Some(literal)) = (
+            &output,
+            structured.as_ref().and_then(ValueTemplate::literal),
+        ) && let Some(err) = validator.iter_errors(literal).next()
+        {
+            self.error(
+                format!("{path}.structuredContent"),
+                format!("does not match outputSchema: {err}"),
+            );
         }
         let progress = self.progress(path, tool);
         let logs = tool
@@ -285,7 +341,11 @@ impl<'a> Compiler<'a> {
             .enumerate()
             .filter_map(|(i, log)| {
                 let message = self.text(&format!("{path}.logs[{i}].message"), &log.message)?;
-                Some(CompiledLog { level: log.level, message, logger: log.logger.clone() })
+                Some(CompiledLog {
+                    level: log.level,
+                    message,
+                    logger: log.logger.clone(),
+                })
             })
             .collect();
         if self.errors.len() > errors_before {
@@ -318,14 +378,23 @@ impl<'a> Compiler<'a> {
         for (i, step) in tool.progress.iter().enumerate() {
             let step_path = format!("{path}.progress[{i}]");
             if step.progress <= last {
-                self.error(format!("{step_path}.progress"), "must increase from step to step");
+                self.error(
+                    format!("{step_path}.progress"),
+                    "must increase from step to step",
+                );
             }
             last = step.progress;
             let delay_ms = step.delay_ms.unwrap_or(0);
             if delay_ms > MAX_PROGRESS_DELAY_MS {
-                self.error(format!("{step_path}.delayMs"), format!("must be at most {MAX_PROGRESS_DELAY_MS}"));
+                self.error(
+                    format!("{step_path}.delayMs"),
+                    format!("must be at most {MAX_PROGRESS_DELAY_MS}"),
+                );
             }
-            let message = step.message.as_ref().and_then(|m| self.text(&format!("{step_path}.message"), m));
+            let message = step
+                .message
+                .as_ref()
+                .and_then(|m| self.text(&format!("{step_path}.message"), m));
             steps.push(CompiledProgress {
                 progress: step.progress,
                 total: step.total,
@@ -346,12 +415,19 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn value_template(&mut self, path: &str, value: Value, fields: Option<&[&[&str]]>) -> Option<ValueTemplate> {
+    fn value_template(
+        &mut self,
+        path: &str,
+        value: Value,
+        fields: Option<&[&[&str]]>,
+    ) -> Option<ValueTemplate> {
         let compiled = match fields {
             Some(fields) => ValueTemplate::fields(&mut self.templates, path, value, fields),
             None => ValueTemplate::all_strings(&mut self.templates, path, value),
         };
-        compiled.map_err(|(path, message)| self.error(path, message)).ok()
+        compiled
+            .map_err(|(path, message)| self.error(path, message))
+            .ok()
     }
 
     fn schema(&mut self, path: &str, schema: &Map<String, Value>) -> Option<jsonschema::Validator> {
@@ -369,7 +445,11 @@ impl<'a> Compiler<'a> {
     }
 
     fn blocks(&mut self, path: &str, blocks: &[ContentBlock]) -> Vec<ValueTemplate> {
-        blocks.iter().enumerate().filter_map(|(i, block)| self.block(&format!("{path}[{i}]"), block)).collect()
+        blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, block)| self.block(&format!("{path}[{i}]"), block))
+            .collect()
     }
 
     fn block(&mut self, path: &str, block: &ContentBlock) -> Option<ValueTemplate> {
@@ -385,7 +465,10 @@ impl<'a> Compiler<'a> {
             }
             ContentBlock::Resource { resource, .. } => {
                 if resource.text.is_some() == resource.blob.is_some() {
-                    self.error(format!("{path}.resource"), "declare exactly one of `text` or `blob`");
+                    self.error(
+                        format!("{path}.resource"),
+                        "declare exactly one of `text` or `blob`",
+                    );
                 }
                 if let Some(blob) = &resource.blob {
                     self.base64(&format!("{path}.resource.blob"), blob);
@@ -396,28 +479,51 @@ impl<'a> Compiler<'a> {
     }
 
     fn base64(&mut self, path: &str, data: &str) {
-        if base64::engine::general_purpose::STANDARD.decode(data).is_err() {
+        if base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .is_err()
+        {
             self.error(path, "is not valid base64");
         }
     }
 
     fn resources(&mut self, resources: &[Resource], base_dir: &Path) -> Vec<CompiledResource> {
-        self.unique("resource URI", resources.iter().enumerate().map(|(i, r)| (format!("spec.resources[{i}].uri"), r.uri.as_str())));
+        self.unique(
+            "resource URI",
+            resources
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (format!("spec.resources[{i}].uri"), r.uri.as_str())),
+        );
         resources
             .iter()
             .enumerate()
-            .filter_map(|(i, resource)| self.resource(&format!("spec.resources[{i}]"), resource, base_dir))
+            .filter_map(|(i, resource)| {
+                self.resource(&format!("spec.resources[{i}]"), resource, base_dir)
+            })
             .collect()
     }
 
-    fn resource(&mut self, path: &str, resource: &Resource, base_dir: &Path) -> Option<CompiledResource> {
-        let sources = [resource.text.is_some(), resource.blob.is_some(), resource.file.is_some()];
+    fn resource(
+        &mut self,
+        path: &str,
+        resource: &Resource,
+        base_dir: &Path,
+    ) -> Option<CompiledResource> {
+        let sources = [
+            resource.text.is_some(),
+            resource.blob.is_some(),
+            resource.file.is_some(),
+        ];
         if sources.iter().filter(|&&set| set).count() != 1 {
             self.error(path, "declare exactly one of `text`, `blob` or `file`");
             return None;
         }
         if resource.uri.is_empty() || !resource.uri.contains(':') {
-            self.error(format!("{path}.uri"), "must be an absolute URI such as `docs://readme`");
+            self.error(
+                format!("{path}.uri"),
+                "must be an absolute URI such as `docs://readme`",
+            );
         }
         let mut contents = json!({"uri": resource.uri});
         insert_some(&mut contents, "mimeType", &resource.mime_type);
@@ -427,7 +533,10 @@ impl<'a> Compiler<'a> {
         } else if let Some(blob) = &resource.blob {
             self.base64(&format!("{path}.blob"), blob);
             contents["blob"] = json!(blob);
-            base64::engine::general_purpose::STANDARD.decode(blob).ok().map(|b| b.len())
+            base64::engine::general_purpose::STANDARD
+                .decode(blob)
+                .ok()
+                .map(|b| b.len())
         } else if let (Some(file), true) = (&resource.file, self.options.read_files) {
             match std::fs::read(base_dir.join(file)) {
                 Ok(bytes) => {
@@ -435,7 +544,9 @@ impl<'a> Compiler<'a> {
                     match String::from_utf8(bytes) {
                         Ok(text) => contents["text"] = json!(text),
                         Err(err) => {
-                            contents["blob"] = json!(base64::engine::general_purpose::STANDARD.encode(err.into_bytes()))
+                            contents["blob"] = json!(
+                                base64::engine::general_purpose::STANDARD.encode(err.into_bytes())
+                            )
                         }
                     }
                     Some(size)
@@ -457,14 +568,22 @@ impl<'a> Compiler<'a> {
         if !resource.icons.is_empty() {
             descriptor["icons"] = json!(resource.icons);
         }
-        Some(CompiledResource { descriptor, contents })
+        Some(CompiledResource {
+            descriptor,
+            contents,
+        })
     }
 
     fn resource_templates(&mut self, decl: &Declaration) -> Vec<CompiledResourceTemplate> {
         let templates = &decl.resource_templates;
         self.unique(
             "resource template",
-            templates.iter().enumerate().map(|(i, t)| (format!("spec.resourceTemplates[{i}].uriTemplate"), t.uri_template.as_str())),
+            templates.iter().enumerate().map(|(i, t)| {
+                (
+                    format!("spec.resourceTemplates[{i}].uriTemplate"),
+                    t.uri_template.as_str(),
+                )
+            }),
         );
         let mut compiled = Vec::new();
         for (i, template) in templates.iter().enumerate() {
@@ -479,11 +598,17 @@ impl<'a> Compiler<'a> {
             let variables: HashSet<&str> = uri.variables().collect();
             for name in template.completions.keys() {
                 if !variables.contains(name.as_str()) {
-                    self.error(format!("{path}.completions.{name}"), "is not a variable of uriTemplate");
+                    self.error(
+                        format!("{path}.completions.{name}"),
+                        "is not a variable of uriTemplate",
+                    );
                 }
             }
-            let Some(text) = self.text(&format!("{path}.text"), &template.text) else { continue };
-            let mut descriptor = json!({"uriTemplate": template.uri_template, "name": template.name});
+            let Some(text) = self.text(&format!("{path}.text"), &template.text) else {
+                continue;
+            };
+            let mut descriptor =
+                json!({"uriTemplate": template.uri_template, "name": template.name});
             insert_some(&mut descriptor, "title", &template.title);
             insert_some(&mut descriptor, "description", &template.description);
             insert_some(&mut descriptor, "mimeType", &template.mime_type);
@@ -500,13 +625,23 @@ impl<'a> Compiler<'a> {
     }
 
     fn prompts(&mut self, prompts: &[Prompt]) -> Vec<CompiledPrompt> {
-        self.unique("prompt name", prompts.iter().enumerate().map(|(i, p)| (format!("spec.prompts[{i}].name"), p.name.as_str())));
+        self.unique(
+            "prompt name",
+            prompts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("spec.prompts[{i}].name"), p.name.as_str())),
+        );
         let mut compiled = Vec::new();
         for (i, prompt) in prompts.iter().enumerate() {
             let path = format!("spec.prompts[{i}]");
             self.unique(
                 "argument name",
-                prompt.arguments.iter().enumerate().map(|(j, a)| (format!("{path}.arguments[{j}].name"), a.name.as_str())),
+                prompt
+                    .arguments
+                    .iter()
+                    .enumerate()
+                    .map(|(j, a)| (format!("{path}.arguments[{j}].name"), a.name.as_str())),
             );
             let messages = prompt
                 .messages
@@ -546,7 +681,11 @@ impl<'a> Compiler<'a> {
             compiled.push(CompiledPrompt {
                 descriptor,
                 description: prompt.description.clone(),
-                arguments: prompt.arguments.iter().map(|a| (a.name.clone(), a.required, a.completions.clone())).collect(),
+                arguments: prompt
+                    .arguments
+                    .iter()
+                    .map(|a| (a.name.clone(), a.required, a.completions.clone()))
+                    .collect(),
                 messages,
             });
         }
@@ -555,10 +694,10 @@ impl<'a> Compiler<'a> {
 }
 
 fn insert_some<T: serde::Serialize>(target: &mut Value, key: &str, value: &Option<T>) {
-    if let Some(value) = value {
-        if let Ok(value) = serde_json::to_value(value) {
-            target[key] = value;
-        }
+    if let Some(value) = value
+        && let Ok(value) = serde_json::to_value(value)
+    {
+        target[key] = value;
     }
 }
 
@@ -568,14 +707,19 @@ mod tests {
     use crate::declaration::parse_manifest;
 
     pub(crate) fn compiled(spec: &str) -> Result<Compiled, InvalidDeclaration> {
-        let text = format!("apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}");
+        let text = format!(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"
+        );
         let manifest = parse_manifest(&text, std::path::PathBuf::new()).unwrap();
         compile(&manifest, &CompileOptions::default())
     }
 
     #[test]
     fn compiles_resources() {
-        let c = compiled("  resources:\n  - {uri: 'test://a', name: a, mimeType: text/plain, text: hello}\n").unwrap();
+        let c = compiled(
+            "  resources:\n  - {uri: 'test://a', name: a, mimeType: text/plain, text: hello}\n",
+        )
+        .unwrap();
         assert_eq!(c.resources.len(), 1);
         assert_eq!(c.resource("test://a").unwrap().contents["text"], "hello");
     }

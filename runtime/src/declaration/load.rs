@@ -81,8 +81,10 @@ struct Metadata {
 
 /// Reads and parses a manifest file.
 pub fn read_manifest(path: &Path) -> Result<Manifest, LoadError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let base_dir = path.parent().map(Path::to_owned).unwrap_or_default();
     parse_manifest(&text, base_dir)
 }
@@ -106,7 +108,11 @@ pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadErr
     let mut spec = envelope.spec;
     spec.retain(|key, _| !DEPLOYMENT_FIELDS.contains(&key.as_str()));
     let declaration = declaration_from_value(Value::Object(spec))?;
-    Ok(Manifest { name: envelope.metadata.name, declaration, base_dir })
+    Ok(Manifest {
+        name: envelope.metadata.name,
+        declaration,
+        base_dir,
+    })
 }
 
 /// Deserializes a declaration, naming the path of the first wrong or unknown field.
@@ -138,15 +144,19 @@ fn ignored_path(path: &serde_ignored::Path) -> String {
             prefix if prefix.is_empty() => key.clone(),
             prefix => format!("{prefix}.{key}"),
         },
-        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
-            ignored_path(parent)
-        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => ignored_path(parent),
     }
 }
 
 /// `tools[2].content` -> `spec.tools[2].content`, the path as a manifest author sees it.
 fn spec_path(inner: &str) -> String {
-    if inner.is_empty() || inner == "." { "spec".into() } else { format!("spec.{inner}") }
+    if inner.is_empty() || inner == "." {
+        "spec".into()
+    } else {
+        format!("spec.{inner}")
+    }
 }
 
 #[cfg(test)]
@@ -186,12 +196,20 @@ mod tests {
              spec:\n  tools:\n  - name: a\n    content: [{type: video, text: x}]\n",
         )
         .unwrap_err();
-        assert!(err.to_string().starts_with("spec.tools[0].content[0].type: unknown variant `video`"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("spec.tools[0].content[0].type: unknown variant `video`"),
+            "{err}"
+        );
     }
 
     #[test]
     fn refuses_another_kind() {
         let err = parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\n").unwrap_err();
-        assert!(err.to_string().contains("expected apiVersion kube-mcp.io/v1alpha1"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("expected apiVersion kube-mcp.io/v1alpha1"),
+            "{err}"
+        );
     }
 }

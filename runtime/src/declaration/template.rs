@@ -60,7 +60,10 @@ impl Templates {
             Text::Literal(literal) => return Ok(literal.clone()),
             Text::Template(name) => name,
         };
-        let fail = |err: minijinja::Error| RenderError { name: name.clone(), message: describe(&err) };
+        let fail = |err: minijinja::Error| RenderError {
+            name: name.clone(),
+            message: describe(&err),
+        };
         let template = self.env.get_template(name).map_err(fail)?;
         template
             .render(minijinja::context! { args => minijinja::Value::from(minijinja::value::Serde(args)) })
@@ -97,7 +100,10 @@ mod tests {
     fn renders_arguments() {
         let mut templates = Templates::new(DEFAULT_FUEL);
         let text = templates.compile("a", "Hello, {{ args.name }}!").unwrap();
-        assert_eq!(templates.render(&text, &json!({"name": "Ada <3"})).unwrap(), "Hello, Ada <3!");
+        assert_eq!(
+            templates.render(&text, &json!({"name": "Ada <3"})).unwrap(),
+            "Hello, Ada <3!"
+        );
     }
 
     #[test]
@@ -110,7 +116,9 @@ mod tests {
     #[test]
     fn fuel_bounds_runaway_loops() {
         let mut templates = Templates::new(1_000);
-        let text = templates.compile("a", "{% for i in range(100000) %}x{% endfor %}").unwrap();
+        let text = templates
+            .compile("a", "{% for i in range(100000) %}x{% endfor %}")
+            .unwrap();
         let err = templates.render(&text, &json!({})).unwrap_err();
         assert!(err.message.contains("fuel"), "{err}");
     }

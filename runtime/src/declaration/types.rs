@@ -56,7 +56,10 @@ fn default_ttl_ms() -> u64 {
 
 impl Default for CachePolicy {
     fn default() -> Self {
-        Self { ttl_ms: default_ttl_ms(), scope: CacheScope::Public }
+        Self {
+            ttl_ms: default_ttl_ms(),
+            scope: CacheScope::Public,
+        }
     }
 }
 

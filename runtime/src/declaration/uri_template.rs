@@ -22,7 +22,10 @@ impl UriTemplate {
             if open > 0 {
                 parts.push(Part::Literal(rest[..open].to_owned()));
             }
-            let close = rest[open..].find('}').ok_or("unclosed `{` in URI template")? + open;
+            let close = rest[open..]
+                .find('}')
+                .ok_or("unclosed `{` in URI template")?
+                + open;
             let name = &rest[open + 1..close];
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(format!(
@@ -116,7 +119,10 @@ mod tests {
     #[test]
     fn trailing_variable_takes_the_rest() {
         let template = UriTemplate::parse("weather://city/{city}").unwrap();
-        assert_eq!(template.matches("weather://city/Paris"), Some(vec![("city".into(), "Paris".into())]));
+        assert_eq!(
+            template.matches("weather://city/Paris"),
+            Some(vec![("city".into(), "Paris".into())])
+        );
         assert_eq!(template.variables().collect::<Vec<_>>(), ["city"]);
     }
 

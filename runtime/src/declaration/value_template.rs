@@ -19,7 +19,11 @@ enum Step {
 
 impl ValueTemplate {
     /// A value in which every string is a template; `path` names the value's field.
-    pub fn all_strings(templates: &mut Templates, path: &str, value: Value) -> Result<Self, (String, String)> {
+    pub fn all_strings(
+        templates: &mut Templates,
+        path: &str,
+        value: Value,
+    ) -> Result<Self, (String, String)> {
         let mut slots = Vec::new();
         collect_strings(templates, path, &value, &mut Vec::new(), &mut slots)?;
         Ok(Self { base: value, slots })
@@ -34,13 +38,22 @@ impl ValueTemplate {
     ) -> Result<Self, (String, String)> {
         let mut slots = Vec::new();
         for field in fields {
-            let Some(Value::String(source)) = field.iter().try_fold(&value, |v, key| v.get(key)) else {
+            let Some(Value::String(source)) = field.iter().try_fold(&value, |v, key| v.get(key))
+            else {
                 continue;
             };
             let field_path = format!("{path}.{}", field.join("."));
-            let text = templates.compile(&field_path, source).map_err(|err| (field_path, err))?;
+            let text = templates
+                .compile(&field_path, source)
+                .map_err(|err| (field_path, err))?;
             if let Text::Template(_) = text {
-                slots.push((field.iter().map(|key| Step::Key((*key).to_owned())).collect(), text));
+                slots.push((
+                    field
+                        .iter()
+                        .map(|key| Step::Key((*key).to_owned()))
+                        .collect(),
+                    text,
+                ));
             }
         }
         Ok(Self { base: value, slots })
@@ -76,7 +89,9 @@ fn collect_strings(
 ) -> Result<(), (String, String)> {
     match value {
         Value::String(source) => {
-            let text = templates.compile(path, source).map_err(|err| (path.to_owned(), err))?;
+            let text = templates
+                .compile(path, source)
+                .map_err(|err| (path.to_owned(), err))?;
             if let Text::Template(_) = text {
                 slots.push((steps.clone(), text));
             }
@@ -111,14 +126,20 @@ mod tests {
         let mut templates = Templates::new(DEFAULT_FUEL);
         let value = json!({"city": "{{ args.city }}", "tags": ["fixed", "{{ args.tag }}"], "n": 1});
         let template = ValueTemplate::all_strings(&mut templates, "s", value).unwrap();
-        let rendered = template.render(&templates, &json!({"city": "Paris", "tag": "x"})).unwrap();
-        assert_eq!(rendered, json!({"city": "Paris", "tags": ["fixed", "x"], "n": 1}));
+        let rendered = template
+            .render(&templates, &json!({"city": "Paris", "tag": "x"}))
+            .unwrap();
+        assert_eq!(
+            rendered,
+            json!({"city": "Paris", "tags": ["fixed", "x"], "n": 1})
+        );
     }
 
     #[test]
     fn only_named_fields_are_templates() {
         let mut templates = Templates::new(DEFAULT_FUEL);
-        let value = json!({"type": "image", "data": "{{ not a template }}", "text": "{{ args.a }}"});
+        let value =
+            json!({"type": "image", "data": "{{ not a template }}", "text": "{{ args.a }}"});
         let template = ValueTemplate::fields(&mut templates, "c", value, &[&["text"]]).unwrap();
         let rendered = template.render(&templates, &json!({"a": "A"})).unwrap();
         assert_eq!(rendered["data"], "{{ not a template }}");
@@ -128,7 +149,8 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let mut templates = Templates::new(DEFAULT_FUEL);
-        let (path, _) = ValueTemplate::all_strings(&mut templates, "s", json!({"a": ["{{ x"]})).unwrap_err();
+        let (path, _) =
+            ValueTemplate::all_strings(&mut templates, "s", json!({"a": ["{{ x"]})).unwrap_err();
         assert_eq!(path, "s.a[0]");
     }
 }

@@ -40,7 +40,7 @@ pub enum McpError {
         /// What the client asked for.
         requested: String,
     },
-    /// The server is at its session limit.
+    /// The server is at its limit of sessions (or of open subscription streams).
     #[error("too many sessions: the server holds its maximum of {0}; try again later")]
     TooManySessions(usize),
     /// The server failed.
@@ -73,7 +73,9 @@ impl McpError {
         let mut error = json!({"code": self.code(era), "message": self.to_string()});
         match self {
             Self::ResourceNotFound { uri } => error["data"] = json!({"uri": uri}),
-            Self::MissingCapability(required) => error["data"] = json!({"requiredCapabilities": required}),
+            Self::MissingCapability(required) => {
+                error["data"] = json!({"requiredCapabilities": required})
+            }
             Self::UnsupportedVersion { requested } => {
                 error["data"] = json!({"supported": SUPPORTED_VERSIONS, "requested": requested})
             }
@@ -102,8 +104,13 @@ mod tests {
 
     #[test]
     fn resource_not_found_differs_by_era() {
-        let err = McpError::ResourceNotFound { uri: "a://b".into() };
-        assert_eq!(err.to_json(Era::Modern), json!({"code": -32602, "message": "resource not found", "data": {"uri": "a://b"}}));
+        let err = McpError::ResourceNotFound {
+            uri: "a://b".into(),
+        };
+        assert_eq!(
+            err.to_json(Era::Modern),
+            json!({"code": -32602, "message": "resource not found", "data": {"uri": "a://b"}})
+        );
         assert_eq!(err.code(Era::Legacy(LegacyVersion::V2025_11_25)), -32002);
     }
 
@@ -111,13 +118,21 @@ mod tests {
     fn modern_unknown_methods_are_404() {
         let err = McpError::MethodNotFound("ping".into());
         assert_eq!(err.http_status(Era::Modern), 404);
-        assert_eq!(err.http_status(Era::Legacy(LegacyVersion::V2025_11_25)), 200);
+        assert_eq!(
+            err.http_status(Era::Legacy(LegacyVersion::V2025_11_25)),
+            200
+        );
     }
 
     #[test]
     fn unsupported_version_lists_what_is_served() {
-        let err = McpError::UnsupportedVersion { requested: "1900-01-01".into() };
-        assert_eq!(err.to_json(Era::Modern)["data"]["supported"][0], "2026-07-28");
+        let err = McpError::UnsupportedVersion {
+            requested: "1900-01-01".into(),
+        };
+        assert_eq!(
+            err.to_json(Era::Modern)["data"]["supported"][0],
+            "2026-07-28"
+        );
         assert_eq!(err.http_status(Era::Modern), 400);
     }
 }

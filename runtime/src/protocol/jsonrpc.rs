@@ -36,9 +36,12 @@ pub enum Incoming {
 
 /// Parses one message. Batches are refused (removed from the protocol in 2025-06-18).
 pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
-    let value: Value = serde_json::from_slice(body).map_err(|err| McpError::Parse(err.to_string()))?;
+    let value: Value =
+        serde_json::from_slice(body).map_err(|err| McpError::Parse(err.to_string()))?;
     let Value::Object(mut message) = value else {
-        return Err(McpError::InvalidRequest("expected a single JSON-RPC message object".into()));
+        return Err(McpError::InvalidRequest(
+            "expected a single JSON-RPC message object".into(),
+        ));
     };
     if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(McpError::InvalidRequest("`jsonrpc` must be \"2.0\"".into()));
@@ -46,19 +49,30 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
     let id = match message.remove("id") {
         None => None,
         Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
-        Some(_) => return Err(McpError::InvalidRequest("`id` must be a string or an integer".into())),
+        Some(_) => {
+            return Err(McpError::InvalidRequest(
+                "`id` must be a string or an integer".into(),
+            ));
+        }
     };
     let params = match message.remove("params") {
         None => Value::Object(Map::new()),
         Some(params @ Value::Object(_)) => params,
-        Some(_) => return Err(McpError::InvalidRequest("`params` must be an object".into())),
+        Some(_) => {
+            return Err(McpError::InvalidRequest(
+                "`params` must be an object".into(),
+            ));
+        }
     };
     match (message.remove("method"), id) {
         (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method, params }),
         (Some(Value::String(method)), None) => Ok(Incoming::Notification { method, params }),
         (Some(_), _) => Err(McpError::InvalidRequest("`method` must be a string".into())),
         (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
-            Ok(Incoming::Response { ok: message.contains_key("result"), id })
+            Ok(Incoming::Response {
+                ok: message.contains_key("result"),
+                id,
+            })
         }
         (None, _) => Err(McpError::InvalidRequest("missing `method`".into())),
     }
@@ -91,19 +105,45 @@ mod tests {
     #[test]
     fn classifies_messages() {
         let request = parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
-        assert_eq!(request, Incoming::Request { id: json!(1), method: "tools/list".into(), params: json!({}) });
-        let note = parse_message(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert_eq!(
+            request,
+            Incoming::Request {
+                id: json!(1),
+                method: "tools/list".into(),
+                params: json!({})
+            }
+        );
+        let note =
+            parse_message(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(note, Incoming::Notification { .. }));
         let response = parse_message(br#"{"jsonrpc":"2.0","id":"p1","result":{}}"#).unwrap();
-        assert_eq!(response, Incoming::Response { id: json!("p1"), ok: true });
+        assert_eq!(
+            response,
+            Incoming::Response {
+                id: json!("p1"),
+                ok: true
+            }
+        );
     }
 
     #[test]
     fn refuses_malformed_messages() {
         assert!(matches!(parse_message(b"{nope"), Err(McpError::Parse(_))));
-        assert!(matches!(parse_message(b"[]"), Err(McpError::InvalidRequest(_))));
-        assert!(matches!(parse_message(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), Err(McpError::InvalidRequest(_))));
-        assert!(matches!(parse_message(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#), Err(McpError::InvalidRequest(_))));
-        assert!(matches!(parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#), Err(McpError::InvalidRequest(_))));
+        assert!(matches!(
+            parse_message(b"[]"),
+            Err(McpError::InvalidRequest(_))
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#),
+            Err(McpError::InvalidRequest(_))
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#),
+            Err(McpError::InvalidRequest(_))
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#),
+            Err(McpError::InvalidRequest(_))
+        ));
     }
 }

@@ -4,7 +4,13 @@
 pub const MODERN_VERSION: &str = "2026-07-28";
 
 /// Every version served, newest first (sent as `supportedVersions`).
-pub const SUPPORTED_VERSIONS: &[&str] = &[MODERN_VERSION, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub const SUPPORTED_VERSIONS: &[&str] = &[
+    MODERN_VERSION,
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
 
 /// The `_meta` keys of the 2026-07-28 protocol.
 pub mod meta {
@@ -84,7 +90,10 @@ mod tests {
 
     #[test]
     fn negotiation_echoes_known_versions_and_offers_the_newest_otherwise() {
-        assert_eq!(LegacyVersion::negotiate("2025-03-26"), LegacyVersion::V2025_03_26);
+        assert_eq!(
+            LegacyVersion::negotiate("2025-03-26"),
+            LegacyVersion::V2025_03_26
+        );
         assert_eq!(LegacyVersion::negotiate("1999-01-01"), LATEST_LEGACY);
         assert!(LegacyVersion::V2025_06_18.has_structured_content());
         assert!(!LegacyVersion::V2025_03_26.has_structured_content());

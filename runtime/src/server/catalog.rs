@@ -15,9 +15,13 @@ pub fn list<'a>(
     let total = entries.len();
     let start = match params.get("cursor") {
         None | Some(Value::Null) => 0,
-        Some(Value::String(cursor)) => decode_cursor(cursor).filter(|&offset| offset <= total).ok_or_else(|| {
-            McpError::InvalidParams("invalid cursor: it was not issued by this server or the list changed".into())
-        })?,
+        Some(Value::String(cursor)) => decode_cursor(cursor)
+            .filter(|&offset| offset <= total)
+            .ok_or_else(|| {
+                McpError::InvalidParams(
+                    "invalid cursor: it was not issued by this server or the list changed".into(),
+                )
+            })?,
         Some(_) => return Err(McpError::InvalidParams("`cursor` must be a string".into())),
     };
     let page: Vec<&Value> = entries.skip(start).take(page_size).collect();
@@ -35,7 +39,11 @@ fn encode_cursor(offset: usize) -> String {
 
 fn decode_cursor(cursor: &str) -> Option<usize> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
-    std::str::from_utf8(&bytes).ok()?.strip_prefix("offset:")?.parse().ok()
+    std::str::from_utf8(&bytes)
+        .ok()?
+        .strip_prefix("offset:")?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

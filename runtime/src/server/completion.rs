@@ -12,12 +12,23 @@ const MAX_VALUES: usize = 100;
 pub fn complete(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
     let invalid = |message: &str| McpError::InvalidParams(message.to_owned());
     let reference = params.get("ref").ok_or_else(|| invalid("missing `ref`"))?;
-    let argument = params.get("argument").ok_or_else(|| invalid("missing `argument`"))?;
-    let name = argument.get("name").and_then(Value::as_str).ok_or_else(|| invalid("missing `argument.name`"))?;
-    let typed = argument.get("value").and_then(Value::as_str).unwrap_or_default();
+    let argument = params
+        .get("argument")
+        .ok_or_else(|| invalid("missing `argument`"))?;
+    let name = argument
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("missing `argument.name`"))?;
+    let typed = argument
+        .get("value")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let candidates: &[String] = match reference.get("type").and_then(Value::as_str) {
         Some("ref/prompt") => {
-            let prompt_name = reference.get("name").and_then(Value::as_str).ok_or_else(|| invalid("missing `ref.name`"))?;
+            let prompt_name = reference
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid("missing `ref.name`"))?;
             let prompt = decl
                 .prompt(prompt_name)
                 .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {prompt_name}")))?;
@@ -26,21 +37,37 @@ pub fn complete(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
                 .iter()
                 .find(|(argument, ..)| argument == name)
                 .map(|(_, _, values)| values.as_slice())
-                .ok_or_else(|| McpError::InvalidParams(format!("prompt {prompt_name} has no argument `{name}`")))?
+                .ok_or_else(|| {
+                    McpError::InvalidParams(format!(
+                        "prompt {prompt_name} has no argument `{name}`"
+                    ))
+                })?
         }
         Some("ref/resource") => {
-            let uri = reference.get("uri").and_then(Value::as_str).ok_or_else(|| invalid("missing `ref.uri`"))?;
+            let uri = reference
+                .get("uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid("missing `ref.uri`"))?;
             let template = decl
                 .resource_templates
                 .iter()
                 .find(|t| t.descriptor["uriTemplate"] == uri)
-                .ok_or_else(|| McpError::InvalidParams(format!("unknown resource template: {uri}")))?;
-            template.completions.get(name).map(Vec::as_slice).unwrap_or_default()
+                .ok_or_else(|| {
+                    McpError::InvalidParams(format!("unknown resource template: {uri}"))
+                })?;
+            template
+                .completions
+                .get(name)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
         }
         _ => return Err(invalid("`ref.type` must be ref/prompt or ref/resource")),
     };
     let typed = typed.to_lowercase();
-    let matching: Vec<&String> = candidates.iter().filter(|v| v.to_lowercase().starts_with(&typed)).collect();
+    let matching: Vec<&String> = candidates
+        .iter()
+        .filter(|v| v.to_lowercase().starts_with(&typed))
+        .collect();
     let values: Vec<&String> = matching.iter().take(MAX_VALUES).copied().collect();
     Ok(json!({"completion": {
         "values": values,

@@ -45,7 +45,9 @@ pub fn initialize_result(decl: &Compiled, version: LegacyVersion) -> Value {
     });
     if version < LegacyVersion::V2025_03_26 {
         // `completions` was not a capability before 2025-03-26.
-        result["capabilities"].as_object_mut().map(|c| c.remove("completions"));
+        result["capabilities"]
+            .as_object_mut()
+            .map(|c| c.remove("completions"));
     }
     if let Some(instructions) = &decl.instructions {
         result["instructions"] = json!(instructions);

@@ -14,13 +14,27 @@ const MAX_REPORTED_VIOLATIONS: usize = 5;
 
 /// Calls a declared tool. Unknown tools are protocol errors; everything that goes wrong inside a
 /// known tool is an `isError` result the model can read.
-pub async fn call(decl: &Compiled, metrics: &Metrics, ctx: &RequestContext, params: &Value) -> Result<Value, McpError> {
-    let name = params.get("name").and_then(Value::as_str).ok_or_else(|| McpError::InvalidParams("missing tool `name`".into()))?;
-    let tool = decl.tool(name).ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
+pub async fn call(
+    decl: &Compiled,
+    metrics: &Metrics,
+    ctx: &RequestContext,
+    params: &Value,
+) -> Result<Value, McpError> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::InvalidParams("missing tool `name`".into()))?;
+    let tool = decl
+        .tool(name)
+        .ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
     let args = match params.get("arguments") {
         None | Some(Value::Null) => json!({}),
         Some(args @ Value::Object(_)) => args.clone(),
-        Some(_) => return Err(McpError::InvalidParams("`arguments` must be an object".into())),
+        Some(_) => {
+            return Err(McpError::InvalidParams(
+                "`arguments` must be an object".into(),
+            ));
+        }
     };
     let started = Instant::now();
     let reply = run(decl, tool, ctx, &args).await;
@@ -28,7 +42,12 @@ pub async fn call(decl: &Compiled, metrics: &Metrics, ctx: &RequestContext, para
     Ok(shape(reply, ctx.era))
 }
 
-async fn run(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, args: &Value) -> ToolReply {
+async fn run(
+    decl: &Compiled,
+    tool: &CompiledTool,
+    ctx: &RequestContext,
+    args: &Value,
+) -> ToolReply {
     if let Some(problem) = violations(&tool.input, args) {
         return ToolReply::error(format!("invalid arguments: {problem}"));
     }
@@ -38,10 +57,12 @@ async fn run(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, args: &
         Ok(reply) => reply,
         Err(err) => return ToolReply::error(err.to_string()),
     };
-    if let (Some(validator), Some(structured)) = (&tool.output, &reply.structured) {
-        if let Some(problem) = violations(validator, structured) {
-            return ToolReply::error(format!("the tool's structured result does not match its outputSchema: {problem}"));
-        }
+    if let (Some(validator), Some(structured)) = (&tool.output, &reply.structured)
+        && let Some(problem) = violations(validator, structured)
+    {
+        return ToolReply::error(format!(
+            "the tool's structured result does not match its outputSchema: {problem}"
+        ));
     }
     reply
 }
@@ -60,19 +81,26 @@ fn violations(validator: &jsonschema::Validator, value: &Value) -> Option<String
 }
 
 async fn send_logs(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, args: &Value) {
-    let Some(threshold) = ctx.log_level else { return };
+    let Some(threshold) = ctx.log_level else {
+        return;
+    };
     for log in tool.logs.iter().filter(|log| log.level >= threshold) {
-        let Ok(message) = decl.templates.render(&log.message, args) else { continue };
+        let Ok(message) = decl.templates.render(&log.message, args) else {
+            continue;
+        };
         let mut params = json!({"level": log.level, "data": message});
         if let Some(logger) = &log.logger {
             params["logger"] = json!(logger);
         }
-        ctx.notify(notification("notifications/message", params)).await;
+        ctx.notify(notification("notifications/message", params))
+            .await;
     }
 }
 
 async fn send_progress(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, args: &Value) {
-    let Some(token) = &ctx.progress_token else { return };
+    let Some(token) = &ctx.progress_token else {
+        return;
+    };
     for step in &tool.progress {
         if !step.delay.is_zero() {
             tokio::time::sleep(step.delay).await;
@@ -81,10 +109,15 @@ async fn send_progress(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContex
         if let Some(total) = step.total {
             params["total"] = json!(total);
         }
-        if let Some(message) = step.message.as_ref().and_then(|m| decl.templates.render(m, args).ok()) {
+        if let Some(message) = step
+            .message
+            .as_ref()
+            .and_then(|m| decl.templates.render(m, args).ok())
+        {
             params["message"] = json!(message);
         }
-        ctx.notify(notification("notifications/progress", params)).await;
+        ctx.notify(notification("notifications/progress", params))
+            .await;
     }
 }
 

@@ -32,7 +32,9 @@ pub struct Sealer {
 impl Sealer {
     /// A sealer with a shared key.
     pub fn new(key: &[u8; KEY_LEN]) -> Self {
-        Self { cipher: ChaCha20Poly1305::new(Key::from_slice(key)) }
+        Self {
+            cipher: ChaCha20Poly1305::new(Key::from_slice(key)),
+        }
     }
 
     /// A sealer with a fresh random key (one replica only).
@@ -49,7 +51,10 @@ impl Sealer {
         rand::rng().fill_bytes(&mut nonce);
         // Serializing two plain fields cannot fail.
         let plain = serde_json::to_vec(session).unwrap_or_default();
-        let Ok(sealed) = self.cipher.encrypt(Nonce::from_slice(&nonce), plain.as_slice()) else {
+        let Ok(sealed) = self
+            .cipher
+            .encrypt(Nonce::from_slice(&nonce), plain.as_slice())
+        else {
             // Encryption only fails for inputs larger than the cipher's limit (GiBs).
             return String::new();
         };
@@ -77,12 +82,19 @@ impl Sealer {
 /// Secrets mount as files, so that is the contract.
 pub fn read_key(path: &std::path::Path) -> std::io::Result<[u8; KEY_LEN]> {
     let bytes = std::fs::read(path)?;
-    bytes.get(..KEY_LEN).and_then(|key| key.try_into().ok()).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("session key file {} holds {} bytes; at least {KEY_LEN} are needed", path.display(), bytes.len()),
-        )
-    })
+    bytes
+        .get(..KEY_LEN)
+        .and_then(|key| key.try_into().ok())
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "session key file {} holds {} bytes; at least {KEY_LEN} are needed",
+                    path.display(),
+                    bytes.len()
+                ),
+            )
+        })
 }
 
 #[cfg(test)]
@@ -90,7 +102,10 @@ mod tests {
     use super::*;
 
     fn session() -> SealedSession {
-        SealedSession { version: "2025-11-25".into(), created: 1_700_000_000 }
+        SealedSession {
+            version: "2025-11-25".into(),
+            created: 1_700_000_000,
+        }
     }
 
     #[test]

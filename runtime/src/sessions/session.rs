@@ -56,7 +56,10 @@ struct State {
 impl Session {
     /// A session; `version` is `None` for an HTTP+SSE session until `initialize` arrives on it.
     pub fn new(id: String, transport: SessionTransport, version: Option<LegacyVersion>) -> Self {
-        let state = State { version, ..State::default() };
+        let state = State {
+            version,
+            ..State::default()
+        };
         Self {
             id,
             transport,
@@ -127,6 +130,19 @@ impl Session {
         }
         state.stream = Some(sender);
         true
+    }
+
+    /// Detaches `sender`'s stream (not a newer one) so that, once in-flight senders finish, the
+    /// client sees it end.
+    pub fn detach_stream(&self, sender: &mpsc::Sender<Value>) {
+        let mut state = self.state();
+        if state
+            .stream
+            .as_ref()
+            .is_some_and(|s| s.same_channel(sender))
+        {
+            state.stream = None;
+        }
     }
 
     /// The open server-to-client stream, if any.

@@ -24,8 +24,6 @@ pub struct SessionSettings {
     pub ping_interval: Option<Duration>,
     /// How long a ping may go unanswered before the session ends.
     pub ping_timeout: Duration,
-    /// Interval of SSE keep-alive comments.
-    pub keepalive: Duration,
 }
 
 impl Default for SessionSettings {
@@ -35,7 +33,6 @@ impl Default for SessionSettings {
             max_sessions: 10_000,
             ping_interval: Some(Duration::from_secs(30)),
             ping_timeout: Duration::from_secs(10),
-            keepalive: Duration::from_secs(15),
         }
     }
 }
@@ -53,7 +50,14 @@ pub struct SessionStore {
 impl SessionStore {
     /// An empty store.
     pub fn new(sealer: Sealer, settings: SessionSettings, metrics: Arc<Metrics>) -> Self {
-        Self { sessions: DashMap::new(), ended: DashMap::new(), count: AtomicUsize::new(0), sealer, settings, metrics }
+        Self {
+            sessions: DashMap::new(),
+            ended: DashMap::new(),
+            count: AtomicUsize::new(0),
+            sealer,
+            settings,
+            metrics,
+        }
     }
 
     /// The settings.
@@ -72,10 +76,20 @@ impl SessionStore {
     }
 
     /// Opens a session, or refuses at the limit.
-    pub fn open(&self, transport: SessionTransport, version: Option<LegacyVersion>) -> Result<Arc<Session>, McpError> {
+    pub fn open(
+        &self,
+        transport: SessionTransport,
+        version: Option<LegacyVersion>,
+    ) -> Result<Arc<Session>, McpError> {
         let sealed = SealedSession {
-            version: version.map(LegacyVersion::as_str).unwrap_or("2024-11-05").to_owned(),
-            created: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default(),
+            version: version
+                .map(LegacyVersion::as_str)
+                .unwrap_or("2024-11-05")
+                .to_owned(),
+            created: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or_default(),
         };
         let session = Arc::new(Session::new(self.sealer.seal(&sealed), transport, version));
         self.insert(session.clone())?;
@@ -84,7 +98,13 @@ impl SessionStore {
 
     fn insert(&self, session: Arc<Session>) -> Result<(), McpError> {
         let limit = self.settings.max_sessions;
-        if self.count.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1)).is_err() {
+        if self
+            .count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_err()
+        {
             self.metrics.session_refused();
             return Err(McpError::TooManySessions(limit));
         }
@@ -104,9 +124,17 @@ impl SessionStore {
         if self.ended.contains_key(id) {
             return Ok(None);
         }
-        let Some(sealed) = self.sealer.open(id) else { return Ok(None) };
-        let Some(version) = LegacyVersion::parse(&sealed.version) else { return Ok(None) };
-        let session = Arc::new(Session::new(id.to_owned(), SessionTransport::StreamableHttp, Some(version)));
+        let Some(sealed) = self.sealer.open(id) else {
+            return Ok(None);
+        };
+        let Some(version) = LegacyVersion::parse(&sealed.version) else {
+            return Ok(None);
+        };
+        let session = Arc::new(Session::new(
+            id.to_owned(),
+            SessionTransport::StreamableHttp,
+            Some(version),
+        ));
         self.insert(session.clone())?;
         Ok(Some(session))
     }
@@ -120,7 +148,9 @@ impl SessionStore {
 
     /// Ends a session: its streams close, its requests stop, its id is never served again here.
     pub fn end(&self, id: &str) -> bool {
-        let Some((_, session)) = self.sessions.remove(id) else { return false };
+        let Some((_, session)) = self.sessions.remove(id) else {
+            return false;
+        };
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.metrics.sessions(session.transport.label(), -1);
         self.ended.insert(id.to_owned(), Instant::now());
@@ -156,36 +186,78 @@ mod tests {
     use crate::sessions::KEY_LEN;
 
     fn store(key: u8, settings: SessionSettings) -> SessionStore {
-        SessionStore::new(Sealer::new(&[key; KEY_LEN]), settings, Arc::new(Metrics::default()))
+        SessionStore::new(
+            Sealer::new(&[key; KEY_LEN]),
+            settings,
+            Arc::new(Metrics::default()),
+        )
     }
 
     #[test]
     fn refuses_past_the_limit() {
-        let store = store(1, SessionSettings { max_sessions: 2, ..SessionSettings::default() });
+        let store = store(
+            1,
+            SessionSettings {
+                max_sessions: 2,
+                ..SessionSettings::default()
+            },
+        );
         let version = Some(LegacyVersion::V2025_11_25);
-        store.open(SessionTransport::StreamableHttp, version).unwrap();
-        let second = store.open(SessionTransport::StreamableHttp, version).unwrap();
-        assert_eq!(store.open(SessionTransport::StreamableHttp, version).err(), Some(McpError::TooManySessions(2)));
+        store
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap();
+        let second = store
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap();
+        assert_eq!(
+            store.open(SessionTransport::StreamableHttp, version).err(),
+            Some(McpError::TooManySessions(2))
+        );
         store.end(&second.id);
-        assert!(store.open(SessionTransport::StreamableHttp, version).is_ok());
+        assert!(
+            store
+                .open(SessionTransport::StreamableHttp, version)
+                .is_ok()
+        );
     }
 
     #[test]
     fn another_replica_adopts_a_session_but_not_an_ended_one() {
         let first = store(1, SessionSettings::default());
         let second = store(1, SessionSettings::default());
-        let session = first.open(SessionTransport::StreamableHttp, Some(LegacyVersion::V2025_06_18)).unwrap();
+        let session = first
+            .open(
+                SessionTransport::StreamableHttp,
+                Some(LegacyVersion::V2025_06_18),
+            )
+            .unwrap();
         let adopted = second.find(&session.id).unwrap().unwrap();
         assert_eq!(adopted.version(), Some(LegacyVersion::V2025_06_18));
         assert!(first.end(&session.id));
         assert!(first.find(&session.id).unwrap().is_none());
-        assert!(store(2, SessionSettings::default()).find(&session.id).unwrap().is_none());
+        assert!(
+            store(2, SessionSettings::default())
+                .find(&session.id)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
     fn idle_sessions_expire() {
-        let store = store(1, SessionSettings { idle_timeout: Duration::ZERO, ..SessionSettings::default() });
-        let session = store.open(SessionTransport::StreamableHttp, Some(LegacyVersion::V2025_11_25)).unwrap();
+        let store = store(
+            1,
+            SessionSettings {
+                idle_timeout: Duration::ZERO,
+                ..SessionSettings::default()
+            },
+        );
+        let session = store
+            .open(
+                SessionTransport::StreamableHttp,
+                Some(LegacyVersion::V2025_11_25),
+            )
+            .unwrap();
         assert_eq!(store.expire_idle(), 1);
         assert!(session.ended.is_cancelled());
         assert!(store.find(&session.id).unwrap().is_none());

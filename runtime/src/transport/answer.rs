@@ -14,9 +14,6 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Interval of `:` keep-alive comments on every SSE stream.
-pub const KEEPALIVE: Duration = Duration::from_secs(15);
-
 /// After this long without an answer, a client that accepts SSE gets a stream.
 const SWITCH_TO_STREAM_AFTER: Duration = Duration::from_millis(500);
 
@@ -39,13 +36,18 @@ pub fn json(body: Value) -> Response {
     Json(body).into_response()
 }
 
-/// An SSE response with the headers proxies need to pass events through unbuffered.
-pub fn sse<S>(events: S) -> Response
+/// An SSE response with `:` keep-alive comments every `keepalive` (idle proxies would otherwise
+/// cut the stream) and the header that stops nginx from buffering events.
+pub fn sse<S>(events: S, keepalive: Duration) -> Response
 where
     S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
-    let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(KEEPALIVE)).into_response();
-    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(keepalive))
+        .into_response();
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
 }
 
@@ -61,7 +63,12 @@ pub fn event(message: &Value, name: Option<&'static str>) -> Event {
 /// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and
 /// whose notifications arrive on `notifications`. Without SSE support, notifications are dropped
 /// and the answer is JSON.
-pub async fn answer<F>(outcome: F, mut notifications: mpsc::Receiver<Value>, client_accepts_sse: bool) -> Response
+pub async fn answer<F>(
+    outcome: F,
+    mut notifications: mpsc::Receiver<Value>,
+    client_accepts_sse: bool,
+    keepalive: Duration,
+) -> Response
 where
     F: Future<Output = (StatusCode, Value)> + Send + 'static,
 {
@@ -71,29 +78,34 @@ where
         let (status, body) = outcome.await;
         return (status, Json(body)).into_response();
     }
-    let first = tokio::select! {
+    let (first, done) = tokio::select! {
         biased;
-        Some(first) = notifications.recv() => Some(first),
-        (status, body) = &mut outcome => return (status, Json(body)).into_response(),
-        () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => None,
+        Some(first) = notifications.recv() => (Some(first), None),
+        (status, body) = &mut outcome => match notifications.try_recv() {
+            // Notifications sent while the request ran to completion within one poll.
+            Ok(first) => (Some(first), Some(body)),
+            Err(_) => return (status, Json(body)).into_response(),
+        },
+        () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => (None, None),
     };
     let events = async_stream::stream! {
         if let Some(first) = first {
             yield Ok(event(&first, None));
         }
-        loop {
-            tokio::select! {
-                biased;
-                Some(note) = notifications.recv() => yield Ok(event(&note, None)),
-                (_, body) = &mut outcome => {
-                    while let Ok(note) = notifications.try_recv() {
-                        yield Ok(event(&note, None));
-                    }
-                    yield Ok(event(&body, None));
-                    break;
+        let body = match done {
+            Some(body) => body,
+            None => loop {
+                tokio::select! {
+                    biased;
+                    Some(note) = notifications.recv() => yield Ok(event(&note, None)),
+                    (_, body) = &mut outcome => break body,
                 }
-            }
+            },
+        };
+        while let Ok(note) = notifications.try_recv() {
+            yield Ok(event(&note, None));
         }
+        yield Ok(event(&body, None));
     };
-    sse(events)
+    sse(events, keepalive)
 }

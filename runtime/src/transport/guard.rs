@@ -39,18 +39,23 @@ impl OriginPolicy {
     /// Whether a Host header value is allowed.
     pub fn allows_host(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
-        self.hosts.iter().any(|allowed| allowed == "*" || matches_authority(allowed, &host))
+        self.hosts
+            .iter()
+            .any(|allowed| allowed == "*" || matches_authority(allowed, &host))
     }
 
     /// Whether an Origin header value is allowed (`null` origins never are).
     pub fn allows_origin(&self, origin: &str) -> bool {
         let origin = origin.to_ascii_lowercase();
-        let Some((scheme, authority)) = origin.split_once("://") else { return false };
+        let Some((scheme, authority)) = origin.split_once("://") else {
+            return false;
+        };
         self.origins.iter().any(|allowed| {
             allowed == "*"
-                || allowed
-                    .split_once("://")
-                    .is_some_and(|(s, a)| s.eq_ignore_ascii_case(scheme) && matches_authority(&a.to_ascii_lowercase(), authority))
+                || allowed.split_once("://").is_some_and(|(s, a)| {
+                    s.eq_ignore_ascii_case(scheme)
+                        && matches_authority(&a.to_ascii_lowercase(), authority)
+                })
         })
     }
 }
@@ -60,12 +65,23 @@ fn matches_authority(allowed: &str, actual: &str) -> bool {
     if allowed == actual {
         return true;
     }
-    let has_port = |a: &str| a.rsplit_once(':').is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()) && !a.ends_with(']'));
-    !has_port(allowed) && actual.strip_prefix(allowed).is_some_and(|rest| rest.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())))
+    let has_port = |a: &str| {
+        a.rsplit_once(':')
+            .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()) && !a.ends_with(']'))
+    };
+    !has_port(allowed)
+        && actual.strip_prefix(allowed).is_some_and(|rest| {
+            rest.strip_prefix(':')
+                .is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        })
 }
 
 /// Middleware: 403 for a Host or Origin that is not allowed.
-pub async fn check_host_and_origin(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+pub async fn check_host_and_origin(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let policy = &state.http.origins;
     let host = request
         .headers()
@@ -76,17 +92,21 @@ pub async fn check_host_and_origin(State(state): State<Arc<AppState>>, request: 
     if !host.as_deref().is_some_and(|h| policy.allows_host(h)) {
         return forbidden("host not allowed");
     }
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        if !origin.to_str().is_ok_and(|o| policy.allows_origin(o)) {
-            return forbidden("origin not allowed");
-        }
+    if let Some(origin) = request.headers().get(header::ORIGIN)
+        && !origin.to_str().is_ok_and(|o| policy.allows_origin(o))
+    {
+        return forbidden("origin not allowed");
     }
     next.run(request).await
 }
 
 fn forbidden(why: &str) -> Response {
     let err = McpError::InvalidRequest(why.to_owned());
-    (StatusCode::FORBIDDEN, error_body(None, &err, Era::Legacy(LATEST_LEGACY))).into_response()
+    (
+        StatusCode::FORBIDDEN,
+        error_body(None, &err, Era::Legacy(LATEST_LEGACY)),
+    )
+        .into_response()
 }
 
 /// 415 unless the body is declared as JSON.
@@ -99,7 +119,11 @@ pub fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
     if json {
         Ok(())
     } else {
-        Err((StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json").into_response())
+        Err((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        )
+            .into_response())
     }
 }
 
@@ -115,12 +139,29 @@ pub struct Accepts {
 /// Reads Accept; an absent header accepts everything.
 pub fn accepts(headers: &HeaderMap) -> Accepts {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return Accepts { json: true, sse: true };
+        return Accepts {
+            json: true,
+            sse: true,
+        };
     };
-    let mut accepts = Accepts { json: false, sse: false };
-    for range in accept.split(',').map(|r| r.split(';').next().unwrap_or_default().trim().to_ascii_lowercase()) {
+    let mut accepts = Accepts {
+        json: false,
+        sse: false,
+    };
+    for range in accept.split(',').map(|r| {
+        r.split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase()
+    }) {
         match range.as_str() {
-            "*/*" => accepts = Accepts { json: true, sse: true },
+            "*/*" => {
+                accepts = Accepts {
+                    json: true,
+                    sse: true,
+                }
+            }
             "application/*" | "application/json" => accepts.json = true,
             "text/*" | "text/event-stream" => accepts.sse = true,
             _ => {}
@@ -135,7 +176,11 @@ pub fn check_accept(headers: &HeaderMap) -> Result<Accepts, Response> {
     if accepts.json || accepts.sse {
         Ok(accepts)
     } else {
-        Err((StatusCode::NOT_ACCEPTABLE, "Accept must include application/json or text/event-stream").into_response())
+        Err((
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept must include application/json or text/event-stream",
+        )
+            .into_response())
     }
 }
 
@@ -159,21 +204,39 @@ mod tests {
 
     #[test]
     fn explicit_entries_and_wildcards() {
-        let policy = OriginPolicy { hosts: vec!["mcp.example.com".into()], origins: vec!["https://app.example.com:8443".into()] };
+        let policy = OriginPolicy {
+            hosts: vec!["mcp.example.com".into()],
+            origins: vec!["https://app.example.com:8443".into()],
+        };
         assert!(policy.allows_host("MCP.example.com:443"));
         assert!(policy.allows_origin("https://app.example.com:8443"));
         assert!(!policy.allows_origin("https://app.example.com"));
         assert!(!policy.allows_origin("http://app.example.com:8443"));
-        let open = OriginPolicy { hosts: vec!["*".into()], origins: vec!["*".into()] };
+        let open = OriginPolicy {
+            hosts: vec!["*".into()],
+            origins: vec!["*".into()],
+        };
         assert!(open.allows_host("anything") && open.allows_origin("https://x"));
     }
 
     #[test]
     fn accept_parsing() {
         let mut headers = HeaderMap::new();
-        assert_eq!(accepts(&headers), Accepts { json: true, sse: true });
+        assert_eq!(
+            accepts(&headers),
+            Accepts {
+                json: true,
+                sse: true
+            }
+        );
         headers.insert(header::ACCEPT, "application/json".parse().unwrap());
-        assert_eq!(accepts(&headers), Accepts { json: true, sse: false });
+        assert_eq!(
+            accepts(&headers),
+            Accepts {
+                json: true,
+                sse: false
+            }
+        );
         headers.insert(header::ACCEPT, "text/html".parse().unwrap());
         assert!(check_accept(&headers).is_err());
     }

@@ -39,10 +39,16 @@ pub async fn post(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
 
 fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
     let (method, params) = match message {
-        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => (method, params),
+        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => {
+            (method, params)
+        }
         Incoming::Response { .. } => return false,
     };
-    if params.get("_meta").and_then(|m| m.get(meta::PROTOCOL_VERSION)).is_some() {
+    if params
+        .get("_meta")
+        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+        .is_some()
+    {
         return true;
     }
     if method == "initialize" || headers.contains_key(SESSION_HEADER) {

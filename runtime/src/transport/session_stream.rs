@@ -54,7 +54,9 @@ pub fn events(
 async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: mpsc::Sender<Value>) {
     let mut changes = state.server.subscribe_changes();
     let settings = state.sessions.settings().clone();
-    let mut pings = settings.ping_interval.map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
+    let mut pings = settings
+        .ping_interval
+        .map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
     let mut sequence = 0u64;
     loop {
         tokio::select! {
@@ -79,6 +81,7 @@ async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: mpsc::Sender<
             }
         }
     }
+    session.detach_stream(&sender);
 }
 
 /// The next tick of the ping timer; never, when pings are disabled.
@@ -102,14 +105,27 @@ fn notifications(session: &Session, changes: &Changes) -> Vec<Value> {
             out.push(notification(method, json!({})));
         }
     }
-    for uri in changes.updated_uris.iter().filter(|uri| session.is_subscribed(uri)) {
-        out.push(notification("notifications/resources/updated", json!({"uri": uri})));
+    for uri in changes
+        .updated_uris
+        .iter()
+        .filter(|uri| session.is_subscribed(uri))
+    {
+        out.push(notification(
+            "notifications/resources/updated",
+            json!({"uri": uri}),
+        ));
     }
     out
 }
 
 /// Sends a ping and, in the background, ends the session if no answer comes in time.
-async fn ping(state: &Arc<AppState>, session: &Arc<Session>, sender: &mpsc::Sender<Value>, sequence: u64, timeout: Duration) {
+async fn ping(
+    state: &Arc<AppState>,
+    session: &Arc<Session>,
+    sender: &mpsc::Sender<Value>,
+    sequence: u64,
+    timeout: Duration,
+) {
     let id = json!(format!("kube-mcp-ping-{sequence}"));
     let answered = session.expect_pong(&id);
     if sender.send(request(&id, "ping", json!({}))).await.is_err() {

@@ -2,11 +2,11 @@
 //! whose first event names the POST endpoint (relative, with the ingress path prefix);
 //! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
 
+use super::AppState;
 use super::answer::{self, error};
 use super::guard::check_content_type;
 use super::session_stream::{self, short};
 use super::streamable::{notification, run};
-use super::AppState;
 use crate::protocol::{Era, Incoming, LegacyVersion, McpError, parse_message, success_response};
 use crate::server::initialize_result;
 use crate::sessions::{SessionStore, SessionTransport};
@@ -32,16 +32,30 @@ pub async fn get(State(state): State<Arc<AppState>>) -> Response {
     };
     let Some(messages) = session_stream::open(&state, &session) else {
         state.sessions.end(&session.id);
-        return error(None, &McpError::Internal("could not open the session stream".into()), ERA);
+        return error(
+            None,
+            &McpError::Internal("could not open the session stream".into()),
+            ERA,
+        );
     };
-    let endpoint = format!("{}/messages?sessionId={}", state.http.path_prefix, session.id);
-    let guard = EndOnDrop { sessions: state.sessions.clone(), id: session.id.clone() };
-    let events = session_stream::events(messages, false, Some(Event::default().event("endpoint").data(endpoint)));
+    let endpoint = format!(
+        "{}/messages?sessionId={}",
+        state.http.path_prefix, session.id
+    );
+    let guard = EndOnDrop {
+        sessions: state.sessions.clone(),
+        id: session.id.clone(),
+    };
+    let events = session_stream::events(
+        messages,
+        false,
+        Some(Event::default().event("endpoint").data(endpoint)),
+    );
     let events = futures_util::StreamExt::map(events, move |event| {
         let _alive = &guard;
         event
     });
-    answer::sse(events)
+    answer::sse(events, state.http.keepalive)
 }
 
 /// Ends an HTTP+SSE session when its stream is dropped (the client disconnected).
@@ -66,12 +80,21 @@ pub struct MessagesQuery {
 }
 
 /// `POST /messages?sessionId=…`: 202, with the JSON-RPC response sent on the session's stream.
-pub async fn post(State(state): State<Arc<AppState>>, Query(query): Query<MessagesQuery>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn post(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<MessagesQuery>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let Some(id) = query.session_id else {
         return (StatusCode::BAD_REQUEST, "missing sessionId query parameter").into_response();
     };
     let Some(session) = state.sessions.find_local(&id) else {
-        return (StatusCode::NOT_FOUND, "session not found: open a new one with GET /sse").into_response();
+        return (
+            StatusCode::NOT_FOUND,
+            "session not found: open a new one with GET /sse",
+        )
+            .into_response();
     };
     if let Err(refusal) = check_content_type(&headers) {
         return refusal;
@@ -96,17 +119,31 @@ pub async fn post(State(state): State<Arc<AppState>>, Query(query): Query<Messag
     };
     tokio::spawn(async move {
         let response = if method == "initialize" {
-            let requested = params.get("protocolVersion").and_then(|v| v.as_str()).unwrap_or_default();
+            let requested = params
+                .get("protocolVersion")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
             let version = LegacyVersion::negotiate(requested);
             session.set_version(version);
             success_response(&id, initialize_result(&state.server.declaration(), version))
         } else {
-            run(&state, &session, &id, &method, &params, Some(stream.clone())).await
+            run(
+                &state,
+                &session,
+                &id,
+                &method,
+                &params,
+                Some(stream.clone()),
+            )
+            .await
         };
-        if stream.send_timeout(response, STREAM_SEND_TIMEOUT).await.is_err() {
+        if stream
+            .send_timeout(response, STREAM_SEND_TIMEOUT)
+            .await
+            .is_err()
+        {
             tracing::warn!(session = %short(&session.id), "dropped a response: the client is not reading its stream");
         }
     });
     (StatusCode::ACCEPTED, "Accepted").into_response()
 }
-

@@ -5,7 +5,9 @@ use super::answer::{self, NOTIFICATION_CAPACITY, error};
 use super::guard::accepts;
 use super::mcp::{SESSION_HEADER, VERSION_HEADER, missing_session};
 use super::{AppState, session_stream};
-use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response};
+use crate::protocol::{
+    Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
+};
 use crate::server::{RequestContext, initialize_result};
 use crate::sessions::{Session, SessionTransport};
 use axum::extract::State;
@@ -18,24 +20,39 @@ use tokio::sync::mpsc;
 const ERA: Era = Era::Legacy(LATEST_LEGACY);
 
 /// Serves one legacy message.
-pub async fn post(state: Arc<AppState>, headers: HeaderMap, message: Incoming, accepts_sse: bool) -> Response {
-    if let Incoming::Request { id, method, params } = &message {
-        if method == "initialize" {
-            return initialize(&state, id, params);
-        }
+pub async fn post(
+    state: Arc<AppState>,
+    headers: HeaderMap,
+    message: Incoming,
+    accepts_sse: bool,
+) -> Response {
+    if let Incoming::Request { id, method, params } = &message
+        && method == "initialize"
+    {
+        return initialize(&state, id, params);
     }
     let session = match session_of(&state, &headers) {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
-    if let Some(version) = headers.get(VERSION_HEADER) {
-        if version.to_str().ok().and_then(|v| LegacyVersion::parse(v.trim())).is_none() {
-            let err = McpError::InvalidRequest("unsupported MCP-Protocol-Version header for this session".into());
+    if let Some(version) = headers.get(VERSION_HEADER)
+        && version
+            .to_str()
+            .ok()
+            .and_then(|v| LegacyVersion::parse(v.trim()))
+            .is_none()
+    {
+        {
+            let err = McpError::InvalidRequest(
+                "unsupported MCP-Protocol-Version header for this session".into(),
+            );
             return (StatusCode::BAD_REQUEST, answer::error_body(None, &err, ERA)).into_response();
         }
     }
     match message {
-        Incoming::Request { id, method, params } => request(state, session, id, method, params, accepts_sse).await,
+        Incoming::Request { id, method, params } => {
+            request(state, session, id, method, params, accepts_sse).await
+        }
         Incoming::Notification { method, params } => {
             notification(&session, &method, &params);
             StatusCode::ACCEPTED.into_response()
@@ -48,9 +65,15 @@ pub async fn post(state: Arc<AppState>, headers: HeaderMap, message: Incoming, a
 }
 
 fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
-    let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+    let requested = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let version = LegacyVersion::negotiate(requested);
-    let session = match state.sessions.open(SessionTransport::StreamableHttp, Some(version)) {
+    let session = match state
+        .sessions
+        .open(SessionTransport::StreamableHttp, Some(version))
+    {
         Ok(session) => session,
         Err(err) => return error(Some(id), &err, Era::Legacy(version)),
     };
@@ -66,12 +89,18 @@ fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
 /// (the client then initializes again).
 fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
-        return Err((StatusCode::BAD_REQUEST, answer::error_body(None, &missing_session(), ERA)).into_response());
+        return Err((
+            StatusCode::BAD_REQUEST,
+            answer::error_body(None, &missing_session(), ERA),
+        )
+            .into_response());
     };
     match state.sessions.find(id) {
         Ok(Some(session)) => Ok(session),
         Ok(None) => {
-            let err = McpError::InvalidRequest("session not found: it ended or expired; initialize again".into());
+            let err = McpError::InvalidRequest(
+                "session not found: it ended or expired; initialize again".into(),
+            );
             Err((StatusCode::NOT_FOUND, answer::error_body(None, &err, ERA)).into_response())
         }
         Err(err) => Err(error(None, &err, ERA)),
@@ -80,10 +109,10 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
 
 /// Client notifications: cancellation stops an in-flight request; the rest need nothing.
 pub fn notification(session: &Session, method: &str, params: &Value) {
-    if method == "notifications/cancelled" {
-        if let Some(id) = params.get("requestId") {
-            session.cancel_request(id);
-        }
+    if method == "notifications/cancelled"
+        && let Some(id) = params.get("requestId")
+    {
+        session.cancel_request(id);
     }
 }
 
@@ -95,12 +124,13 @@ async fn request(
     params: Value,
     accepts_sse: bool,
 ) -> Response {
+    let keepalive = state.http.keepalive;
     let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
     let outcome = async move {
         let response = run(&state, &session, &id, &method, &params, Some(notifier)).await;
         (StatusCode::OK, response)
     };
-    answer::answer(outcome, notifications, accepts_sse).await
+    answer::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// Runs a session request to its JSON-RPC response, honoring cancellation and applying the
@@ -153,7 +183,11 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
     if !accepts(&headers).sse {
-        return (StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream").into_response();
+        return (
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept must include text/event-stream",
+        )
+            .into_response();
     }
     let session = match session_of(&state, &headers) {
         Ok(session) => session,
@@ -161,10 +195,19 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
     };
     match session_stream::open(&state, &session) {
         Some(messages) => {
-            let priming = session.version().is_some_and(|v| v >= LegacyVersion::V2025_11_25);
-            answer::sse(session_stream::events(messages, priming, None))
+            let priming = session
+                .version()
+                .is_some_and(|v| v >= LegacyVersion::V2025_11_25);
+            answer::sse(
+                session_stream::events(messages, priming, None),
+                state.http.keepalive,
+            )
         }
-        None => (StatusCode::CONFLICT, "this session already has an open stream").into_response(),
+        None => (
+            StatusCode::CONFLICT,
+            "this session already has an open stream",
+        )
+            .into_response(),
     }
 }
 
