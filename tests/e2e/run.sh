@@ -73,8 +73,10 @@ absent() { ! kubectl -n "$NS" get "$@" >/dev/null 2>&1; }
 
 OPERATOR_PID=
 RUNTIME_PID=
+STANDBY_PID=
 cleanup() {
   local rc=$?
+  [[ -n $STANDBY_PID ]] && kill "$STANDBY_PID" 2>/dev/null || true
   [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
   [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
   if [[ ${KEEP_CLUSTER:-} == 1 ]]; then
@@ -287,6 +289,16 @@ check "one replica" kubectl -n "$NS" patch mcpserver weather --type=merge -p '{"
 check "the PodDisruptionBudget is pruned" eventually 30 absent poddisruptionbudget weather
 
 # ----------------------------------------------------------------------------------------------
+log "every example is accepted"
+kubectl create namespace e2e-examples >/dev/null
+for file in "$ROOT"/examples/*.yaml; do
+  name=$(kubectl create --dry-run=client -o jsonpath='{.metadata.name}' -f "$file")
+  check "examples/$(basename "$file"): applied" kubectl -n e2e-examples apply -f "$file"
+  check "examples/$(basename "$file"): Accepted=True" eventually 30 bash -c \
+    "kubectl -n e2e-examples get mcpserver $name -o json | jq -e '.status.conditions[] | select(.type == \"Accepted\") | .status == \"True\"' >/dev/null"
+done
+
+# ----------------------------------------------------------------------------------------------
 log "invalid manifests are refused"
 for file in "$ROOT"/tests/e2e/invalid/*.yaml; do
   name=$(basename "$file" .yaml)
@@ -306,16 +318,39 @@ for file in "$ROOT"/tests/e2e/invalid/*.yaml; do
 done
 
 # ----------------------------------------------------------------------------------------------
-log "leader election and graceful shutdown"
+log "leader election: a standby waits, takes over a crashed leader, and shutdown hands over"
+holder() { kubectl -n "$SYSTEM_NS" get lease "$LEASE" -o jsonpath='{.spec.holderIdentity}'; }
+transitions() { kubectl -n "$SYSTEM_NS" get lease "$LEASE" -o jsonpath='{.spec.leaseTransitions}'; }
+STANDBY_PORT=$((ADMIN_PORT + 3))
+KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-standby \
+  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$STANDBY_PORT" --lease-name "$LEASE" \
+  --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json >>"$E2E/standby.log" 2>&1 &
+STANDBY_PID=$!
+check "a standby replica is ready" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$STANDBY_PORT/readyz"
+sleep 2
+check "the standby does not lead" bash -c \
+  "curl -fsS 'http://127.0.0.1:$STANDBY_PORT/metrics' | grep -qx 'mcp_operator_leader 0' && kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-operator_'"
+TRANSITIONS=$(transitions)
+kill -KILL "$OPERATOR_PID"
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=$STANDBY_PID
+check "after the leader crashes, the standby takes the Lease once it expires" eventually 40 bash -c \
+  "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-standby_'"
+check "the Lease counts the transition" test "$(transitions)" -gt "$TRANSITIONS"
+check "the new leader reconciles" bash -c "kubectl -n $NS patch mcpserver weather --type=merge -p '{\"spec\": {\"title\": \"Weather (standby)\"}}' >/dev/null" 
+check "and the ConfigMap follows" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]standby[)]")'
+
 check "SIGTERM stops the operator cleanly" bash -c "kill -TERM $OPERATOR_PID; for i in \$(seq 100); do kill -0 $OPERATOR_PID 2>/dev/null || exit 0; sleep 0.2; done; exit 1"
 wait "$OPERATOR_PID" 2>/dev/null && rc=0 || rc=$?
 check "the operator exits 0 (rc $rc)" test "$rc" -eq 0
 OPERATOR_PID=
 check "it released the Lease" bash -c "[[ -z \$(kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}') ]]"
 check "a change while no operator runs waits" kubectl -n "$NS" patch mcpserver weather --type=merge -p '{"spec": {"title": "Weather (offline)"}}'
+TRANSITIONS=$(transitions)
 start_operator
-check "a new operator takes the Lease over" eventually 30 bash -c \
-  "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.leaseTransitions}' | grep -qx 1"
+check "a new operator takes the released Lease at once" eventually 15 bash -c \
+  "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-operator_'"
+check "the Lease counts the transition" test "$(transitions)" -gt "$TRANSITIONS"
 check "and reconciles what changed meanwhile" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]offline[)]")'
 
 # ----------------------------------------------------------------------------------------------
