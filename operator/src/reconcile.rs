@@ -105,11 +105,10 @@ pub async fn reconcile(server: Arc<MCPServer>, ctx: Arc<Context>) -> Result<Acti
     let result = reconcile_inner(&server, &ctx).await;
     ctx.metrics
         .observe_reconcile(started.elapsed(), result.as_ref().err().map(Error::kind));
-    if result.is_ok() {
-        ctx.failures
-            .lock()
-            .map(|mut f| f.remove(&key(&server)))
-            .ok();
+    if result.is_ok()
+        && let Ok(mut failures) = ctx.failures.lock()
+    {
+        failures.remove(&key(&server));
     }
     result
 }

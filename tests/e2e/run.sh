@@ -184,6 +184,8 @@ check "status url is the ingress URL" holds mcpserver weather '.status.url == "h
 EXPECTED_COUNTS=$(kubectl -n "$NS" get mcpserver weather -o json | jq -c '.spec | {tools: (.tools // [] | length), resources: (.resources // [] | length), resourceTemplates: (.resourceTemplates // [] | length), prompts: (.prompts // [] | length)}')
 check "status counts what is declared ($EXPECTED_COUNTS)" holds mcpserver weather \
   ".status.counts == $EXPECTED_COUNTS and .status.replicas == 2 and .status.readyReplicas == 0"
+check "kubectl explain reads the field docs" bash -c \
+  "kubectl explain mcpservers.spec.containerResources | grep -q 'CPU and memory of the runtime container' && kubectl explain mcpservers.spec.tools.content | grep -q 'MCP content block'"
 check "printer columns show Ready, URL and Tools" bash -c \
   "kubectl -n $NS get mcps weather | tee /dev/stderr | grep -E '^weather +False +https://mcp.example.com/weather/mcp +$(jq .tools <<<"$EXPECTED_COUNTS") '"
 
@@ -260,7 +262,7 @@ TEMPLATE_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.te
 check "patch in a broken template (valid for the schema)" kubectl -n "$NS" patch mcpserver weather --type=json \
   -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi, {{ args.name "}]'
 check "Accepted=False names the culprit" eventually 30 holds mcpserver weather \
-  '.status.conditions[] | select(.type == "Accepted") | .status == "False" and .reason == "InvalidDeclaration" and (.message | startswith("spec.tools[0].content[0].text: "))'
+  '.status.conditions[] | select(.type == "Accepted") | .status == "False" and .reason == "InvalidDeclaration" and (.message | startswith("spec.tools[0].content[0].text (tool `greet`): "))'
 check "status observes the refused generation" observed weather
 check "counts and url still describe what serves" holds mcpserver weather \
   ".status.counts == $EXPECTED_COUNTS and .status.url == \"https://mcp.example.com/weather/mcp\""

@@ -303,7 +303,7 @@ mod tests {
         assert!(
             accepted_condition
                 .message
-                .starts_with("spec.tools[0].content[0].text: "),
+                .starts_with("spec.tools[0].content[0].text (tool `hi`): "),
             "{}",
             accepted_condition.message
         );

@@ -91,6 +91,11 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         }
     }
     if !errors.is_empty() {
+        for error in &mut errors {
+            if let Some(item) = named_item(declaration, &error.path) {
+                error.path = format!("{} ({item})", error.path);
+            }
+        }
         return Err(Refused { errors });
     }
     let document = RuntimeManifest {
@@ -109,6 +114,33 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         manifest_yaml,
         counts: counts(declaration),
     })
+}
+
+/// The tool, resource or prompt a field path points into, by name: `spec.tools[2].content` ->
+/// ``tool `get_forecast` ``, so a person finds the culprit without counting list entries.
+fn named_item(declaration: &Declaration, path: &str) -> Option<String> {
+    let rest = path.strip_prefix("spec.")?;
+    let (list, rest) = rest.split_once('[')?;
+    let index: usize = rest.split_once(']')?.0.parse().ok()?;
+    match list {
+        "tools" => declaration
+            .tools
+            .get(index)
+            .map(|t| format!("tool `{}`", t.name)),
+        "resources" => declaration
+            .resources
+            .get(index)
+            .map(|r| format!("resource `{}`", r.uri)),
+        "resourceTemplates" => declaration
+            .resource_templates
+            .get(index)
+            .map(|t| format!("resource template `{}`", t.uri_template)),
+        "prompts" => declaration
+            .prompts
+            .get(index)
+            .map(|p| format!("prompt `{}`", p.name)),
+        _ => None,
+    }
 }
 
 fn counts(declaration: &Declaration) -> Counts {
@@ -180,12 +212,15 @@ mod tests {
         let paths: Vec<&str> = refused.errors.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
-            ["spec.tools[0].content[0].text", "spec.tools[1].name"]
+            [
+                "spec.tools[0].content[0].text (tool `greet`)",
+                "spec.tools[1].name (tool `bad name`)"
+            ]
         );
         assert!(
             refused
                 .message()
-                .starts_with("spec.tools[0].content[0].text: "),
+                .starts_with("spec.tools[0].content[0].text (tool `greet`): "),
             "{}",
             refused.message()
         );
@@ -202,7 +237,10 @@ mod tests {
             "#,
         );
         let refused = validate(&server).unwrap_err();
-        assert_eq!(refused.errors[0].path, "spec.resources[0].file");
+        assert_eq!(
+            refused.errors[0].path,
+            "spec.resources[0].file (resource `docs://readme`)"
+        );
     }
 
     #[test]
