@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, controller, watcher};
 use kube::{Api, Client, Resource};
 use std::future::Future;
 use std::sync::Arc;
@@ -49,8 +49,15 @@ pub async fn run(
     .graceful_shutdown_on(stop)
     .run(reconcile, error_policy, ctx)
     .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(error = %error_chain(&error), "controller");
+        match result {
+            Ok(_) => {}
+            // Already logged by the error policy, or harmless (an object deleted meanwhile).
+            Err(
+                error @ (controller::Error::ReconcilerFailed(..)
+                | controller::Error::ObjectNotFound(_)),
+            ) => tracing::debug!(error = %error_chain(&error), "controller"),
+            // A watch failed: a missing CRD or permission shows here; the watch retries.
+            Err(error) => tracing::warn!(error = %error_chain(&error), "watch failed; retrying"),
         }
     })
     .await;

@@ -14,6 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio_util::sync::CancellationToken;
 
+/// Longest wait for in-flight reconciles on shutdown (under the pod's 30 s grace period).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// How the operator runs.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -132,7 +135,24 @@ async fn run_connected(
             }
         }
     };
-    let controller = controller::run(ctx, config.namespace.as_deref(), stop);
+    // In-flight reconciles get a grace period; past it (or when a watch never listed anything,
+    // which holds kube's graceful shutdown forever) the controller is dropped, aborting them.
+    let controller = async {
+        let deadline = {
+            let (shutdown, lost) = (shutdown.clone(), lost.clone());
+            async move {
+                tokio::select! {
+                    () = shutdown.cancelled() => {}
+                    () = lost.cancelled() => {}
+                }
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            }
+        };
+        tokio::select! {
+            () = controller::run(ctx, config.namespace.as_deref(), stop) => {}
+            () = deadline => tracing::warn!(grace = ?SHUTDOWN_GRACE, "reconciles did not finish in time; stopping anyway"),
+        }
+    };
     match holder {
         Some(holder) => {
             let (_, ()) = tokio::join!(holder, async {
