@@ -15,6 +15,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 /// Serves one stateless message.
 pub async fn post(
@@ -226,7 +227,16 @@ fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
     let mut changes = state.server.subscribe_changes();
     let shutdown = state.shutdown.clone();
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
+    // Upstream-backed resources are polled while this stream is open (the guard cancels the
+    // token when the stream is dropped).
+    let watching = CancellationToken::new();
+    let watcher = format!("listen:{}", rand::random::<u64>());
+    for uri in &filter.uris {
+        state.server.watch_resource(uri, &watcher, watching.clone());
+    }
+    let stop_watching = watching.drop_guard();
     let events = async_stream::stream! {
+        let _stop_watching = stop_watching;
         let mut ack = json!({"_meta": tag, "notifications": filter.honored()});
         ack["_meta"] = tag.clone();
         yield Ok(answer::event(&notification("notifications/subscriptions/acknowledged", ack), None));

@@ -152,14 +152,14 @@ pub async fn run(
     session.finish_request(id);
     match outcome {
         Ok(result) => {
-            apply_side_effects(session, method, params);
+            apply_side_effects(state, session, method, params);
             success_response(id, result)
         }
         Err(err) => answer::error_body(Some(id), &err, era).0,
     }
 }
 
-fn apply_side_effects(session: &Session, method: &str, params: &Value) {
+fn apply_side_effects(state: &AppState, session: &Session, method: &str, params: &Value) {
     match method {
         "logging/setLevel" => {
             if let Ok(level) = crate::server::parse_level(params.get("level")) {
@@ -168,7 +168,15 @@ fn apply_side_effects(session: &Session, method: &str, params: &Value) {
         }
         "resources/subscribe" | "resources/unsubscribe" => {
             if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                session.subscribe(uri, method == "resources/subscribe");
+                let on = method == "resources/subscribe";
+                session.subscribe(uri, on);
+                if on {
+                    state
+                        .server
+                        .watch_resource(uri, &session.id, session.ended.clone());
+                } else {
+                    state.server.unwatch_resource(uri, &session.id);
+                }
             }
         }
         _ => {}
