@@ -1,6 +1,7 @@
 //! jq programs (by jaq) that map an upstream's JSON body to a result: compiled once at load,
-//! run per response. Filters that read the environment, stop the process or print to stderr
-//! (`env`, `$ENV`, `halt`, `input`, `debug`, `stderr`, ...) are not available. Pure.
+//! run per response. Filters that read the environment, further inputs or print to stderr
+//! (`env`, `$ENV`, `input`, `debug`, `stderr`, ...) are not available, and `halt` is an error
+//! (jaq's own helper would exit the process). Pure.
 
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars, data};
@@ -9,12 +10,10 @@ use serde_json::Value;
 
 type Filter = jaq_core::Filter<data::JustLut<Val>>;
 
-/// Native filters left out: they see the process environment, end the process, read further
-/// inputs or write to stderr.
+/// Native filters left out: they see the process environment, read further inputs or write to
+/// stderr.
 const DENIED: &[&str] = &[
     "env",
-    "halt",
-    "halt_error",
     "input",
     "inputs",
     "debug",
@@ -94,12 +93,16 @@ impl JqProgram {
             .filter
             .id
             .run((ctx, input))
-            .map(jaq_core::unwrap_valr)
-            .take(2);
+            .take(2)
+            .map(|output| {
+                output.map_err(|exn| match exn.get_err() {
+                    Ok(err) => format!("the jq program failed: {err}"),
+                    Err(_) => "the jq program called halt".to_owned(),
+                })
+            });
         let first = match outputs.next() {
             None => return Err("the jq program produced no value".into()),
-            Some(Err(err)) => return Err(format!("the jq program failed: {err}")),
-            Some(Ok(value)) => value,
+            Some(result) => result?,
         };
         if outputs.next().is_some() {
             return Err(
@@ -149,7 +152,8 @@ mod tests {
     fn the_environment_is_out_of_reach() {
         assert!(JqProgram::compile("env").is_err());
         assert!(JqProgram::compile("$ENV").is_err());
-        assert!(JqProgram::compile("halt").is_err());
+        let halt = JqProgram::compile("halt").unwrap();
+        assert_eq!(halt.run(b"1").unwrap_err(), "the jq program called halt");
     }
 
     #[test]

@@ -1,0 +1,342 @@
+"""The HTTP backend through the official Python client (`mcp`), in both protocol eras.
+
+Does process, socket and file I/O: starts httpbin (a real third-party HTTP service) and a small
+local upstream (`http_upstream.py`, for slow, huge, malformed and redirecting answers) on
+127.0.0.1, writes a secrets directory, and serves `manifests/http-backend.yaml` with the real
+`mcp-runtime` binary (self-contained fixture: free ports, debug log captured). Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+
+from http_upstream import Upstream
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+MANIFEST = HERE / "manifests" / "http-backend.yaml"
+TOKEN = "s3cr3t-T0KEN-8d41f"
+API_KEY = "k3y-QQQ-77a9c"
+HOSTILE = "a/b c?&#"
+MODES = ["2026-07-28", "legacy"]
+READY_S = 15.0
+
+
+def _binary() -> Path:
+    configured = os.environ.get("MCP_RUNTIME_BIN")
+    path = Path(configured) if configured else REPO / "target" / "debug" / "mcp-runtime"
+    if not path.is_file():
+        pytest.fail(f"mcp-runtime not found at {path}: run `cargo build -p mcp-runtime`", pytrace=False)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + READY_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{what} exited with {proc.returncode}", pytrace=False)
+        try:
+            if httpx2.get(url, timeout=1).status_code < 500:
+                return
+        except httpx2.TransportError:
+            pass
+        time.sleep(0.05)
+    pytest.fail(f"{what} did not answer at {url} within {READY_S}s", pytrace=False)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def httpbin():
+    port = _free_port()
+    code = "import httpbin, sys; httpbin.app.run(host='127.0.0.1', port=int(sys.argv[1]), threaded=True)"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(f"{base}/get", proc, "httpbin")
+        yield base
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    server = Upstream().start()
+    yield server
+    server.stop()
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen, port: int, admin_port: int, log: Path) -> None:
+        self.proc, self.port, self.admin_port, self.log = proc, port, admin_port, log
+        self.url = f"http://127.0.0.1:{port}/mcp"
+
+    def metrics(self) -> str:
+        return httpx2.get(f"http://127.0.0.1:{self.admin_port}/metrics", timeout=5).text
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory, httpbin, upstream):
+    work = tmp_path_factory.mktemp("http-backend")
+    secrets = work / "secrets"
+    (secrets / "tracker-api").mkdir(parents=True)
+    (secrets / "tracker-api" / "token").write_text(TOKEN + "\n")
+    (secrets / "search-api").mkdir()
+    (secrets / "search-api" / "key").write_text(API_KEY)
+    manifest = work / "http-backend.yaml"
+    manifest.write_text(MANIFEST.read_text().replace("@HTTPBIN@", httpbin).replace("@UPSTREAM@", upstream.base))
+    port, admin_port = _free_port(), _free_port()
+    log = work / "runtime.log"
+    args = [
+        str(_binary()), "serve", "--manifest", str(manifest),
+        "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{admin_port}",
+        "--secrets-dir", str(secrets), "--log-level", "debug", "--shutdown-timeout", "2s",
+    ]  # fmt: skip
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    served = Served(proc, port, admin_port, log)
+    try:
+        _wait_http(f"http://127.0.0.1:{admin_port}/readyz", proc, "mcp-runtime")
+        yield served
+    finally:
+        _stop(proc)
+        text = served.log_text()
+        assert TOKEN not in text and API_KEY not in text, "a secret reached the runtime's log"
+
+
+def client(runtime: Served, mode: str, **kwargs) -> Client:
+    return Client(runtime.url, mode=mode, cache=None, **kwargs)
+
+
+def text_of(result) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def assert_no_secret(result) -> None:
+    dumped = json.dumps(result.model_dump(mode="json"))
+    assert TOKEN not in dumped and API_KEY not in dumped, dumped
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_hostile_values_are_encoded_in_path_and_query(runtime, upstream, mode):
+    async with client(runtime, mode) as c:
+        result = await c.call_tool("echo_path", {"id": HOSTILE, "q": HOSTILE})
+    assert not result.is_error, text_of(result)
+    target = json.loads(text_of(result))["target"]
+    assert target == "/echo/a%2Fb%20c%3F%26%23?q=a%2Fb%20c%3F%26%23&extra=a%2Fb+c%3F%26%23", target
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_hostile_query_round_trips_through_httpbin(runtime, mode):
+    async with client(runtime, mode) as c:
+        result = await c.call_tool("httpbin_query", {"q": HOSTILE, "word": HOSTILE})
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["args"] == {"q": HOSTILE}
+    assert result.structured_content["path"].endswith("/anything/a/b%20c%3F&%23")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_json_body_keeps_nested_references_and_types(runtime, mode):
+    args = {"title": 'x", "admin": true, "y": "', "labels": ["bug", "p1"], "meta": {"priority": 3}}
+    async with client(runtime, mode) as c:
+        result = await c.call_tool("create_issue", args)
+    assert not result.is_error, text_of(result)
+    sent = result.structured_content
+    assert sent["json"] == {
+        "issue": {"title": args["title"], "labels": ["bug", "p1"], "priority": 3, "source": "kube-mcp"},
+        "summary": f"{args['title']} [2 labels]",
+        "watchers": [],
+    }
+    assert sent["contentType"] == "application/json"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_header_from_a_secret_is_sent_and_redacted(runtime, mode):
+    async with client(runtime, mode) as c:
+        result = await c.call_tool("whoami", {})
+        query = await c.call_tool("search", {"q": "kube"})
+    assert not result.is_error, text_of(result)
+    assert result.structured_content == {"authenticated": True, "token": "[redacted]"}
+    assert not query.is_error, text_of(query)
+    assert query.structured_content["args"] == {"api_key": "[redacted]", "q": "kube"}
+    assert_no_secret(result)
+    assert_no_secret(query)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_status_mapping(runtime, mode):
+    async with client(runtime, mode) as c:
+        ok = await c.call_tool("httpbin_status", {"code": 204})
+        missing = await c.call_tool("httpbin_status", {"code": 404})
+        teapot = await c.call_tool("httpbin_status", {"code": 418})
+        server_error = await c.call_tool("httpbin_status", {"code": 500})
+    assert not ok.is_error and text_of(ok) == "done (204)"
+    assert missing.is_error and text_of(missing) == "No such thing (404)"
+    assert teapot.is_error
+    assert text_of(teapot).startswith("upstream answered 418 I'm a teapot: "), text_of(teapot)
+    assert len(text_of(teapot)) < 700
+    assert server_error.is_error and text_of(server_error) == "upstream failed with 500; try later"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_jq_extraction_and_output_schema(runtime, mode):
+    async with client(runtime, mode) as c:
+        good = await c.call_tool("slides", {})
+        bad = await c.call_tool("slides_wrong_schema", {})
+    assert not good.is_error, text_of(good)
+    assert good.structured_content == {"author": "Yours Truly", "titles": ["Wake up to WonderWidgets!", "Overview"]}
+    assert json.loads(text_of(good)) == good.structured_content  # mirrored for older clients
+    assert bad.is_error
+    assert "does not match its outputSchema" in text_of(bad) and "/author" in text_of(bad), text_of(bad)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_malformed_json_is_a_tool_error(runtime, mode):
+    async with client(runtime, mode) as c:
+        result = await c.call_tool("malformed", {})
+    assert result.is_error and "not JSON" in text_of(result), text_of(result)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_timeout(runtime, upstream, mode):
+    started = time.monotonic()
+    async with client(runtime, mode) as c:
+        result = await c.call_tool("slow", {"key": f"timeout-{mode}", "seconds": 5})
+    assert result.is_error and text_of(result) == "the upstream did not answer within 500 ms"
+    assert time.monotonic() - started < 4
+    outcome = await anyio.to_thread.run_sync(upstream.wait_slow, f"timeout-{mode}", "aborted")
+    assert outcome == "aborted"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunked", [0, 1])
+async def test_size_cap(runtime, mode, chunked):
+    async with client(runtime, mode) as c:
+        small = await c.call_tool("huge", {"bytes": 1000, "chunked": chunked})
+        big = await c.call_tool("huge", {"bytes": 5_000_000, "chunked": chunked})
+    assert not small.is_error and len(text_of(small)) == 1000
+    assert big.is_error and text_of(big) == "the upstream response exceeds the limit of 100000 bytes"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_retry_only_when_idempotent(runtime, upstream, mode):
+    async with client(runtime, mode) as c:
+        read = await c.call_tool("flaky_read", {"key": f"read-{mode}", "fail": 2})
+        write = await c.call_tool("flaky_write", {"key": f"write-{mode}", "fail": 2})
+    assert not read.is_error and read.structured_content == {"attempts": 3}
+    assert write.is_error and text_of(write).startswith("upstream answered 503")
+    assert upstream.state.attempts[f"write-{mode}"] == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_redirects_stay_on_the_declared_host(runtime, upstream, mode):
+    async with client(runtime, mode) as c:
+        away = await c.call_tool("redirect_away", {})
+        same = await c.call_tool("redirect_same", {})
+    assert away.is_error and "redirect to another host, which is refused" in text_of(away)
+    assert not any(r["target"] == "/echo/stolen" for r in upstream.state.seen)
+    assert not same.is_error and same.structured_content["target"] == "/echo/followed"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancellation_aborts_the_upstream_call(runtime, upstream, mode):
+    key = f"cancel-{mode}"
+    async with client(runtime, mode) as c:
+        with anyio.move_on_after(1.0) as scope:
+            await c.call_tool("slow_cancel", {"key": key, "seconds": 20})
+        assert scope.cancelled_caught
+        # Wait off the event loop: the client's cancel work runs on it.
+        outcome = await anyio.to_thread.run_sync(upstream.wait_slow, key, "aborted", 8.0)
+        assert outcome == "aborted"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_resources_read_upstream(runtime, upstream, mode):
+    async with client(runtime, mode) as c:
+        fixed = await c.read_resource("tracker://counter")
+        word = await c.read_resource("httpbin://anything/a%20b")
+    assert json.loads(fixed.contents[0].text) == {"value": upstream.state.counter}
+    assert fixed.contents[0].mime_type == "application/json"
+    assert word.contents[0].text == '"/anything/a%20b"'
+
+
+@pytest.mark.anyio
+async def test_subscription_notifies_when_the_polled_resource_changes(runtime, upstream):
+    uri = "tracker://counter"
+    seen = anyio.Event()
+
+    async def on_message(message) -> None:
+        params = getattr(getattr(message, "params", None), "uri", None)
+        if getattr(message, "method", "") == "notifications/resources/updated" and str(params) == uri:
+            seen.set()
+
+    async with client(runtime, "legacy", message_handler=on_message) as c:
+        await c.subscribe_resource(uri)
+        await anyio.sleep(1.5)  # the first poll sets the baseline
+        httpx2.post(f"{upstream.base}/bump", timeout=5)
+        with anyio.fail_after(6):
+            await seen.wait()
+
+    from mcp.client.subscriptions import ResourceUpdated
+
+    async with client(runtime, "2026-07-28") as c:
+        async with c.listen(resource_subscriptions=[uri]) as sub:
+            await anyio.sleep(1.5)
+            httpx2.post(f"{upstream.base}/bump", timeout=5)
+            with anyio.fail_after(6):
+                event = await sub.__anext__()
+            assert isinstance(event, ResourceUpdated) and str(event.uri) == uri
+
+
+def test_metrics_count_upstream_calls_without_secrets(runtime):
+    text = runtime.metrics()
+    assert 'mcp_upstream_requests_total{tool="httpbin_status",code="404"}' in text
+    assert 'mcp_upstream_requests_total{tool="slow",code="timeout"}' in text
+    assert 'mcp_upstream_request_duration_seconds_count{tool="whoami"}' in text
+    assert 'mcp_upstream_requests_total{tool="resource:counter",code="200"}' in text
+    assert TOKEN not in text and API_KEY not in text
+    log = runtime.log_text()
+    assert "upstream request" in log  # one debug line per call
+    assert TOKEN not in log and API_KEY not in log
