@@ -16,14 +16,14 @@ pub use compile::{
     CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, FieldError,
     InvalidDeclaration, ParamValue, Retry, StatusMatch, compile,
 };
+pub use jq::JqProgram;
+pub use json_body::JsonBody;
 pub use load::{
     API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest, read_manifest,
 };
+pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use template::{DEFAULT_FUEL, RenderError, Templates, Text};
 pub use types::*;
-pub use jq::JqProgram;
-pub use json_body::JsonBody;
-pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use uri_template::UriTemplate;
 pub use url_template::{UrlTemplate, lookup, same_origin, scalar_text};
 pub use value_template::ValueTemplate;

@@ -29,9 +29,11 @@ pub fn fingerprint(manifest_path: &Path, secrets_dir: Option<&Path>) -> Option<F
     let files =
         crate::declaration::parse_manifest(&String::from_utf8_lossy(&manifest), base.clone())
             .map(|m| {
-                let secrets = m.declaration.secret_key_refs().into_iter().filter_map(|r| {
-                    crate::declaration::secret_path(secrets_dir?, &r).ok()
-                });
+                let secrets = m
+                    .declaration
+                    .secret_key_refs()
+                    .into_iter()
+                    .filter_map(|r| crate::declaration::secret_path(secrets_dir?, &r).ok());
                 m.declaration
                     .resources
                     .iter()

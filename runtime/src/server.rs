@@ -20,9 +20,9 @@ use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 
 pub use lifecycle::{initialize_result, parse_level};
+use tokio_util::sync::CancellationToken;
 pub use upstream::MAX_POLLED;
 use upstream::{Poller, ReadCache};
-use tokio_util::sync::CancellationToken;
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
 const CHANGE_CAPACITY: usize = 64;

@@ -3,6 +3,7 @@
 //! requests. Pure, except that resources declared with `file` are read (unless disabled).
 
 mod http;
+mod http_params;
 mod http_types;
 
 pub use http_types::{
@@ -369,7 +370,8 @@ impl<'a> Compiler<'a> {
                 }),
                 args: http::declared_args(&input_schema),
             };
-            self.http(&format!("{path}.http"), spec, target).map(Arc::new)
+            self.http(&format!("{path}.http"), spec, target)
+                .map(Arc::new)
         });
         let progress = self.progress(path, tool);
         let logs = tool
@@ -555,7 +557,10 @@ impl<'a> Compiler<'a> {
             resource.http.is_some(),
         ];
         if sources.iter().filter(|&&set| set).count() != 1 {
-            self.error(path, "declare exactly one of `text`, `blob`, `file` or `http`");
+            self.error(
+                path,
+                "declare exactly one of `text`, `blob`, `file` or `http`",
+            );
             return None;
         }
         let http = resource.http.as_ref().and_then(|spec| {
@@ -563,7 +568,8 @@ impl<'a> Compiler<'a> {
                 label: format!("resource:{}", resource.name),
                 args: HashSet::new(),
             };
-            self.http(&format!("{path}.http"), spec, target).map(Arc::new)
+            self.http(&format!("{path}.http"), spec, target)
+                .map(Arc::new)
         });
         if resource.uri.is_empty() || !resource.uri.contains(':') {
             self.error(

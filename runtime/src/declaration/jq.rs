@@ -62,9 +62,11 @@ impl JqProgram {
                             .map(|(expect, at)| describe(expect.as_str(), source, at)),
                     ),
                     jaq_core::load::Error::Parse(items) => {
-                        messages.extend(items.into_iter().map(|(expect, at)| {
-                            describe(expect.as_str(), source, at)
-                        }));
+                        messages.extend(
+                            items
+                                .into_iter()
+                                .map(|(expect, at)| describe(expect.as_str(), source, at)),
+                        );
                     }
                 }
             }
@@ -89,17 +91,12 @@ impl JqProgram {
         let input = jaq_json::read::parse_single(input)
             .map_err(|err| format!("the upstream body is not JSON: {err}"))?;
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
-        let mut outputs = self
-            .filter
-            .id
-            .run((ctx, input))
-            .take(2)
-            .map(|output| {
-                output.map_err(|exn| match exn.get_err() {
-                    Ok(err) => format!("the jq program failed: {err}"),
-                    Err(_) => "the jq program called halt".to_owned(),
-                })
-            });
+        let mut outputs = self.filter.id.run((ctx, input)).take(2).map(|output| {
+            output.map_err(|exn| match exn.get_err() {
+                Ok(err) => format!("the jq program failed: {err}"),
+                Err(_) => "the jq program called halt".to_owned(),
+            })
+        });
         let first = match outputs.next() {
             None => return Err("the jq program produced no value".into()),
             Some(result) => result?,
@@ -132,8 +129,8 @@ mod tests {
 
     #[test]
     fn extracts_values() {
-        let program = JqProgram::compile("{titles: [.slides[].title], n: (.slides | length)}")
-            .unwrap();
+        let program =
+            JqProgram::compile("{titles: [.slides[].title], n: (.slides | length)}").unwrap();
         let out = program
             .run(br#"{"slides": [{"title": "a"}, {"title": "b"}]}"#)
             .unwrap();
@@ -159,7 +156,12 @@ mod tests {
     #[test]
     fn needs_exactly_one_value_of_a_json_body() {
         let program = JqProgram::compile(".[]").unwrap();
-        assert!(program.run(b"[1, 2]").unwrap_err().contains("more than one"));
+        assert!(
+            program
+                .run(b"[1, 2]")
+                .unwrap_err()
+                .contains("more than one")
+        );
         assert!(program.run(b"[]").unwrap_err().contains("no value"));
         assert!(program.run(b"{\"a\": ").unwrap_err().contains("not JSON"));
     }

@@ -77,7 +77,11 @@ impl JsonBody {
     }
 
     /// Builds the body for `args`; `None` when the whole body is an absent argument.
-    pub fn render(&self, templates: &Templates, args: &Value) -> Result<Option<Value>, RenderError> {
+    pub fn render(
+        &self,
+        templates: &Templates,
+        args: &Value,
+    ) -> Result<Option<Value>, RenderError> {
         Ok(match self {
             Self::Literal(value) => Some(value.clone()),
             Self::Template(text) => Some(Value::String(templates.render(text, args)?)),
@@ -147,7 +151,8 @@ mod tests {
             "limit": {"$arg": "limit", "default": 10}
         });
         let body = JsonBody::compile(&mut templates, "b", &declared).unwrap();
-        let args = json!({"title": "\"}, \"admin\": true", "labels": ["a", "b"], "p": {"level": 3}});
+        let args =
+            json!({"title": "\"}, \"admin\": true", "labels": ["a", "b"], "p": {"level": 3}});
         let rendered = body.render(&templates, &args).unwrap().unwrap();
         assert_eq!(
             rendered,
@@ -158,7 +163,10 @@ mod tests {
                 "limit": 10
             })
         );
-        assert_eq!(body.arg_paths(), ["title", "labels", "p.level", "nope", "limit"]);
+        assert_eq!(
+            body.arg_paths(),
+            ["title", "labels", "p.level", "nope", "limit"]
+        );
     }
 
     #[test]
@@ -167,9 +175,8 @@ mod tests {
         let (path, _) =
             JsonBody::compile(&mut templates, "b", &json!({"x": {"$arg": 3}})).unwrap_err();
         assert_eq!(path, "b.x.$arg");
-        let (path, _) =
-            JsonBody::compile(&mut templates, "b", &json!([{"$arg": "a", "other": 1}]))
-                .unwrap_err();
+        let (path, _) = JsonBody::compile(&mut templates, "b", &json!([{"$arg": "a", "other": 1}]))
+            .unwrap_err();
         assert_eq!(path, "b[0].other");
         let (path, _) =
             JsonBody::compile(&mut templates, "b", &json!({"s": "{{ args.x "})).unwrap_err();

@@ -42,10 +42,7 @@ impl Declaration {
     /// Names of every Secret the declaration references, sorted and deduplicated: the operator
     /// mounts each at `<secrets-dir>/<name>`.
     pub fn secret_refs(&self) -> BTreeSet<String> {
-        self.secret_key_refs()
-            .into_iter()
-            .map(|r| r.name)
-            .collect()
+        self.secret_key_refs().into_iter().map(|r| r.name).collect()
     }
 
     /// Every `(Secret, key)` pair the declaration references.
@@ -55,7 +52,11 @@ impl Declaration {
             .iter()
             .filter_map(|t| t.http.as_ref())
             .chain(self.resources.iter().filter_map(|r| r.http.as_ref()))
-            .chain(self.resource_templates.iter().filter_map(|t| t.http.as_ref()));
+            .chain(
+                self.resource_templates
+                    .iter()
+                    .filter_map(|t| t.http.as_ref()),
+            );
         https.flat_map(http_secret_refs).cloned().collect()
     }
 }
@@ -178,7 +179,10 @@ mod tests {
             "s3cret"
         );
         let err = read_secret(&dir, &reference("api", "missing")).unwrap_err();
-        assert!(err.contains("Secret `api` key `missing` not found"), "{err}");
+        assert!(
+            err.contains("Secret `api` key `missing` not found"),
+            "{err}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

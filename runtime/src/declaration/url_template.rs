@@ -129,7 +129,9 @@ mod tests {
     #[test]
     fn encodes_hostile_values() {
         let t = UrlTemplate::parse("https://api.example.com/items/{id}{?q,limit}").unwrap();
-        let url = t.expand(&json!({"id": "a/b c?&#", "q": "a/b c?&#"})).unwrap();
+        let url = t
+            .expand(&json!({"id": "a/b c?&#", "q": "a/b c?&#"}))
+            .unwrap();
         assert_eq!(
             url.as_str(),
             "https://api.example.com/items/a%2Fb%20c%3F%26%23?q=a%2Fb%20c%3F%26%23"

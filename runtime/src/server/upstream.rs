@@ -106,10 +106,7 @@ impl Poller {
             );
             return;
         }
-        watched.insert(
-            uri.to_owned(),
-            HashMap::from([(watcher.to_owned(), until)]),
-        );
+        watched.insert(uri.to_owned(), HashMap::from([(watcher.to_owned(), until)]));
         tokio::spawn(self.poll(uri.to_owned(), every));
     }
 

@@ -28,14 +28,22 @@ pub async fn tool_reply(
         Ok(answer) => map_tool(http, templates, args, answer).await,
         Err(err) => ToolReply::error(err.to_string()),
     };
-    reply.content.iter_mut().for_each(|block| redact::value(block, &http.secrets));
+    reply
+        .content
+        .iter_mut()
+        .for_each(|block| redact::value(block, &http.secrets));
     if let Some(structured) = &mut reply.structured {
         redact::value(structured, &http.secrets);
     }
     reply
 }
 
-async fn map_tool(http: &CompiledHttp, templates: &Templates, args: &Value, answer: Answer) -> ToolReply {
+async fn map_tool(
+    http: &CompiledHttp,
+    templates: &Templates,
+    args: &Value,
+    answer: Answer,
+) -> ToolReply {
     let status = answer.status;
     let Some(mapping) = http.response_for(status.as_u16()) else {
         return unmapped_tool(&answer);
@@ -43,14 +51,20 @@ async fn map_tool(http: &CompiledHttp, templates: &Templates, args: &Value, answ
     let result = match &mapping.jq {
         Some(jq) => match run_jq(jq, &answer.body).await {
             Ok(result) => Some(result),
-            Err(message) => return ToolReply::error(format!("upstream answered {status}; {message}")),
+            Err(message) => {
+                return ToolReply::error(format!("upstream answered {status}; {message}"));
+            }
         },
         None => None,
     };
     let vars = variables(args, &answer, result.as_ref());
     let content = match &mapping.content {
         Some(blocks) => {
-            match blocks.iter().map(|b| b.render_in(templates, &vars)).collect::<Result<Vec<_>, _>>() {
+            match blocks
+                .iter()
+                .map(|b| b.render_in(templates, &vars))
+                .collect::<Result<Vec<_>, _>>()
+            {
                 Ok(content) => content,
                 Err(err) => return ToolReply::error(err.to_string()),
             }
@@ -100,7 +114,8 @@ pub async fn resource_contents(
     mime_type: Option<&str>,
     args: &Value,
 ) -> Result<Value, McpError> {
-    let upstream_error = |message: String| McpError::Internal(redact::text(&message, &http.secrets));
+    let upstream_error =
+        |message: String| McpError::Internal(redact::text(&message, &http.secrets));
     let answer = fetch(http, templates, metrics, args)
         .await
         .map_err(|err: CallError| upstream_error(err.to_string()))?;
@@ -108,22 +123,34 @@ pub async fn resource_contents(
     let mapping: Option<&CompiledResponse> = http.response_for(status.as_u16());
     let mut contents = json!({"uri": uri});
     let declared_type = mime_type.map(str::to_owned).or_else(|| {
-        answer.headers.get("content-type").and_then(Value::as_str).map(str::to_owned)
+        answer
+            .headers
+            .get("content-type")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
     });
     match mapping {
         None if status == reqwest::StatusCode::NOT_FOUND => {
-            return Err(McpError::ResourceNotFound { uri: uri.to_owned() });
+            return Err(McpError::ResourceNotFound {
+                uri: uri.to_owned(),
+            });
         }
         None if answer.refused_redirect => {
-            return Err(upstream_error(format!("upstream answered {status} with a redirect to another host, which is refused")));
+            return Err(upstream_error(format!(
+                "upstream answered {status} with a redirect to another host, which is refused"
+            )));
         }
         None if !status.is_success() => {
-            return Err(upstream_error(format!("upstream answered {status}: {}", excerpt(&answer.body))));
+            return Err(upstream_error(format!(
+                "upstream answered {status}: {}",
+                excerpt(&answer.body)
+            )));
         }
         None => match String::from_utf8(answer.body) {
             Ok(text) => contents["text"] = json!(text),
             Err(err) => {
-                contents["blob"] = json!(base64::engine::general_purpose::STANDARD.encode(err.into_bytes()))
+                contents["blob"] =
+                    json!(base64::engine::general_purpose::STANDARD.encode(err.into_bytes()))
             }
         },
         Some(mapping) => {
@@ -134,7 +161,9 @@ pub async fn resource_contents(
             let text = match (&mapping.text, &result) {
                 (Some(text), _) => {
                     let vars = variables(args, &answer, result.as_ref());
-                    templates.render_in(text, &vars).map_err(|err| upstream_error(err.to_string()))?
+                    templates
+                        .render_in(text, &vars)
+                        .map_err(|err| upstream_error(err.to_string()))?
                 }
                 (None, Some(result)) => result.to_string(),
                 (None, None) => String::from_utf8_lossy(&answer.body).into_owned(),
@@ -164,7 +193,11 @@ fn variables(args: &Value, answer: &Answer, result: Option<&Value>) -> Value {
 
 /// The body as a content block: images and audio as such, anything else as text.
 fn body_block(answer: &Answer) -> Value {
-    let content_type = answer.headers.get("content-type").and_then(Value::as_str).unwrap_or_default();
+    let content_type = answer
+        .headers
+        .get("content-type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mime = content_type.split(';').next().unwrap_or_default().trim();
     for kind in ["image", "audio"] {
         if mime.starts_with(&format!("{kind}/")) {
@@ -196,6 +229,9 @@ async fn run_jq(jq: &Arc<JqProgram>, body: &[u8]) -> Result<Value, String> {
     match tokio::time::timeout(JQ_TIMEOUT, task).await {
         Ok(Ok(result)) => result,
         Ok(Err(_)) => Err("the jq program failed".into()),
-        Err(_) => Err(format!("the jq program ran longer than {} s", JQ_TIMEOUT.as_secs())),
+        Err(_) => Err(format!(
+            "the jq program ran longer than {} s",
+            JQ_TIMEOUT.as_secs()
+        )),
     }
 }

@@ -26,7 +26,11 @@ struct Resolved {
 }
 
 /// Builds the request for `args`.
-pub fn prepare(http: &CompiledHttp, templates: &Templates, args: &Value) -> Result<Prepared, String> {
+pub fn prepare(
+    http: &CompiledHttp,
+    templates: &Templates,
+    args: &Value,
+) -> Result<Prepared, String> {
     let mut url = http.url.expand(args)?;
     let query = resolve_all(&http.query, templates, args)?;
     if !query.is_empty() {
@@ -47,7 +51,10 @@ pub fn prepare(http: &CompiledHttp, templates: &Templates, args: &Value) -> Resu
         headers.append(header, value);
     }
     if !headers.contains_key(ACCEPT) {
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*;q=0.5"));
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, */*;q=0.5"),
+        );
     }
     let body = match &http.body {
         None => None,
@@ -94,8 +101,16 @@ fn resolve_all(
         let name = param.name.clone();
         match &param.value {
             ParamValue::Text(text) => {
-                let text = templates.render(text, args).map_err(|err| err.to_string())?;
-                out.push((name, Resolved { text, sensitive: false }));
+                let text = templates
+                    .render(text, args)
+                    .map_err(|err| err.to_string())?;
+                out.push((
+                    name,
+                    Resolved {
+                        text,
+                        sensitive: false,
+                    },
+                ));
             }
             ParamValue::Secret(secret) => out.push((
                 name,
@@ -107,9 +122,21 @@ fn resolve_all(
             ParamValue::Arg(path) => match lookup(args, path) {
                 None | Some(Value::Null) => {}
                 Some(Value::Array(items)) => out.extend(items.iter().map(|item| {
-                    (name.clone(), Resolved { text: scalar_text(item), sensitive: false })
+                    (
+                        name.clone(),
+                        Resolved {
+                            text: scalar_text(item),
+                            sensitive: false,
+                        },
+                    )
                 })),
-                Some(value) => out.push((name, Resolved { text: scalar_text(value), sensitive: false })),
+                Some(value) => out.push((
+                    name,
+                    Resolved {
+                        text: scalar_text(value),
+                        sensitive: false,
+                    },
+                )),
             },
         }
     }

@@ -5,17 +5,15 @@
 use super::Compiler;
 use crate::declaration::jq::JqProgram;
 use crate::declaration::json_body::JsonBody;
-use crate::declaration::secrets::{Secret, read_secret};
-use crate::declaration::template::Text;
-use crate::declaration::types::{Http, HttpMethod, HttpParam, HttpResponse};
+use crate::declaration::secrets::Secret;
+use crate::declaration::types::{Http, HttpMethod, HttpResponse};
 use crate::declaration::url_template::UrlTemplate;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::http_types::{
-    BodyKind, CompiledBody, CompiledHttp, CompiledParam, CompiledResponse, ParamValue, Retry,
-    StatusMatch,
+    BodyKind, CompiledBody, CompiledHttp, CompiledResponse, Retry, StatusMatch,
 };
 
 /// Limits of the `http` fields.
@@ -28,17 +26,6 @@ const MAX_CONCURRENCY: u32 = 1_024;
 const DEFAULT_BACKOFF_MS: u64 = 200;
 const DEFAULT_POLL_MS: u64 = 30_000;
 const MIN_POLL_MS: u64 = 1_000;
-
-/// Headers the runtime sets itself (or that could redirect a request), refused in `headers`.
-const RESERVED_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-    "te",
-    "trailer",
-];
 
 /// What an `http` block answers, and so which fields it may use.
 pub(super) enum Target<'a> {
@@ -68,16 +55,38 @@ impl Compiler<'_> {
             .ok();
         let mut arg_refs: Vec<(String, String)> = Vec::new();
         if let Some(url) = &url {
-            arg_refs.extend(url.variables().map(|v| (format!("{path}.url"), v.to_owned())));
+            arg_refs.extend(
+                url.variables()
+                    .map(|v| (format!("{path}.url"), v.to_owned())),
+            );
         }
         let mut secrets: Vec<Secret> = Vec::new();
-        let query = self.params(&format!("{path}.query"), &http.query, &mut arg_refs, &mut secrets, false);
-        let headers = self.params(&format!("{path}.headers"), &http.headers, &mut arg_refs, &mut secrets, true);
+        let query = self.params(
+            &format!("{path}.query"),
+            &http.query,
+            &mut arg_refs,
+            &mut secrets,
+            false,
+        );
+        let headers = self.params(
+            &format!("{path}.headers"),
+            &http.headers,
+            &mut arg_refs,
+            &mut secrets,
+            true,
+        );
         let body = http.body.as_ref().and_then(|body| {
             let body_path = format!("{path}.body");
-            let declared = [body.json.is_some(), body.form.is_some(), body.text.is_some()];
+            let declared = [
+                body.json.is_some(),
+                body.form.is_some(),
+                body.text.is_some(),
+            ];
             if declared.iter().filter(|&&d| d).count() != 1 {
-                self.error(&body_path, "declare exactly one of `json`, `form` or `text`");
+                self.error(
+                    &body_path,
+                    "declare exactly one of `json`, `form` or `text`",
+                );
                 return None;
             }
             let kind = if let Some(json) = &body.json {
@@ -85,10 +94,21 @@ impl Compiler<'_> {
                 let compiled = JsonBody::compile(&mut self.templates, &json_path, json)
                     .map_err(|(p, m)| self.error(p, m))
                     .ok()?;
-                arg_refs.extend(compiled.arg_paths().into_iter().map(|a| (json_path.clone(), a.to_owned())));
+                arg_refs.extend(
+                    compiled
+                        .arg_paths()
+                        .into_iter()
+                        .map(|a| (json_path.clone(), a.to_owned())),
+                );
                 BodyKind::Json(compiled)
             } else if let Some(form) = &body.form {
-                BodyKind::Form(self.params(&format!("{body_path}.form"), form, &mut arg_refs, &mut secrets, false))
+                BodyKind::Form(self.params(
+                    &format!("{body_path}.form"),
+                    form,
+                    &mut arg_refs,
+                    &mut secrets,
+                    false,
+                ))
             } else {
                 BodyKind::Text(self.text(&format!("{body_path}.text"), body.text.as_deref()?)?)
             };
@@ -101,7 +121,10 @@ impl Compiler<'_> {
                 .to_owned()
             });
             if reqwest::header::HeaderValue::from_str(&content_type).is_err() {
-                self.error(format!("{body_path}.contentType"), "is not a valid header value");
+                self.error(
+                    format!("{body_path}.contentType"),
+                    "is not a valid header value",
+                );
             }
             Some(CompiledBody { kind, content_type })
         });
@@ -112,9 +135,14 @@ impl Compiler<'_> {
 
         let timeout_ms = http.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
         if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
-            self.error(format!("{path}.timeoutMs"), format!("must be 1-{MAX_TIMEOUT_MS}"));
+            self.error(
+                format!("{path}.timeoutMs"),
+                format!("must be 1-{MAX_TIMEOUT_MS}"),
+            );
         }
-        let max_response_bytes = http.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
+        let max_response_bytes = http
+            .max_response_bytes
+            .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
         if max_response_bytes == 0 || max_response_bytes > MAX_RESPONSE_BYTES {
             self.error(
                 format!("{path}.maxResponseBytes"),
@@ -123,10 +151,17 @@ impl Compiler<'_> {
         }
         let concurrency = http.max_concurrency.unwrap_or(DEFAULT_CONCURRENCY);
         if concurrency == 0 || concurrency > MAX_CONCURRENCY {
-            self.error(format!("{path}.maxConcurrency"), format!("must be 1-{MAX_CONCURRENCY}"));
+            self.error(
+                format!("{path}.maxConcurrency"),
+                format!("must be 1-{MAX_CONCURRENCY}"),
+            );
         }
-        let retry = http.retry.as_ref().and_then(|retry| {
-            if let Target::Tool { retry_allowed: false, .. } = target {
+        let retry = http.retry.as_ref().map(|retry| {
+            if let Target::Tool {
+                retry_allowed: false,
+                ..
+            } = target
+            {
                 self.error(
                     format!("{path}.retry"),
                     "retries are only allowed for tools annotated readOnlyHint or idempotentHint",
@@ -139,7 +174,10 @@ impl Compiler<'_> {
             if backoff_ms > 10_000 {
                 self.error(format!("{path}.retry.backoffMs"), "must be at most 10000");
             }
-            Some(Retry { attempts: retry.attempts, backoff: Duration::from_millis(backoff_ms) })
+            Retry {
+                attempts: retry.attempts,
+                backoff: Duration::from_millis(backoff_ms),
+            }
         });
         if is_tool {
             for (field, set) in [
@@ -153,7 +191,10 @@ impl Compiler<'_> {
         }
         let poll_ms = http.poll_interval_ms.unwrap_or(DEFAULT_POLL_MS);
         if poll_ms < MIN_POLL_MS {
-            self.error(format!("{path}.pollIntervalMs"), format!("must be at least {MIN_POLL_MS}"));
+            self.error(
+                format!("{path}.pollIntervalMs"),
+                format!("must be at least {MIN_POLL_MS}"),
+            );
         }
         let responses = self.responses(path, &http.responses, is_tool);
         let client = self.client(path, http);
@@ -179,107 +220,12 @@ impl Compiler<'_> {
         })
     }
 
-    fn params(
+    fn responses(
         &mut self,
         path: &str,
-        params: &[HttpParam],
-        arg_refs: &mut Vec<(String, String)>,
-        secrets: &mut Vec<Secret>,
-        headers: bool,
-    ) -> Vec<CompiledParam> {
-        let mut compiled = Vec::new();
-        for (i, param) in params.iter().enumerate() {
-            let param_path = format!("{path}[{i}]");
-            if headers {
-                let lower = param.name.to_ascii_lowercase();
-                if reqwest::header::HeaderName::from_bytes(param.name.as_bytes()).is_err() {
-                    self.error(format!("{param_path}.name"), "is not a valid header name");
-                } else if RESERVED_HEADERS.contains(&lower.as_str()) {
-                    self.error(format!("{param_path}.name"), "is set by the runtime");
-                }
-            }
-            let sources = [param.value.is_some(), param.arg.is_some(), param.secret_key_ref.is_some()];
-            if sources.iter().filter(|&&s| s).count() != 1 {
-                self.error(&param_path, "declare exactly one of `value`, `arg` or `secretKeyRef`");
-                continue;
-            }
-            if param.prefix.is_some() && param.secret_key_ref.is_none() {
-                self.error(format!("{param_path}.prefix"), "applies to `secretKeyRef` only");
-            }
-            let value = if let Some(value) = &param.value {
-                let Some(text) = self.text(&format!("{param_path}.value"), value) else {
-                    continue;
-                };
-                if let (true, Text::Literal(literal)) = (headers, &text)
-                    && reqwest::header::HeaderValue::from_str(literal).is_err()
-                {
-                    self.error(format!("{param_path}.value"), "is not a valid header value");
-                }
-                ParamValue::Text(text)
-            } else if let Some(arg) = &param.arg {
-                arg_refs.push((format!("{param_path}.arg"), arg.clone()));
-                ParamValue::Arg(arg.clone())
-            } else if let Some(reference) = &param.secret_key_ref {
-                let Some((sent, raw)) =
-                    self.secret(&param_path, reference, param.prefix.as_deref(), headers)
-                else {
-                    continue;
-                };
-                secrets.push(raw);
-                ParamValue::Secret(sent)
-            } else {
-                continue;
-            };
-            compiled.push(CompiledParam { name: param.name.clone(), value });
-        }
-        compiled
-    }
-
-    fn secret(
-        &mut self,
-        path: &str,
-        reference: &crate::declaration::SecretKeyRef,
-        prefix: Option<&str>,
-        header: bool,
-    ) -> Option<(Secret, Secret)> {
-        let field = format!("{path}.secretKeyRef");
-        let Some(dir) = self.options.secrets_dir.clone() else {
-            // Validation without the pod's files (the operator): check the reference only.
-            return crate::declaration::secrets::secret_path(std::path::Path::new("/"), reference)
-                .map_err(|message| self.error(&field, message))
-                .ok()
-                .map(|_| (Secret::new(String::new()), Secret::new(String::new())));
-        };
-        let secret = read_secret(&dir, reference)
-            .map_err(|message| self.error(&field, message))
-            .ok()?;
-        let value = format!("{}{}", prefix.unwrap_or_default(), secret.expose());
-        if header && reqwest::header::HeaderValue::from_str(&value).is_err() {
-            self.error(&field, "the secret is not a valid header value (control characters?)");
-            return None;
-        }
-        Some((Secret::new(value), secret))
-    }
-
-    fn check_args(&mut self, target: &Target, refs: &[(String, String)]) {
-        let known = match target {
-            Target::Tool { args: Some(args), .. } => args,
-            Target::Resource { args, .. } => args,
-            Target::Tool { args: None, .. } => return,
-        };
-        for (path, arg) in refs {
-            let root = arg.split('.').next().unwrap_or_default();
-            if !known.contains(root) {
-                let what = match target {
-                    Target::Tool { .. } => "a property of inputSchema",
-                    Target::Resource { .. } => "a variable of the resource URI",
-                };
-                self.error(path, format!("`{arg}` is not {what}"));
-            }
-        }
-    }
-
-    fn responses(&mut self, path: &str, responses: &[HttpResponse], tool: bool) -> Vec<CompiledResponse> {
+        responses: &[HttpResponse],
+        tool: bool,
+    ) -> Vec<CompiledResponse> {
         let mut seen = HashSet::new();
         let mut compiled = Vec::new();
         for (i, response) in responses.iter().enumerate() {
@@ -292,17 +238,26 @@ impl Compiler<'_> {
                 continue;
             };
             if !seen.insert(status) {
-                self.error(format!("{response_path}.status"), format!("duplicate status `{}`", response.status));
+                self.error(
+                    format!("{response_path}.status"),
+                    format!("duplicate status `{}`", response.status),
+                );
             }
             let misplaced: &[(&str, bool)] = if tool {
                 &[("text", response.text.is_some())]
             } else {
-                &[("content", response.content.is_some()), ("isError", response.is_error.is_some())]
+                &[
+                    ("content", response.content.is_some()),
+                    ("isError", response.is_error.is_some()),
+                ]
             };
             for (field, set) in misplaced {
                 if *set {
                     let owner = if tool { "resources" } else { "tools" };
-                    self.error(format!("{response_path}.{field}"), format!("applies to {owner} only"));
+                    self.error(
+                        format!("{response_path}.{field}"),
+                        format!("applies to {owner} only"),
+                    );
                 }
             }
             let jq = response.jq.as_ref().and_then(|source| {
@@ -311,9 +266,10 @@ impl Compiler<'_> {
                     .ok()
                     .map(Arc::new)
             });
-            let content = response.content.as_ref().map(|blocks| {
-                self.blocks(&format!("{response_path}.content"), blocks)
-            });
+            let content = response
+                .content
+                .as_ref()
+                .map(|blocks| self.blocks(&format!("{response_path}.content"), blocks));
             let text = response
                 .text
                 .as_ref()
@@ -386,7 +342,10 @@ impl StatusMatch {
         if status == "default" {
             return Some(Self::Default);
         }
-        if let Some(class) = status.strip_suffix("xx").or_else(|| status.strip_suffix("XX")) {
+        if let Some(class) = status
+            .strip_suffix("xx")
+            .or_else(|| status.strip_suffix("XX"))
+        {
             return match class.parse::<u16>() {
                 Ok(c @ 1..=5) if class.len() == 1 => Some(Self::Class(c)),
                 _ => None,
@@ -400,9 +359,14 @@ impl StatusMatch {
 }
 
 /// Used by `compile.rs` to build a `Target::Tool`'s argument set.
-pub(super) fn declared_args(schema: &serde_json::Map<String, serde_json::Value>) -> Option<HashSet<String>> {
+pub(super) fn declared_args(
+    schema: &serde_json::Map<String, serde_json::Value>,
+) -> Option<HashSet<String>> {
     schema
         .get("properties")
         .and_then(serde_json::Value::as_object)
         .map(|props| props.keys().cloned().collect())
 }
+
+#[cfg(test)]
+mod tests;

@@ -104,7 +104,9 @@ pub struct HttpParam {
 }
 
 /// A key of a Kubernetes Secret.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretKeyRef {
     /// Name of the Secret.
