@@ -340,3 +340,52 @@ def test_metrics_count_upstream_calls_without_secrets(runtime):
     log = runtime.log_text()
     assert "upstream request" in log  # one debug line per call
     assert TOKEN not in log and API_KEY not in log
+
+
+@pytest.fixture(scope="module")
+def issue_tracker(tmp_path_factory):
+    """examples/issue-tracker as the docs walk through it, on free ports."""
+    work = tmp_path_factory.mktemp("issue-tracker")
+    token_file = work / "secrets" / "issue-tracker-api" / "token"
+    token_file.parent.mkdir(parents=True)
+    token_file.write_text("demo-token-4f2a\n")
+    api_port, port, admin_port = _free_port(), _free_port(), _free_port()
+    example = REPO / "examples" / "issue-tracker"
+    api = subprocess.Popen(
+        [sys.executable, str(example / "upstream.py"), "--port", str(api_port), "--token-file", str(token_file)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    manifest = work / "issue-tracker.yaml"
+    manifest.write_text((example / "issue-tracker.yaml").read_text().replace("127.0.0.1:8700", f"127.0.0.1:{api_port}"))
+    args = [
+        str(_binary()), "serve", "--manifest", str(manifest), "--secrets-dir", str(work / "secrets"),
+        "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{admin_port}",
+    ]  # fmt: skip
+    log = work / "runtime.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        _wait_http(f"http://127.0.0.1:{admin_port}/readyz", proc, "mcp-runtime")
+        yield Served(proc, port, admin_port, log)
+    finally:
+        _stop(proc)
+        _stop(api)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_example_issue_tracker_end_to_end(issue_tracker, mode):
+    async with client(issue_tracker, mode) as c:
+        found = await c.call_tool("search_issues", {"state": "open"})
+        created = await c.call_tool("create_issue", {"title": f'Crash on "save" & exit ({mode})', "labels": ["bug"]})
+        number = created.structured_content["number"]
+        closed = await c.call_tool("set_issue_state", {"number": number, "state": "closed"})
+        missing = await c.call_tool("get_issue", {"number": 9999})
+        refused = await c.call_tool("create_issue", {"title": " "})
+        page = await c.read_resource(f"tracker://issues/{number}")
+    assert not found.is_error and found.structured_content["total"] >= 2
+    assert text_of(created) == f'Created issue #{number}: Crash on "save" & exit ({mode})'
+    assert text_of(closed) == f"Issue #{number} is now closed."
+    assert missing.is_error and text_of(missing) == "There is no issue #9999."
+    assert refused.is_error and text_of(refused) == "The tracker refused the issue: title is required"
+    assert page.contents[0].text.startswith(f'# #{number} Crash on "save" & exit ({mode}) (closed)')
