@@ -29,7 +29,12 @@ pub async fn post(
     };
     let log_level = match check(&headers, &method, &params) {
         Ok(level) => level,
-        Err(err) => return error(Some(&id), &err, Era::Modern),
+        Err(err) => {
+            state
+                .server
+                .record(&method, false, std::time::Instant::now());
+            return error(Some(&id), &err, Era::Modern);
+        }
     };
     if method == "subscriptions/listen" {
         return listen(state, id, &params);
@@ -223,10 +228,13 @@ impl Filter {
 /// `subscriptions/listen`: acknowledges, then forwards matching changes until the client leaves
 /// or the server shuts down (then it answers the listen request, which ends it gracefully).
 fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
+    let started = std::time::Instant::now();
     let Ok(permit) = state.listen_streams.clone().try_acquire_owned() else {
+        state.server.record("subscriptions/listen", false, started);
         let err = McpError::TooManySessions(state.sessions.settings().max_sessions);
         return error(Some(&id), &err, Era::Modern);
     };
+    state.server.record("subscriptions/listen", true, started);
     let filter = Filter::parse(params);
     let keepalive = state.http.keepalive;
     let mut changes = state.server.subscribe_changes();

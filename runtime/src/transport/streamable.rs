@@ -65,6 +65,7 @@ pub async fn post(
 }
 
 fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
+    let started = std::time::Instant::now();
     let requested = params
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -75,9 +76,13 @@ fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
         .open(SessionTransport::StreamableHttp, Some(version))
     {
         Ok(session) => session,
-        Err(err) => return error(Some(id), &err, Era::Legacy(version)),
+        Err(err) => {
+            state.server.record("initialize", false, started);
+            return error(Some(id), &err, Era::Legacy(version));
+        }
     };
     let result = initialize_result(&state.server.declaration(), version);
+    state.server.record("initialize", true, started);
     let mut response = answer::json(success_response(id, result));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
