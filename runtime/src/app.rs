@@ -95,6 +95,7 @@ pub async fn serve(
         sessions,
         http: config.http.clone(),
         shutdown: shutdown.clone(),
+        listen_streams: Arc::new(tokio::sync::Semaphore::new(config.sessions.max_sessions)),
     });
     let admin_state = Arc::new(AdminState {
         server: server.clone(),

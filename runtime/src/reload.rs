@@ -55,8 +55,20 @@ pub fn fingerprint(manifest_path: &Path, secrets_dir: Option<&Path>) -> Option<F
 
 /// Loads and compiles a manifest file, with a message that names the failing field.
 pub fn load(path: &Path, options: &CompileOptions) -> Result<Compiled, String> {
-    let manifest = read_manifest(path).map_err(|err| err.to_string())?;
+    let manifest = read_manifest(path).map_err(|err| with_causes(&err))?;
     compile(&manifest, options).map_err(|err| err.to_string())
+}
+
+/// An error and its causes on one line, as `a: b: c`.
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(source) = cause {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        cause = source.source();
+    }
+    text
 }
 
 /// Watches until `stop`, starting from the fingerprint of what is being served.

@@ -149,6 +149,13 @@ impl Server {
         &self.metrics
     }
 
+    /// Records a request answered outside [`Server::handle`] (`initialize`, which opens a
+    /// session, and `subscriptions/listen`, which is a stream).
+    pub fn record(&self, method: &str, ok: bool, started: Instant) {
+        self.metrics
+            .request(method_label(method), ok, started.elapsed());
+    }
+
     /// Change notifications from reloads.
     pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<Changes>> {
         self.changes.subscribe()

@@ -3,15 +3,13 @@
 Does process, socket and file I/O: starts httpbin (a real third-party HTTP service) and a small
 local upstream (`http_upstream.py`, for slow, huge, malformed and redirecting answers) on
 127.0.0.1, writes a secrets directory, and serves `manifests/http-backend.yaml` with the real
-`mcp-runtime` binary (self-contained fixture: free ports, debug log captured). Every wait is bounded.
+`mcp-runtime` binary (debug log kept, checked for secrets at the end). Every wait is bounded.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,32 +18,17 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
+from harness import REPO, Runtime, free_port, start_runtime
+from http_upstream import Upstream
 from mcp import Client
 
-from http_upstream import Upstream
-
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
 MANIFEST = HERE / "manifests" / "http-backend.yaml"
 TOKEN = "s3cr3t-T0KEN-8d41f"
 API_KEY = "k3y-QQQ-77a9c"
 HOSTILE = "a/b c?&#"
 MODES = ["2026-07-28", "legacy"]
 READY_S = 15.0
-
-
-def _binary() -> Path:
-    configured = os.environ.get("MCP_RUNTIME_BIN")
-    path = Path(configured) if configured else REPO / "target" / "debug" / "mcp-runtime"
-    if not path.is_file():
-        pytest.fail(f"mcp-runtime not found at {path}: run `cargo build -p mcp-runtime`", pytrace=False)
-    return path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_http(url: str, proc: subprocess.Popen, what: str) -> None:
@@ -74,7 +57,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def httpbin():
-    port = _free_port()
+    port = free_port()
     code = "import httpbin, sys; httpbin.app.run(host='127.0.0.1', port=int(sys.argv[1]), threaded=True)"
     proc = subprocess.Popen([sys.executable, "-c", code, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
@@ -92,49 +75,29 @@ def upstream():
     server.stop()
 
 
-class Served:
-    def __init__(self, proc: subprocess.Popen, port: int, admin_port: int, log: Path) -> None:
-        self.proc, self.port, self.admin_port, self.log = proc, port, admin_port, log
-        self.url = f"http://127.0.0.1:{port}/mcp"
-
-    def metrics(self) -> str:
-        return httpx2.get(f"http://127.0.0.1:{self.admin_port}/metrics", timeout=5).text
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
 @pytest.fixture(scope="module")
-def runtime(tmp_path_factory, httpbin, upstream):
+def served(tmp_path_factory, httpbin, upstream):
+    """The test manifest, served with a secrets directory and debug logging."""
     work = tmp_path_factory.mktemp("http-backend")
     secrets = work / "secrets"
     (secrets / "tracker-api").mkdir(parents=True)
     (secrets / "tracker-api" / "token").write_text(TOKEN + "\n")
     (secrets / "search-api").mkdir()
     (secrets / "search-api" / "key").write_text(API_KEY)
-    manifest = work / "http-backend.yaml"
+    manifest = work / "src" / "http-backend.yaml"
+    manifest.parent.mkdir()
     manifest.write_text(MANIFEST.read_text().replace("@HTTPBIN@", httpbin).replace("@UPSTREAM@", upstream.base))
-    port, admin_port = _free_port(), _free_port()
-    log = work / "runtime.log"
-    args = [
-        str(_binary()), "serve", "--manifest", str(manifest),
-        "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{admin_port}",
-        "--secrets-dir", str(secrets), "--log-level", "debug", "--shutdown-timeout", "2s",
-    ]  # fmt: skip
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    served = Served(proc, port, admin_port, log)
+    rt = start_runtime(work / "run", manifest, ("--secrets-dir", str(secrets), "--log-level", "debug"))
     try:
-        _wait_http(f"http://127.0.0.1:{admin_port}/readyz", proc, "mcp-runtime")
-        yield served
+        yield rt
     finally:
-        _stop(proc)
-        text = served.log_text()
+        rt.stop()
+        text = rt.log.read_text(errors="replace")
         assert TOKEN not in text and API_KEY not in text, "a secret reached the runtime's log"
 
 
-def client(runtime: Served, mode: str, **kwargs) -> Client:
-    return Client(runtime.url, mode=mode, cache=None, **kwargs)
+def client(rt: Runtime, mode: str, **kwargs) -> Client:
+    return Client(rt.url, mode=mode, cache=None, **kwargs)
 
 
 def text_of(result) -> str:
@@ -148,8 +111,8 @@ def assert_no_secret(result) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_hostile_values_are_encoded_in_path_and_query(runtime, upstream, mode):
-    async with client(runtime, mode) as c:
+async def test_hostile_values_are_encoded_in_path_and_query(served, upstream, mode):
+    async with client(served, mode) as c:
         result = await c.call_tool("echo_path", {"id": HOSTILE, "q": HOSTILE})
     assert not result.is_error, text_of(result)
     target = json.loads(text_of(result))["target"]
@@ -158,8 +121,8 @@ async def test_hostile_values_are_encoded_in_path_and_query(runtime, upstream, m
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_hostile_query_round_trips_through_httpbin(runtime, mode):
-    async with client(runtime, mode) as c:
+async def test_hostile_query_round_trips_through_httpbin(served, mode):
+    async with client(served, mode) as c:
         result = await c.call_tool("httpbin_query", {"q": HOSTILE, "word": HOSTILE})
     assert not result.is_error, text_of(result)
     assert result.structured_content["args"] == {"q": HOSTILE}
@@ -168,9 +131,9 @@ async def test_hostile_query_round_trips_through_httpbin(runtime, mode):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_json_body_keeps_nested_references_and_types(runtime, mode):
+async def test_json_body_keeps_nested_references_and_types(served, mode):
     args = {"title": 'x", "admin": true, "y": "', "labels": ["bug", "p1"], "meta": {"priority": 3}}
-    async with client(runtime, mode) as c:
+    async with client(served, mode) as c:
         result = await c.call_tool("create_issue", args)
     assert not result.is_error, text_of(result)
     sent = result.structured_content
@@ -184,8 +147,8 @@ async def test_json_body_keeps_nested_references_and_types(runtime, mode):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_header_from_a_secret_is_sent_and_redacted(runtime, mode):
-    async with client(runtime, mode) as c:
+async def test_header_from_a_secret_is_sent_and_redacted(served, mode):
+    async with client(served, mode) as c:
         result = await c.call_tool("whoami", {})
         query = await c.call_tool("search", {"q": "kube"})
     assert not result.is_error, text_of(result)
@@ -198,8 +161,8 @@ async def test_header_from_a_secret_is_sent_and_redacted(runtime, mode):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_status_mapping(runtime, mode):
-    async with client(runtime, mode) as c:
+async def test_status_mapping(served, mode):
+    async with client(served, mode) as c:
         ok = await c.call_tool("httpbin_status", {"code": 204})
         missing = await c.call_tool("httpbin_status", {"code": 404})
         teapot = await c.call_tool("httpbin_status", {"code": 418})
@@ -214,8 +177,8 @@ async def test_status_mapping(runtime, mode):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_jq_extraction_and_output_schema(runtime, mode):
-    async with client(runtime, mode) as c:
+async def test_jq_extraction_and_output_schema(served, mode):
+    async with client(served, mode) as c:
         good = await c.call_tool("slides", {})
         bad = await c.call_tool("slides_wrong_schema", {})
     assert not good.is_error, text_of(good)
@@ -227,17 +190,17 @@ async def test_jq_extraction_and_output_schema(runtime, mode):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_malformed_json_is_a_tool_error(runtime, mode):
-    async with client(runtime, mode) as c:
+async def test_malformed_json_is_a_tool_error(served, mode):
+    async with client(served, mode) as c:
         result = await c.call_tool("malformed", {})
     assert result.is_error and "not JSON" in text_of(result), text_of(result)
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_timeout(runtime, upstream, mode):
+async def test_timeout(served, upstream, mode):
     started = time.monotonic()
-    async with client(runtime, mode) as c:
+    async with client(served, mode) as c:
         result = await c.call_tool("slow", {"key": f"timeout-{mode}", "seconds": 5})
     assert result.is_error and text_of(result) == "the upstream did not answer within 500 ms"
     assert time.monotonic() - started < 4
@@ -248,8 +211,8 @@ async def test_timeout(runtime, upstream, mode):
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("chunked", [0, 1])
-async def test_size_cap(runtime, mode, chunked):
-    async with client(runtime, mode) as c:
+async def test_size_cap(served, mode, chunked):
+    async with client(served, mode) as c:
         small = await c.call_tool("huge", {"bytes": 1000, "chunked": chunked})
         big = await c.call_tool("huge", {"bytes": 5_000_000, "chunked": chunked})
     assert not small.is_error and len(text_of(small)) == 1000
@@ -258,8 +221,8 @@ async def test_size_cap(runtime, mode, chunked):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_retry_only_when_idempotent(runtime, upstream, mode):
-    async with client(runtime, mode) as c:
+async def test_retry_only_when_idempotent(served, upstream, mode):
+    async with client(served, mode) as c:
         read = await c.call_tool("flaky_read", {"key": f"read-{mode}", "fail": 2})
         write = await c.call_tool("flaky_write", {"key": f"write-{mode}", "fail": 2})
     assert not read.is_error and read.structured_content == {"attempts": 3}
@@ -269,8 +232,8 @@ async def test_retry_only_when_idempotent(runtime, upstream, mode):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_redirects_stay_on_the_declared_host(runtime, upstream, mode):
-    async with client(runtime, mode) as c:
+async def test_redirects_stay_on_the_declared_host(served, upstream, mode):
+    async with client(served, mode) as c:
         away = await c.call_tool("redirect_away", {})
         same = await c.call_tool("redirect_same", {})
     assert away.is_error and "redirect to another host, which is refused" in text_of(away)
@@ -280,9 +243,9 @@ async def test_redirects_stay_on_the_declared_host(runtime, upstream, mode):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_cancellation_aborts_the_upstream_call(runtime, upstream, mode):
+async def test_cancellation_aborts_the_upstream_call(served, upstream, mode):
     key = f"cancel-{mode}"
-    async with client(runtime, mode) as c:
+    async with client(served, mode) as c:
         with anyio.move_on_after(1.0) as scope:
             await c.call_tool("slow_cancel", {"key": key, "seconds": 20})
         assert scope.cancelled_caught
@@ -293,8 +256,8 @@ async def test_cancellation_aborts_the_upstream_call(runtime, upstream, mode):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_resources_read_upstream(runtime, upstream, mode):
-    async with client(runtime, mode) as c:
+async def test_resources_read_upstream(served, upstream, mode):
+    async with client(served, mode) as c:
         fixed = await c.read_resource("tracker://counter")
         word = await c.read_resource("httpbin://anything/a%20b")
     assert json.loads(fixed.contents[0].text) == {"value": upstream.state.counter}
@@ -303,7 +266,7 @@ async def test_resources_read_upstream(runtime, upstream, mode):
 
 
 @pytest.mark.anyio
-async def test_subscription_notifies_when_the_polled_resource_changes(runtime, upstream):
+async def test_subscription_notifies_when_the_polled_resource_changes(served, upstream):
     uri = "tracker://counter"
     seen = anyio.Event()
 
@@ -312,7 +275,7 @@ async def test_subscription_notifies_when_the_polled_resource_changes(runtime, u
         if getattr(message, "method", "") == "notifications/resources/updated" and str(params) == uri:
             seen.set()
 
-    async with client(runtime, "legacy", message_handler=on_message) as c:
+    async with client(served, "legacy", message_handler=on_message) as c:
         await c.subscribe_resource(uri)
         await anyio.sleep(1.5)  # the first poll sets the baseline
         httpx2.post(f"{upstream.base}/bump", timeout=5)
@@ -321,7 +284,7 @@ async def test_subscription_notifies_when_the_polled_resource_changes(runtime, u
 
     from mcp.client.subscriptions import ResourceUpdated
 
-    async with client(runtime, "2026-07-28") as c:
+    async with client(served, "2026-07-28") as c:
         async with c.listen(resource_subscriptions=[uri]) as sub:
             await anyio.sleep(1.5)
             httpx2.post(f"{upstream.base}/bump", timeout=5)
@@ -330,14 +293,14 @@ async def test_subscription_notifies_when_the_polled_resource_changes(runtime, u
             assert isinstance(event, ResourceUpdated) and str(event.uri) == uri
 
 
-def test_metrics_count_upstream_calls_without_secrets(runtime):
-    text = runtime.metrics()
+def test_metrics_count_upstream_calls_without_secrets(served):
+    text = served.metrics()
     assert 'mcp_upstream_requests_total{tool="httpbin_status",code="404"}' in text
     assert 'mcp_upstream_requests_total{tool="slow",code="timeout"}' in text
     assert 'mcp_upstream_request_duration_seconds_count{tool="whoami"}' in text
     assert 'mcp_upstream_requests_total{tool="resource:counter",code="200"}' in text
     assert TOKEN not in text and API_KEY not in text
-    log = runtime.log_text()
+    log = served.log.read_text(errors="replace")
     assert "upstream request" in log  # one debug line per call
     assert TOKEN not in log and API_KEY not in log
 
@@ -349,26 +312,21 @@ def issue_tracker(tmp_path_factory):
     token_file = work / "secrets" / "issue-tracker-api" / "token"
     token_file.parent.mkdir(parents=True)
     token_file.write_text("demo-token-4f2a\n")
-    api_port, port, admin_port = _free_port(), _free_port(), _free_port()
+    api_port = free_port()
     example = REPO / "examples" / "issue-tracker"
     api = subprocess.Popen(
         [sys.executable, str(example / "upstream.py"), "--port", str(api_port), "--token-file", str(token_file)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    manifest = work / "issue-tracker.yaml"
+    manifest = work / "src" / "issue-tracker.yaml"
+    manifest.parent.mkdir()
     manifest.write_text((example / "issue-tracker.yaml").read_text().replace("127.0.0.1:8700", f"127.0.0.1:{api_port}"))
-    args = [
-        str(_binary()), "serve", "--manifest", str(manifest), "--secrets-dir", str(work / "secrets"),
-        "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{admin_port}",
-    ]  # fmt: skip
-    log = work / "runtime.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        _wait_http(f"http://127.0.0.1:{admin_port}/readyz", proc, "mcp-runtime")
-        yield Served(proc, port, admin_port, log)
+        _wait_http(f"http://127.0.0.1:{api_port}/stats", api, "the example upstream")
+        rt = start_runtime(work / "run", manifest, ("--secrets-dir", str(work / "secrets")))
+        yield rt
+        rt.stop()
     finally:
-        _stop(proc)
         _stop(api)
 
 

@@ -40,7 +40,7 @@ pub enum McpError {
         /// What the client asked for.
         requested: String,
     },
-    /// The server is at its session limit.
+    /// The server is at its limit of sessions (or of open subscription streams).
     #[error("too many sessions: the server holds its maximum of {0}; try again later")]
     TooManySessions(usize),
     /// The server failed.

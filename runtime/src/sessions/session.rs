@@ -132,6 +132,19 @@ impl Session {
         true
     }
 
+    /// Detaches `sender`'s stream (not a newer one) so that, once in-flight senders finish, the
+    /// client sees it end.
+    pub fn detach_stream(&self, sender: &mpsc::Sender<Value>) {
+        let mut state = self.state();
+        if state
+            .stream
+            .as_ref()
+            .is_some_and(|s| s.same_channel(sender))
+        {
+            state.stream = None;
+        }
+    }
+
     /// The open server-to-client stream, if any.
     pub fn stream(&self) -> Option<mpsc::Sender<Value>> {
         self.state().stream.clone().filter(|s| !s.is_closed())

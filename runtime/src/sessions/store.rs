@@ -24,8 +24,6 @@ pub struct SessionSettings {
     pub ping_interval: Option<Duration>,
     /// How long a ping may go unanswered before the session ends.
     pub ping_timeout: Duration,
-    /// Interval of SSE keep-alive comments.
-    pub keepalive: Duration,
 }
 
 impl Default for SessionSettings {
@@ -35,7 +33,6 @@ impl Default for SessionSettings {
             max_sessions: 10_000,
             ping_interval: Some(Duration::from_secs(30)),
             ping_timeout: Duration::from_secs(10),
-            keepalive: Duration::from_secs(15),
         }
     }
 }

@@ -14,9 +14,6 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Interval of `:` keep-alive comments on every SSE stream.
-pub const KEEPALIVE: Duration = Duration::from_secs(15);
-
 /// After this long without an answer, a client that accepts SSE gets a stream.
 const SWITCH_TO_STREAM_AFTER: Duration = Duration::from_millis(500);
 
@@ -39,13 +36,14 @@ pub fn json(body: Value) -> Response {
     Json(body).into_response()
 }
 
-/// An SSE response with the headers proxies need to pass events through unbuffered.
-pub fn sse<S>(events: S) -> Response
+/// An SSE response with `:` keep-alive comments every `keepalive` (idle proxies would otherwise
+/// cut the stream) and the header that stops nginx from buffering events.
+pub fn sse<S>(events: S, keepalive: Duration) -> Response
 where
     S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
     let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(KEEPALIVE))
+        .keep_alive(KeepAlive::new().interval(keepalive))
         .into_response();
     response
         .headers_mut()
@@ -69,6 +67,7 @@ pub async fn answer<F>(
     outcome: F,
     mut notifications: mpsc::Receiver<Value>,
     client_accepts_sse: bool,
+    keepalive: Duration,
 ) -> Response
 where
     F: Future<Output = (StatusCode, Value)> + Send + 'static,
@@ -108,5 +107,5 @@ where
         }
         yield Ok(event(&body, None));
     };
-    sse(events)
+    sse(events, keepalive)
 }

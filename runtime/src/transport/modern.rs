@@ -30,11 +30,17 @@ pub async fn post(
     };
     let log_level = match check(&headers, &method, &params) {
         Ok(level) => level,
-        Err(err) => return error(Some(&id), &err, Era::Modern),
+        Err(err) => {
+            state
+                .server
+                .record(&method, false, std::time::Instant::now());
+            return error(Some(&id), &err, Era::Modern);
+        }
     };
     if method == "subscriptions/listen" {
         return listen(state, id, &params);
     }
+    let keepalive = state.http.keepalive;
     let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
     let ctx = RequestContext::new(Era::Modern, &params, log_level, Some(notifier));
     let outcome = async move {
@@ -47,7 +53,7 @@ pub async fn post(
             }
         }
     };
-    answer::answer(outcome, notifications, accepts_sse).await
+    answer::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// The 2026-07-28 request checks, in order: version header present, `_meta` complete, header and
@@ -223,7 +229,15 @@ impl Filter {
 /// `subscriptions/listen`: acknowledges, then forwards matching changes until the client leaves
 /// or the server shuts down (then it answers the listen request, which ends it gracefully).
 fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
+    let started = std::time::Instant::now();
+    let Ok(permit) = state.listen_streams.clone().try_acquire_owned() else {
+        state.server.record("subscriptions/listen", false, started);
+        let err = McpError::TooManySessions(state.sessions.settings().max_sessions);
+        return error(Some(&id), &err, Era::Modern);
+    };
+    state.server.record("subscriptions/listen", true, started);
     let filter = Filter::parse(params);
+    let keepalive = state.http.keepalive;
     let mut changes = state.server.subscribe_changes();
     let shutdown = state.shutdown.clone();
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
@@ -236,9 +250,9 @@ fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
     }
     let stop_watching = watching.drop_guard();
     let events = async_stream::stream! {
+        let _permit = permit;
         let _stop_watching = stop_watching;
-        let mut ack = json!({"_meta": tag, "notifications": filter.honored()});
-        ack["_meta"] = tag.clone();
+        let ack = json!({"_meta": tag, "notifications": filter.honored()});
         yield Ok(answer::event(&notification("notifications/subscriptions/acknowledged", ack), None));
         loop {
             let changed = tokio::select! {
@@ -264,7 +278,7 @@ fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
         let done = json!({"resultType": "complete", "_meta": tag});
         yield Ok(answer::event(&success_response(&id, done), None));
     };
-    answer::sse(events)
+    answer::sse(events, keepalive)
 }
 
 #[cfg(test)]

@@ -81,6 +81,7 @@ async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: mpsc::Sender<
             }
         }
     }
+    session.detach_stream(&sender);
 }
 
 /// The next tick of the ping timer; never, when pings are disabled.

@@ -65,6 +65,7 @@ pub async fn post(
 }
 
 fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
+    let started = std::time::Instant::now();
     let requested = params
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -75,9 +76,13 @@ fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
         .open(SessionTransport::StreamableHttp, Some(version))
     {
         Ok(session) => session,
-        Err(err) => return error(Some(id), &err, Era::Legacy(version)),
+        Err(err) => {
+            state.server.record("initialize", false, started);
+            return error(Some(id), &err, Era::Legacy(version));
+        }
     };
     let result = initialize_result(&state.server.declaration(), version);
+    state.server.record("initialize", true, started);
     let mut response = answer::json(success_response(id, result));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
@@ -124,12 +129,13 @@ async fn request(
     params: Value,
     accepts_sse: bool,
 ) -> Response {
+    let keepalive = state.http.keepalive;
     let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
     let outcome = async move {
         let response = run(&state, &session, &id, &method, &params, Some(notifier)).await;
         (StatusCode::OK, response)
     };
-    answer::answer(outcome, notifications, accepts_sse).await
+    answer::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// Runs a session request to its JSON-RPC response, honoring cancellation and applying the
@@ -205,7 +211,10 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             let priming = session
                 .version()
                 .is_some_and(|v| v >= LegacyVersion::V2025_11_25);
-            answer::sse(session_stream::events(messages, priming, None))
+            answer::sse(
+                session_stream::events(messages, priming, None),
+                state.http.keepalive,
+            )
         }
         None => (
             StatusCode::CONFLICT,
