@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from harness import REPO, Runtime, free_port, start_runtime
+from harness import REPO, Runtime, free_port, reloads, start_runtime
 from http_upstream import Upstream
 from mcp import Client
 
@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "manifests" / "http-backend.yaml"
 TOKEN = "s3cr3t-T0KEN-8d41f"
 API_KEY = "k3y-QQQ-77a9c"
+ROTATED = "r0tated-T0KEN-51c0e"
 HOSTILE = "a/b c?&#"
 MODES = ["2026-07-28", "legacy"]
 READY_S = 15.0
@@ -93,7 +94,8 @@ def served(tmp_path_factory, httpbin, upstream):
     finally:
         rt.stop()
         text = rt.log.read_text(errors="replace")
-        assert TOKEN not in text and API_KEY not in text, "a secret reached the runtime's log"
+        for secret in (TOKEN, API_KEY, ROTATED):
+            assert secret not in text, "a secret reached the runtime's log"
 
 
 def client(rt: Runtime, mode: str, **kwargs) -> Client:
@@ -106,7 +108,7 @@ def text_of(result) -> str:
 
 def assert_no_secret(result) -> None:
     dumped = json.dumps(result.model_dump(mode="json"))
-    assert TOKEN not in dumped and API_KEY not in dumped, dumped
+    assert TOKEN not in dumped and API_KEY not in dumped and ROTATED not in dumped, dumped
 
 
 @pytest.mark.anyio
@@ -293,16 +295,42 @@ async def test_subscription_notifies_when_the_polled_resource_changes(served, up
             assert isinstance(event, ResourceUpdated) and str(event.uri) == uri
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_cached_resource_is_reused_within_its_ttl(served, upstream, mode):
+    async with client(served, mode) as c:
+        first = await c.read_resource("tracker://counter-cached")
+        httpx2.post(f"{upstream.base}/bump", timeout=5)
+        again = await c.read_resource("tracker://counter-cached")
+        fresh = await c.read_resource("tracker://counter")
+    assert again.contents[0].text == first.contents[0].text
+    assert json.loads(fresh.contents[0].text)["value"] > json.loads(first.contents[0].text)["value"]
+
+
+@pytest.mark.anyio
+async def test_a_rotated_secret_is_picked_up(served):
+    token_file = served.log.parent.parent / "secrets" / "tracker-api" / "token"
+    before = served.metric("mcp_reloads_total", outcome="success")
+    token_file.write_text(ROTATED)
+    await reloads(served, "success", before + 1)
+    async with client(served, "2026-07-28") as c:
+        result = await c.call_tool("whoami", {})
+    # httpbin echoes the token it got; only the current secret is redacted, so this proves the
+    # rotated value was sent.
+    assert result.structured_content == {"authenticated": True, "token": "[redacted]"}
+    assert_no_secret(result)
+
+
 def test_metrics_count_upstream_calls_without_secrets(served):
     text = served.metrics()
     assert 'mcp_upstream_requests_total{tool="httpbin_status",code="404"}' in text
     assert 'mcp_upstream_requests_total{tool="slow",code="timeout"}' in text
     assert 'mcp_upstream_request_duration_seconds_count{tool="whoami"}' in text
     assert 'mcp_upstream_requests_total{tool="resource:counter",code="200"}' in text
-    assert TOKEN not in text and API_KEY not in text
     log = served.log.read_text(errors="replace")
     assert "upstream request" in log  # one debug line per call
-    assert TOKEN not in log and API_KEY not in log
+    for secret in (TOKEN, API_KEY, ROTATED):
+        assert secret not in text and secret not in log
 
 
 @pytest.fixture(scope="module")
