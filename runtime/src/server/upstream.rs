@@ -167,3 +167,29 @@ impl Poller {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cached_reads_expire() {
+        let cache = ReadCache::default();
+        cache.put("a://x", json!({"text": "1"}), Duration::from_secs(60));
+        cache.put("a://y", json!({"text": "2"}), Duration::ZERO);
+        assert_eq!(cache.get("a://x"), Some(json!({"text": "1"})));
+        assert_eq!(cache.get("a://y"), None);
+        cache.forget(Some("a://x"));
+        assert_eq!(cache.get("a://x"), None);
+    }
+
+    #[test]
+    fn the_cache_stays_bounded() {
+        let cache = ReadCache::default();
+        for i in 0..MAX_CACHED + 10 {
+            cache.put(&format!("a://{i}"), json!(i), Duration::from_secs(60));
+        }
+        assert_eq!(cache.entries.len(), MAX_CACHED);
+    }
+}

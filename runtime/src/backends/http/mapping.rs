@@ -235,3 +235,35 @@ async fn run_jq(jq: &Arc<JqProgram>, body: &[u8]) -> Result<Value, String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_bounded_and_cut_on_characters() {
+        assert_eq!(excerpt(b""), "(empty body)");
+        assert_eq!(excerpt(b"short"), "short");
+        let long = "é".repeat(400);
+        let cut = excerpt(long.as_bytes());
+        assert!(cut.starts_with(&"é".repeat(256)), "{cut}");
+        assert!(cut.ends_with("… (800 bytes in all)"), "{cut}");
+    }
+
+    #[test]
+    fn images_stay_images() {
+        let answer = Answer {
+            status: reqwest::StatusCode::OK,
+            headers: serde_json::Map::from_iter([(
+                "content-type".to_owned(),
+                json!("image/png; q=1"),
+            )]),
+            body: vec![1, 2, 3],
+            refused_redirect: false,
+        };
+        assert_eq!(
+            body_block(&answer),
+            json!({"type": "image", "data": "AQID", "mimeType": "image/png"})
+        );
+    }
+}

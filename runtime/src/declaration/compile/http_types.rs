@@ -122,9 +122,39 @@ pub struct CompiledResponse {
 impl CompiledHttp {
     /// The most specific mapping for `status`: exact code, then class, then `default`.
     pub fn response_for(&self, status: u16) -> Option<&CompiledResponse> {
-        let find = |wanted: StatusMatch| self.responses.iter().find(|r| r.status == wanted);
-        find(StatusMatch::Code(status))
-            .or_else(|| find(StatusMatch::Class(status / 100)))
-            .or_else(|| find(StatusMatch::Default))
+        most_specific(&self.responses, status)
+    }
+}
+
+fn most_specific(responses: &[CompiledResponse], status: u16) -> Option<&CompiledResponse> {
+    let find = |wanted: StatusMatch| responses.iter().find(|r| r.status == wanted);
+    find(StatusMatch::Code(status))
+        .or_else(|| find(StatusMatch::Class(status / 100)))
+        .or_else(|| find(StatusMatch::Default))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_specific_mapping_wins_whatever_the_order() {
+        let response = |status| CompiledResponse {
+            status,
+            jq: None,
+            content: None,
+            text: None,
+            is_error: None,
+        };
+        let responses = vec![
+            response(StatusMatch::Default),
+            response(StatusMatch::Class(4)),
+            response(StatusMatch::Code(404)),
+        ];
+        let pick = |status| most_specific(&responses, status).map(|r| r.status);
+        assert_eq!(pick(404), Some(StatusMatch::Code(404)));
+        assert_eq!(pick(418), Some(StatusMatch::Class(4)));
+        assert_eq!(pick(200), Some(StatusMatch::Default));
+        assert_eq!(most_specific(&responses[1..], 500).map(|r| r.status), None);
     }
 }
