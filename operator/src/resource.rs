@@ -132,6 +132,9 @@ mod tests {
             if let Some(keys) = object.get("x-kubernetes-list-map-keys") {
                 out.push(format!("{path}: unique by {keys}"));
             }
+            if let Some(most) = object.get("maxItems") {
+                out.push(format!("{path}: at most {most} items"));
+            }
             if let Some(pattern) = object.get("pattern") {
                 out.push(format!("{path}: matches {pattern}"));
             }

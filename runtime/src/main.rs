@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcp_runtime::app::{RunConfig, run};
-use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL};
+use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR};
 use mcp_runtime::server::ServerSettings;
 use mcp_runtime::sessions::SessionSettings;
 use mcp_runtime::transport::{HttpSettings, OriginPolicy};
@@ -85,6 +85,10 @@ struct ServeArgs {
     /// Work one template render may do (bounds runaway templates).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_FUEL)]
     template_fuel: u64,
+    /// Directory of the Secrets that `secretKeyRef`s name: a reference `{name, key}` reads the
+    /// file `<DIR>/<name>/<key>` (the operator mounts each Secret at `<DIR>/<name>`).
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_SECRETS_DIR)]
+    secrets_dir: PathBuf,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -155,6 +159,7 @@ fn config(args: ServeArgs) -> RunConfig {
         compile: CompileOptions {
             template_fuel: args.template_fuel,
             read_files: true,
+            secrets_dir: Some(args.secrets_dir),
         },
         reload_interval: args.reload_interval,
         shutdown_timeout: args.shutdown_timeout,

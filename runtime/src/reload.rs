@@ -1,4 +1,5 @@
-//! Live reload: polls the manifest (and the files its resources name) and swaps in the new
+//! Live reload: polls the manifest (and the files its resources and secret references name) and
+//! swaps in the new
 //! declaration when they change. Polling follows the symlink swaps of ConfigMap volumes without
 //! special cases. An invalid new version keeps the old one serving, is logged and counted.
 
@@ -17,8 +18,9 @@ pub struct Fingerprint {
     files: Vec<(PathBuf, Option<(u64, std::time::SystemTime)>)>,
 }
 
-/// Reads the current fingerprint; `None` if the manifest cannot be read right now.
-pub fn fingerprint(manifest_path: &Path) -> Option<Fingerprint> {
+/// Reads the current fingerprint; `None` if the manifest cannot be read right now. Secret files
+/// count too, so a rotated Secret is picked up like an edited manifest.
+pub fn fingerprint(manifest_path: &Path, secrets_dir: Option<&Path>) -> Option<Fingerprint> {
     let manifest = std::fs::read(manifest_path).ok()?;
     let base = manifest_path
         .parent()
@@ -27,10 +29,16 @@ pub fn fingerprint(manifest_path: &Path) -> Option<Fingerprint> {
     let files =
         crate::declaration::parse_manifest(&String::from_utf8_lossy(&manifest), base.clone())
             .map(|m| {
+                let secrets = m
+                    .declaration
+                    .secret_key_refs()
+                    .into_iter()
+                    .filter_map(|r| crate::declaration::secret_path(secrets_dir?, &r).ok());
                 m.declaration
                     .resources
                     .iter()
                     .filter_map(|r| r.file.as_ref().map(|f| base.join(f)))
+                    .chain(secrets)
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default()
@@ -78,7 +86,7 @@ pub async fn watch(
             () = stop.cancelled() => return,
             _ = timer.tick() => {}
         }
-        let current = fingerprint(&path);
+        let current = fingerprint(&path, options.secrets_dir.as_deref());
         if current.is_none() || current == served {
             continue;
         }

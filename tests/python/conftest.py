@@ -21,8 +21,10 @@ def start(tmp_path: Path) -> Iterator[StartRuntime]:
         return rt
 
     yield _start
-    for rt in started:
-        rt.stop()
+    # Every runtime must drain and exit 0 on SIGTERM, whatever the test left open.
+    unclean = [f"{rt}: {problem}" for rt in started if (problem := rt.stop())]
+    if unclean:
+        pytest.fail("unclean runtime shutdown: " + "\n".join(unclean), pytrace=False)
 
 
 @pytest.fixture
@@ -36,7 +38,8 @@ def shared_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime
     """One runtime for the read-only tests, serving the unmodified weather manifest."""
     rt = start_runtime(tmp_path_factory.mktemp("shared"))
     yield rt
-    rt.stop()
+    if problem := rt.stop():
+        pytest.fail(f"unclean runtime shutdown: {rt}: {problem}", pytrace=False)
 
 
 @pytest.fixture

@@ -35,8 +35,13 @@ WEATHER = MANIFESTS / "weather.yaml"
 
 READY_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 5.0
-# Short enough that live-reload tests stay fast, long enough not to spin on a 2-core machine.
-RELOAD_INTERVAL = "200ms"
+# Flags every test runtime gets unless the test passes its own value.
+DEFAULT_FLAGS = {
+    # Short enough that live-reload tests stay fast, long enough not to spin on a 2-core machine.
+    "--reload-interval": "200ms",
+    # Below STOP_TIMEOUT_S, so a runtime that drains as it should is never killed.
+    "--shutdown-timeout": "2s",
+}
 
 
 def runtime_bin() -> Path:
@@ -47,8 +52,7 @@ def runtime_bin() -> Path:
         path = REPO / path
     if not path.is_file():
         pytest.fail(
-            f"mcp-runtime binary not found at {path}: run `cargo build -p mcp-runtime` "
-            "or set MCP_RUNTIME_BIN",
+            f"mcp-runtime binary not found at {path}: run `cargo build -p mcp-runtime` or set MCP_RUNTIME_BIN",
             pytrace=False,
         )
     return path
@@ -134,29 +138,20 @@ class Runtime:
         assert old in text, f"{old!r} is not in the manifest"
         self.write_manifest(text.replace(old, new, 1))
 
-    def wait_metric(self, name: str, at_least: float, timeout: float = 10.0, **labels: str) -> float:
-        """Polls /metrics until `name{labels}` reaches `at_least`; fails after `timeout`."""
-        deadline = time.monotonic() + timeout
-        value = self.metric(name, **labels)
-        while value < at_least:
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"{name}{labels} stayed at {value} (< {at_least}) for {timeout}s\n{self.log_tail()}"
-                )
-            time.sleep(0.05)
-            value = self.metric(name, **labels)
-        return value
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a bound; only this process, by its PID."""
-        if self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=STOP_TIMEOUT_S)
+    def stop(self) -> str | None:
+        """SIGTERM, then SIGKILL after a bound; only this process, by its PID. Returns why the
+        stop was not clean (killed, or a non-zero exit), or None."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+                return f"still running {STOP_TIMEOUT_S}s after SIGTERM; killed\n{self.log_tail()}"
+        if self.proc.returncode != 0:
+            return f"exit code {self.proc.returncode}\n{self.log_tail()}"
+        return None
 
 
 def start_runtime(
@@ -181,10 +176,11 @@ def start_runtime(
             "--manifest", str(served),
             "--listen", f"127.0.0.1:{port}",
             "--admin-listen", f"127.0.0.1:{admin_port}",
-            "--reload-interval", RELOAD_INTERVAL,
-            "--shutdown-timeout", "2s",
-            *extra_args,
         ]  # fmt: skip
+        for flag, value in DEFAULT_FLAGS.items():
+            if flag not in extra_args:
+                args += [flag, value]
+        args += extra_args
         with log.open("wb") as sink:
             proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         rt = Runtime(proc, port, admin_port, served, log, args)
@@ -203,8 +199,6 @@ def start_runtime(
         if "in use" not in last_error.lower():
             break
     pytest.fail(f"mcp-runtime did not become ready within {READY_TIMEOUT_S}s\n{last_error}", pytrace=False)
-
-
 
 
 StartRuntime = Callable[..., Runtime]
@@ -355,8 +349,5 @@ def modern_request(request_id: int | str, method: str, params: dict | None = Non
         "io.modelcontextprotocol/clientInfo": {"name": "kube-mcp-pytest", "version": "0"},
     }
     headers = dict(JSON_AND_SSE, **{"MCP-Protocol-Version": MODERN, "Mcp-Method": method})
-    if "name" in body_params and method in ("tools/call", "prompts/get"):
-        headers["Mcp-Name"] = body_params["name"]
-    if "uri" in body_params and method == "resources/read":
-        headers["Mcp-Name"] = body_params["uri"]
+    assert method not in ("tools/call", "prompts/get", "resources/read"), "add the Mcp-Name header"
     return headers, {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}

@@ -5,10 +5,11 @@ Read-only: everything here shares one runtime serving manifests/weather.yaml."""
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_types import PromptReference, ResourceTemplateReference
+from mcp_types import BlobResourceContents, PromptReference, ResourceTemplateReference
 
 from harness import ERAS, NEGOTIATED, Runtime, connect
 
@@ -31,7 +32,11 @@ async def test_negotiates_the_expected_version(shared_runtime: Runtime, era: str
             assert c.server_info.title == "Weather (pytest)"
             assert c.instructions == "Use greet to greet people and get_forecast for forecasts."
             caps = c.server_capabilities
-            assert caps.tools is not None and caps.prompts is not None and caps.resources is not None
+            assert caps.tools is not None and caps.tools.list_changed is True
+            assert caps.prompts is not None and caps.prompts.list_changed is True
+            assert caps.resources is not None and caps.resources.list_changed is True
+            assert caps.resources.subscribe is True
+            assert caps.completions is not None
 
 
 async def test_lists_tools_in_declared_order(shared_runtime: Runtime, era: str) -> None:
@@ -63,6 +68,19 @@ async def test_calls_a_tool_with_good_arguments(
     assert [(block.type, block.text) for block in result.content] == [("text", expected)]
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["Zoë Ångström", "<b>&\"'", "{{ 7*7 }}", "{% raw %}"],
+    ids=["non-ascii", "markup", "template-expression", "template-tag"],
+)
+async def test_arguments_are_data_not_markup_or_code(shared_runtime: Runtime, era: str, name: str) -> None:
+    """Argument values land in the reply verbatim: not HTML-escaped, never rendered as templates."""
+    async with connect(shared_runtime, era) as c:
+        result = await c.call_tool("greet", {"name": name})
+    assert not result.is_error
+    assert result.content[0].text == f"Hello, {name}!"
+
+
 async def test_structured_content_matches_output_schema(shared_runtime: Runtime, era: str) -> None:
     async with connect(shared_runtime, era) as c:
         result = await c.call_tool("get_forecast", {"city": "Oslo", "days": 2})
@@ -70,8 +88,6 @@ async def test_structured_content_matches_output_schema(shared_runtime: Runtime,
     expected = {"city": "Oslo", "summary": "Sunny in Oslo for 2 day(s)", "unit": "celsius"}
     assert result.structured_content == expected
     # 2025-06-18+: the structured result is also sent as a text block, for older clients.
-    import json
-
     assert [json.loads(block.text) for block in result.content if block.type == "text"] == [expected]
 
 
@@ -137,9 +153,9 @@ async def test_reads_text_blob_and_file_resources(shared_runtime: Runtime, era: 
     assert [(x.uri, x.mime_type, x.text) for x in readme] == [
         ("docs://weather/readme", "text/markdown", "# Weather\n\nAsk for a forecast by city.\n")
     ]
-    assert len(logo) == 1 and logo[0].mime_type == "image/png"
+    assert len(logo) == 1 and isinstance(logo[0], BlobResourceContents)
+    assert logo[0].mime_type == "image/png"
     assert base64.b64decode(logo[0].blob).startswith(PNG_MAGIC)
-    assert not hasattr(logo[0], "text") or getattr(logo[0], "text", None) is None
     assert stations[0].text == "id,name\n42,Paris-Montsouris\n43,Praha-Karlov\n"
 
 
@@ -151,7 +167,16 @@ async def test_reads_a_template_uri(shared_runtime: Runtime, era: str) -> None:
     ]
 
 
-@pytest.mark.parametrize("uri", ["docs://weather/nope", "weather://town/Oslo"])
+async def test_reads_a_non_ascii_template_uri(shared_runtime: Runtime, era: str) -> None:
+    # 2026-07-28 carries the URI in the Mcp-Name header too, base64-encoded when not ASCII.
+    async with connect(shared_runtime, era) as c:
+        zurich = (await c.read_resource("weather://city/Zürich")).contents
+        sao_paulo = (await c.read_resource("weather://city/São%20Paulo")).contents
+    assert (zurich[0].uri, zurich[0].text) == ("weather://city/Zürich", "Weather in Zürich: 21 C, clear.")
+    assert sao_paulo[0].text == "Weather in São Paulo: 21 C, clear."
+
+
+@pytest.mark.parametrize("uri", ["docs://weather/nope", "weather://town/Oslo", "weather://city/a/b"])
 async def test_unknown_resource_is_not_found(shared_runtime: Runtime, era: str, uri: str) -> None:
     async with connect(shared_runtime, era) as c:
         with pytest.raises(MCPError) as raised:
@@ -191,7 +216,9 @@ async def test_prompt_missing_required_argument_is_an_error(shared_runtime: Runt
 @pytest.mark.parametrize(("typed", "values"), [("p", ["Paris", "Prague"]), ("PRA", ["Prague"]), ("x", [])])
 async def test_completes_a_prompt_argument(shared_runtime: Runtime, era: str, typed: str, values: list) -> None:
     async with connect(shared_runtime, era) as c:
-        result = await c.complete(PromptReference(type="ref/prompt", name="plan_trip"), {"name": "city", "value": typed})
+        result = await c.complete(
+            PromptReference(type="ref/prompt", name="plan_trip"), {"name": "city", "value": typed}
+        )
     assert result.completion.values == values
     assert result.completion.has_more in (None, False)
 

@@ -85,7 +85,9 @@ async def test_2026_listen_gets_each_kind_it_asked_for(runtime: Runtime, era: st
 async def test_2026_listen_stream_carries_only_the_kinds_asked_for(runtime: Runtime) -> None:
     """On the wire (the SDK would hide extra events): an acknowledgment echoing the filter, then
     only the requested kinds, each tagged with the listen request's id."""
-    headers, body = modern_request("listen-raw-1", "subscriptions/listen", {"notifications": {"promptsListChanged": True}})
+    headers, body = modern_request(
+        "listen-raw-1", "subscriptions/listen", {"notifications": {"promptsListChanged": True}}
+    )
     frames: list[dict] = []
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(NOTIFY_TIMEOUT_S)) as http:
         async with http.stream("POST", runtime.url, headers=headers, json=body) as response:

@@ -90,6 +90,7 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
             });
         }
     }
+    errors.extend(unmounted_secrets(server));
     if !errors.is_empty() {
         for error in &mut errors {
             if let Some(item) = named_item(declaration, &error.path) {
@@ -114,6 +115,52 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         manifest_yaml,
         counts: counts(declaration),
     })
+}
+
+/// Secrets a `secretKeyRef` names that `spec.secrets` does not list: the pods would not mount
+/// them, so the runtime could not read them. Listing one is a deployment change (it rolls the
+/// pods, as a new volume must); a declaration change alone never does.
+fn unmounted_secrets(server: &MCPServer) -> Vec<FieldError> {
+    let declaration = &server.spec.declaration;
+    let listed = &server.spec.deployment.secrets;
+    let only = |d: Declaration| d.secret_refs();
+    let mut by_item: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
+    for (i, tool) in declaration.tools.iter().enumerate() {
+        by_item.push((
+            format!("spec.tools[{i}].http"),
+            only(Declaration {
+                tools: vec![tool.clone()],
+                ..Default::default()
+            }),
+        ));
+    }
+    for (i, resource) in declaration.resources.iter().enumerate() {
+        by_item.push((
+            format!("spec.resources[{i}].http"),
+            only(Declaration {
+                resources: vec![resource.clone()],
+                ..Default::default()
+            }),
+        ));
+    }
+    for (i, template) in declaration.resource_templates.iter().enumerate() {
+        by_item.push((
+            format!("spec.resourceTemplates[{i}].http"),
+            only(Declaration {
+                resource_templates: vec![template.clone()],
+                ..Default::default()
+            }),
+        ));
+    }
+    by_item
+        .into_iter()
+        .flat_map(|(path, names)| names.into_iter().map(move |name| (path.clone(), name)))
+        .filter(|(_, name)| !listed.contains(name))
+        .map(|(path, name)| FieldError {
+            path,
+            message: format!("references Secret `{name}`, which spec.secrets does not list: add it there so the pods mount it"),
+        })
+        .collect()
 }
 
 /// The tool, resource or prompt a field path points into, by name: `spec.tools[2].content` ->
@@ -240,6 +287,37 @@ mod tests {
         assert_eq!(
             refused.errors[0].path,
             "spec.resources[0].file (resource `docs://readme`)"
+        );
+    }
+
+    #[test]
+    fn refuses_a_secret_reference_the_pods_would_not_mount() {
+        let manifest = r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              SECRETS
+              tools:
+                - name: forecast
+                  http:
+                    url: "https://api.example.com/forecast"
+                    headers:
+                      - {name: Authorization, secretKeyRef: {name: weather-api, key: token}}
+            "#;
+        let refused = validate(&server(&manifest.replace("SECRETS", ""))).unwrap_err();
+        assert_eq!(
+            refused.errors[0].path,
+            "spec.tools[0].http (tool `forecast`)"
+        );
+        assert!(
+            refused.errors[0].message.contains("Secret `weather-api`"),
+            "{}",
+            refused.message()
+        );
+        assert!(
+            validate(&server(
+                &manifest.replace("SECRETS", "secrets: [weather-api]")
+            ))
+            .is_ok()
         );
     }
 

@@ -10,6 +10,19 @@ use serde_json::{Map, Value, json};
 /// or one of these fields when the runtime's `Tool` has them (such as `http`).
 const OTHER_REPLY_SOURCES: &[&str] = &["http"];
 
+/// Most entries of the declaration's lists. The API server estimates the worst-case cost of every
+/// CEL rule from the most items a list can hold, and refuses a CRD whose rules could cost too
+/// much; bounded lists keep the rules affordable (and a manifest reasonable).
+const LIST_LIMITS: &[(&str, u32)] = &[
+    ("tools", 256),
+    ("resources", 512),
+    ("resourceTemplates", 256),
+    ("prompts", 256),
+];
+/// Most entries of any other list holding items that CEL rules check (content blocks, messages,
+/// HTTP response mappings).
+const NESTED_LIST_LIMIT: u32 = 64;
+
 /// Adds the Kubernetes rules to the schema of an `MCPServerSpec`.
 pub fn declaration_rules(schema: &mut schemars::Schema) {
     kubernetes_formats(schema);
@@ -21,6 +34,11 @@ pub fn declaration_rules(schema: &mut schemars::Schema) {
         return;
     };
 
+    for (list, most) in LIST_LIMITS {
+        if let Some(array) = properties.get_mut(*list).and_then(Value::as_object_mut) {
+            array.insert("maxItems".into(), json!(most));
+        }
+    }
     if let Some(tools) = properties.get_mut("tools").and_then(Value::as_object_mut) {
         unique_by(tools, "name");
         if let Some(tool) = items(tools) {
@@ -45,13 +63,10 @@ pub fn declaration_rules(schema: &mut schemars::Schema) {
         unique_by(resources, "uri");
         if let Some(resource) = items(resources) {
             set_property(resource, "uri", "maxLength", json!(2048));
-            add_rule(
+            exactly_one(
                 resource,
-                json!({
-                    "rule": "[has(self.text), has(self.blob), has(self.file)].filter(x, x).size() == 1",
-                    "messageExpression": "'resource ' + self.uri + ': declare exactly one of text, blob or file'",
-                    "reason": "FieldValueInvalid",
-                }),
+                &["text", "blob", "file", "http"],
+                "'resource ' + self.uri",
             );
         }
     }
@@ -60,6 +75,14 @@ pub fn declaration_rules(schema: &mut schemars::Schema) {
         .and_then(Value::as_object_mut)
     {
         unique_by(templates, "uriTemplate");
+        if let Some(template) = items(templates) {
+            set_property(template, "uriTemplate", "maxLength", json!(2048));
+            exactly_one(
+                template,
+                &["text", "http"],
+                "'resource template ' + self.uriTemplate",
+            );
+        }
     }
     if let Some(prompts) = properties.get_mut("prompts").and_then(Value::as_object_mut) {
         unique_by(prompts, "name");
@@ -74,6 +97,7 @@ pub fn declaration_rules(schema: &mut schemars::Schema) {
             }
         }
     }
+    bound_lists_with_rules(spec);
 }
 
 /// Replaces integer formats the API server does not know (`uint32`, `uint64`, ...) with the
@@ -133,6 +157,54 @@ fn reply_sources(tool: &Map<String, Value>) -> ReplySources {
         rule,
         names: names.join(", or "),
     }
+}
+
+/// Adds the rule "exactly one of these fields" over those of `fields` the item's schema has (a
+/// field the runtime does not know yet is left out).
+fn exactly_one(item: &mut Map<String, Value>, fields: &[&str], who: &str) {
+    let properties = item.get("properties").and_then(Value::as_object);
+    let present: Vec<&str> = fields
+        .iter()
+        .copied()
+        .filter(|f| properties.is_some_and(|p| p.contains_key(*f)))
+        .collect();
+    if present.len() < 2 {
+        return;
+    }
+    let checks: Vec<String> = present.iter().map(|f| format!("has(self.{f})")).collect();
+    add_rule(
+        item,
+        json!({
+            "rule": format!("[{}].filter(x, x).size() == 1", checks.join(", ")),
+            "messageExpression": format!("{who} + ': declare exactly one of {}'", present.join(", ")),
+            "reason": "FieldValueInvalid",
+        }),
+    );
+}
+
+/// Gives every unbounded list on the way to a CEL rule a `maxItems`, so the rule's estimated
+/// cost is finite. Returns whether `schema` holds a rule.
+fn bound_lists_with_rules(schema: &mut Map<String, Value>) -> bool {
+    let mut has_rules = schema.contains_key("x-kubernetes-validations");
+    for (key, value) in schema.iter_mut() {
+        if key == "x-kubernetes-validations" {
+            continue;
+        }
+        match value {
+            Value::Object(child) => has_rules |= bound_lists_with_rules(child),
+            Value::Array(list) => {
+                for child in list.iter_mut().filter_map(Value::as_object_mut) {
+                    has_rules |= bound_lists_with_rules(child);
+                }
+            }
+            _ => {}
+        }
+    }
+    let is_array = schema.get("type").and_then(Value::as_str) == Some("array");
+    if has_rules && is_array && !schema.contains_key("maxItems") {
+        schema.insert("maxItems".into(), json!(NESTED_LIST_LIMIT));
+    }
+    has_rules
 }
 
 /// The item schema of an array schema.

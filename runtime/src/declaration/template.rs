@@ -56,6 +56,19 @@ impl Templates {
 
     /// Renders `text` with the variable `args`.
     pub fn render(&self, text: &Text, args: &Value) -> Result<String, RenderError> {
+        self.render_with(
+            text,
+            minijinja::context! { args => minijinja::Value::from(minijinja::value::Serde(args)) },
+        )
+    }
+
+    /// Renders `text` with each key of the object `vars` as a variable (response templates see
+    /// `args`, `status`, `headers`, `body` and `result`).
+    pub fn render_in(&self, text: &Text, vars: &Value) -> Result<String, RenderError> {
+        self.render_with(text, minijinja::Value::from(minijinja::value::Serde(vars)))
+    }
+
+    fn render_with(&self, text: &Text, context: minijinja::Value) -> Result<String, RenderError> {
         let name = match text {
             Text::Literal(literal) => return Ok(literal.clone()),
             Text::Template(name) => name,
@@ -65,9 +78,7 @@ impl Templates {
             message: describe(&err),
         };
         let template = self.env.get_template(name).map_err(fail)?;
-        template
-            .render(minijinja::context! { args => minijinja::Value::from(minijinja::value::Serde(args)) })
-            .map_err(fail)
+        template.render(context).map_err(fail)
     }
 }
 

@@ -1,8 +1,9 @@
 //! `tools/call`: argument validation, declared progress and log notifications, the backend's
-//! reply, output validation, metrics, and shaping the result for the era.
+//! reply (declared content, or an upstream HTTP call), output validation, metrics, and shaping
+//! the result for the era.
 
 use crate::admin::metrics::Metrics;
-use crate::backends::{ToolReply, content};
+use crate::backends::{ToolReply, content, http};
 use crate::declaration::{Compiled, CompiledTool};
 use crate::protocol::{Era, McpError, notification};
 use crate::server::RequestContext;
@@ -37,13 +38,14 @@ pub async fn call(
         }
     };
     let started = Instant::now();
-    let reply = run(decl, tool, ctx, &args).await;
+    let reply = run(decl, metrics, tool, ctx, &args).await;
     metrics.tool_call(name, !reply.is_error, started.elapsed());
     Ok(shape(reply, ctx.era))
 }
 
 async fn run(
     decl: &Compiled,
+    metrics: &Metrics,
     tool: &CompiledTool,
     ctx: &RequestContext,
     args: &Value,
@@ -53,13 +55,27 @@ async fn run(
     }
     send_logs(decl, tool, ctx, args).await;
     send_progress(decl, tool, ctx, args).await;
-    let reply = match content::reply(tool, &decl.templates, args) {
-        Ok(reply) => reply,
-        Err(err) => return ToolReply::error(err.to_string()),
+    let reply = match &tool.http {
+        Some(upstream) => http::tool_reply(upstream, &decl.templates, metrics, args).await,
+        None => match content::reply(tool, &decl.templates, args) {
+            Ok(reply) => reply,
+            Err(err) => return ToolReply::error(err.to_string()),
+        },
     };
+    if tool.output.is_some() && reply.structured.is_none() && !reply.is_error {
+        return ToolReply::error(
+            "the tool declares an outputSchema but produced no structured result",
+        );
+    }
+    let mut reply = reply;
     if let (Some(validator), Some(structured)) = (&tool.output, &reply.structured)
         && let Some(problem) = violations(validator, structured)
     {
+        if reply.is_error {
+            // An error's details need not follow the success schema; the content still tells.
+            reply.structured = None;
+            return reply;
+        }
         return ToolReply::error(format!(
             "the tool's structured result does not match its outputSchema: {problem}"
         ));

@@ -15,6 +15,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 /// Serves one stateless message.
 pub async fn post(
@@ -29,7 +30,12 @@ pub async fn post(
     };
     let log_level = match check(&headers, &method, &params) {
         Ok(level) => level,
-        Err(err) => return error(Some(&id), &err, Era::Modern),
+        Err(err) => {
+            state
+                .server
+                .record(&method, false, std::time::Instant::now());
+            return error(Some(&id), &err, Era::Modern);
+        }
     };
     if method == "subscriptions/listen" {
         return listen(state, id, &params);
@@ -223,17 +229,29 @@ impl Filter {
 /// `subscriptions/listen`: acknowledges, then forwards matching changes until the client leaves
 /// or the server shuts down (then it answers the listen request, which ends it gracefully).
 fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
+    let started = std::time::Instant::now();
     let Ok(permit) = state.listen_streams.clone().try_acquire_owned() else {
+        state.server.record("subscriptions/listen", false, started);
         let err = McpError::TooManySessions(state.sessions.settings().max_sessions);
         return error(Some(&id), &err, Era::Modern);
     };
+    state.server.record("subscriptions/listen", true, started);
     let filter = Filter::parse(params);
     let keepalive = state.http.keepalive;
     let mut changes = state.server.subscribe_changes();
     let shutdown = state.shutdown.clone();
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
+    // Upstream-backed resources are polled while this stream is open (the guard cancels the
+    // token when the stream is dropped).
+    let watching = CancellationToken::new();
+    let watcher = format!("listen:{}", rand::random::<u64>());
+    for uri in &filter.uris {
+        state.server.watch_resource(uri, &watcher, watching.clone());
+    }
+    let stop_watching = watching.drop_guard();
     let events = async_stream::stream! {
         let _permit = permit;
+        let _stop_watching = stop_watching;
         let ack = json!({"_meta": tag, "notifications": filter.honored()});
         yield Ok(answer::event(&notification("notifications/subscriptions/acknowledged", ack), None));
         loop {

@@ -118,6 +118,7 @@ pub async fn post(
         return (StatusCode::NOT_FOUND, "session stream closed").into_response();
     };
     tokio::spawn(async move {
+        let started = std::time::Instant::now();
         let response = if method == "initialize" {
             let requested = params
                 .get("protocolVersion")
@@ -125,7 +126,9 @@ pub async fn post(
                 .unwrap_or_default();
             let version = LegacyVersion::negotiate(requested);
             session.set_version(version);
-            success_response(&id, initialize_result(&state.server.declaration(), version))
+            let result = initialize_result(&state.server.declaration(), version);
+            state.server.record("initialize", true, started);
+            success_response(&id, result)
         } else {
             run(
                 &state,

@@ -65,6 +65,7 @@ pub async fn post(
 }
 
 fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
+    let started = std::time::Instant::now();
     let requested = params
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -75,9 +76,13 @@ fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
         .open(SessionTransport::StreamableHttp, Some(version))
     {
         Ok(session) => session,
-        Err(err) => return error(Some(id), &err, Era::Legacy(version)),
+        Err(err) => {
+            state.server.record("initialize", false, started);
+            return error(Some(id), &err, Era::Legacy(version));
+        }
     };
     let result = initialize_result(&state.server.declaration(), version);
+    state.server.record("initialize", true, started);
     let mut response = answer::json(success_response(id, result));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
@@ -153,14 +158,14 @@ pub async fn run(
     session.finish_request(id);
     match outcome {
         Ok(result) => {
-            apply_side_effects(session, method, params);
+            apply_side_effects(state, session, method, params);
             success_response(id, result)
         }
         Err(err) => answer::error_body(Some(id), &err, era).0,
     }
 }
 
-fn apply_side_effects(session: &Session, method: &str, params: &Value) {
+fn apply_side_effects(state: &AppState, session: &Session, method: &str, params: &Value) {
     match method {
         "logging/setLevel" => {
             if let Ok(level) = crate::server::parse_level(params.get("level")) {
@@ -169,7 +174,15 @@ fn apply_side_effects(session: &Session, method: &str, params: &Value) {
         }
         "resources/subscribe" | "resources/unsubscribe" => {
             if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                session.subscribe(uri, method == "resources/subscribe");
+                let on = method == "resources/subscribe";
+                session.subscribe(uri, on);
+                if on {
+                    state
+                        .server
+                        .watch_resource(uri, &session.id, session.ended.clone());
+                } else {
+                    state.server.unwatch_resource(uri, &session.id);
+                }
             }
         }
         _ => {}
