@@ -31,7 +31,7 @@ WAYS = {
 def inspector_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for path in (NODE, INSPECTOR):
         if not path.exists():
-            pytest.fail(f"{path} is missing: run `npm ci` in tests/conformance", pytrace=False)
+            pytest.fail(f"{path} is missing: run tests/conformance/run.sh (it installs the pinned Inspector)", pytrace=False)
     return tmp_path_factory.mktemp("inspector-home")
 
 
