@@ -31,5 +31,8 @@ impl ToolReply {
 
 /// A text content block.
 pub fn text_block(text: String) -> Value {
-    serde_json::json!({"type": "text", "text": text})
+    crate::protocol::object([
+        ("type", Value::String("text".to_owned())),
+        ("text", Value::String(text)),
+    ])
 }

@@ -22,7 +22,7 @@ pub use load::{
     API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest, read_manifest,
 };
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
-pub use template::{DEFAULT_FUEL, RenderError, Templates, Text};
+pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use types::*;
 pub use uri_template::UriTemplate;
 pub use url_template::{UrlTemplate, lookup, same_origin, scalar_text};

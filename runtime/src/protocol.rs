@@ -1,12 +1,14 @@
 //! The wire protocol: JSON-RPC 2.0 messages, MCP protocol versions and eras, and the one mapping
 //! from errors to JSON-RPC codes. Pure, no I/O.
 
+mod envelope;
 mod error;
 mod jsonrpc;
 mod version;
 
 pub use error::McpError;
 pub use jsonrpc::{
-    Incoming, RequestId, error_response, notification, parse_message, request, success_response,
+    Incoming, RequestId, error_response, notification, object, parse_message, request,
+    success_response,
 };
 pub use version::{Era, LATEST_LEGACY, LegacyVersion, MODERN_VERSION, SUPPORTED_VERSIONS, meta};

@@ -12,7 +12,7 @@ mod upstream;
 
 use crate::admin::metrics::{Metrics, method_label};
 use crate::declaration::{Compiled, LogLevel};
-use crate::protocol::{Era, McpError, meta};
+use crate::protocol::{Era, McpError, meta, object};
 use arc_swap::ArcSwap;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -72,17 +72,20 @@ impl RequestContext {
         log_level: Option<LogLevel>,
         notifier: Option<Notifier>,
     ) -> Self {
-        let progress_token = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .filter(|token| token.is_string() || token.is_number())
-            .cloned();
         Self {
             era,
             log_level,
-            progress_token,
+            progress_token: Self::progress_token(params).cloned(),
             notifier,
         }
+    }
+
+    /// The progress token in `params._meta`, if the client asked for progress.
+    pub fn progress_token(params: &Value) -> Option<&Value> {
+        params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|token| token.is_string() || token.is_number())
     }
 
     /// Sends a notification related to this request; dropped when no stream can carry it.
@@ -271,10 +274,10 @@ fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
     if era != Era::Modern {
         return result;
     }
-    result["resultType"] = json!("complete");
-    result["_meta"] = json!({ meta::SERVER_INFO: decl.server_info });
+    result["resultType"] = Value::String("complete".to_owned());
+    result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]);
     if CACHEABLE.contains(&method) {
-        result["ttlMs"] = json!(decl.cache.ttl_ms);
+        result["ttlMs"] = Value::from(decl.cache.ttl_ms);
         result["cacheScope"] = json!(decl.cache.scope);
     }
     result

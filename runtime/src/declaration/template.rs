@@ -12,8 +12,18 @@ pub const DEFAULT_FUEL: u64 = 50_000;
 pub enum Text {
     /// Served as written.
     Literal(String),
-    /// Rendered from the template of this name (the field's path).
-    Template(String),
+    /// Rendered from a compiled template.
+    Template(TemplateRef),
+}
+
+/// A compiled template of a [`Templates`] set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TemplateRef {
+    /// The template's name (the field's path).
+    name: String,
+    /// For a template that is exactly `{{ args.NAME }}`: NAME. A string argument renders as
+    /// itself, so it is served without running the engine (other values still go through it).
+    argument: Option<String>,
 }
 
 /// Why a template failed to render for a request.
@@ -51,11 +61,23 @@ impl Templates {
         self.env
             .add_template_owned(path.to_owned(), source.to_owned())
             .map_err(|err| describe(&err))?;
-        Ok(Text::Template(path.to_owned()))
+        Ok(Text::Template(TemplateRef {
+            name: path.to_owned(),
+            argument: lone_argument(source).map(str::to_owned),
+        }))
     }
 
     /// Renders `text` with the variable `args`.
     pub fn render(&self, text: &Text, args: &Value) -> Result<String, RenderError> {
+        // `{{ args.NAME }}` with a string argument needs no template engine.
+        if let Text::Template(TemplateRef {
+            argument: Some(key),
+            ..
+        }) = text
+            && let Some(Value::String(value)) = args.get(key.as_str())
+        {
+            return Ok(value.clone());
+        }
         self.render_with(
             text,
             minijinja::context! { args => minijinja::Value::from(minijinja::value::Serde(args)) },
@@ -71,7 +93,7 @@ impl Templates {
     fn render_with(&self, text: &Text, context: minijinja::Value) -> Result<String, RenderError> {
         let name = match text {
             Text::Literal(literal) => return Ok(literal.clone()),
-            Text::Template(name) => name,
+            Text::Template(TemplateRef { name, .. }) => name,
         };
         let fail = |err: minijinja::Error| RenderError {
             name: name.clone(),
@@ -80,6 +102,18 @@ impl Templates {
         let template = self.env.get_template(name).map_err(fail)?;
         template.render(context).map_err(fail)
     }
+}
+
+/// `NAME` when `source` is exactly `{{ args.NAME }}` (spaces inside the braces allowed).
+fn lone_argument(source: &str) -> Option<&str> {
+    let inner = source.strip_prefix("{{")?.strip_suffix("}}")?;
+    // `{{-` / `-}}` trim whitespace around the tag: leave those to the engine.
+    let name = inner.trim_matches(' ').strip_prefix("args.")?;
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    let ident = (first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    ident.then_some(name)
 }
 
 /// minijinja's message without the template name it appends (the caller names the field).
@@ -115,6 +149,39 @@ mod tests {
             templates.render(&text, &json!({"name": "Ada <3"})).unwrap(),
             "Hello, Ada <3!"
         );
+    }
+
+    #[test]
+    fn a_lone_string_argument_skips_the_engine_with_the_same_result() {
+        let mut templates = Templates::new(DEFAULT_FUEL);
+        for (source, args, expected) in [
+            (
+                "{{ args.name }}",
+                json!({"name": "Ada <3 {{x}}"}),
+                "Ada <3 {{x}}",
+            ),
+            ("{{args.name}}", json!({"name": ""}), ""),
+            ("{{ args.name }}", json!({"name": 42}), "42"),
+            ("{{ args.name }}", json!({}), ""),
+            ("{{ args.name }}", json!({"name": [1, "a"]}), "[1, 'a']"),
+        ] {
+            let text = templates.compile("a", source).unwrap();
+            assert_eq!(
+                templates.render(&text, &args).unwrap(),
+                expected,
+                "{source} {args}"
+            );
+        }
+        assert_eq!(lone_argument("{{ args.a_1 }}"), Some("a_1"));
+        for source in [
+            "{{ args.a }}\n",
+            "{{- args.a }}",
+            "{{ args.a | upper }}",
+            "{{ args.1 }}",
+            "x{{ args.a }}",
+        ] {
+            assert_eq!(lone_argument(source), None, "{source}");
+        }
     }
 
     #[test]

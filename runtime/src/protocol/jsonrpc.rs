@@ -1,7 +1,8 @@
 //! JSON-RPC 2.0 framing: classifying an incoming message and building outgoing ones.
 
+use super::envelope::Envelope;
 use super::error::McpError;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// A request id: a string or an integer, never null.
 pub type RequestId = Value;
@@ -36,17 +37,17 @@ pub enum Incoming {
 
 /// Parses one message. Batches are refused (removed from the protocol in 2025-06-18).
 pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
-    let value: Value =
+    let message: Envelope =
         serde_json::from_slice(body).map_err(|err| McpError::Parse(err.to_string()))?;
-    let Value::Object(mut message) = value else {
+    if !message.is_object {
         return Err(McpError::InvalidRequest(
             "expected a single JSON-RPC message object".into(),
         ));
-    };
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    }
+    if message.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err(McpError::InvalidRequest("`jsonrpc` must be \"2.0\"".into()));
     }
-    let id = match message.remove("id") {
+    let id = match message.id {
         None => None,
         Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
         Some(_) => {
@@ -55,7 +56,7 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
             ));
         }
     };
-    let params = match message.remove("params") {
+    let params = match message.params {
         None => Value::Object(Map::new()),
         Some(params @ Value::Object(_)) => params,
         Some(_) => {
@@ -64,43 +65,71 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
             ));
         }
     };
-    match (message.remove("method"), id) {
+    match (message.method, id) {
         (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method, params }),
         (Some(Value::String(method)), None) => Ok(Incoming::Notification { method, params }),
         (Some(_), _) => Err(McpError::InvalidRequest("`method` must be a string".into())),
-        (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
-            Ok(Incoming::Response {
-                ok: message.contains_key("result"),
-                id,
-            })
-        }
+        (None, Some(id)) if message.has_result || message.has_error => Ok(Incoming::Response {
+            ok: message.has_result,
+            id,
+        }),
         (None, _) => Err(McpError::InvalidRequest("missing `method`".into())),
     }
 }
 
+/// A JSON object of `entries`, in order. Values are moved in: `json!` would serialize each
+/// interpolated value into a copy, which on the request path costs as much as the rest of the
+/// response building together.
+pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    let mut map = Map::with_capacity(N);
+    for (key, value) in entries {
+        map.insert(key.to_owned(), value);
+    }
+    Value::Object(map)
+}
+
+fn version() -> Value {
+    Value::String("2.0".to_owned())
+}
+
 /// A success response.
 pub fn success_response(id: &RequestId, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    object([
+        ("jsonrpc", version()),
+        ("id", id.clone()),
+        ("result", result),
+    ])
 }
 
 /// An error response; `id` is null when the request's id could not be read.
 pub fn error_response(id: Option<&RequestId>, error: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": error})
+    let id = id.cloned().unwrap_or(Value::Null);
+    object([("jsonrpc", version()), ("id", id), ("error", error)])
 }
 
 /// A notification.
 pub fn notification(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "method": method, "params": params})
+    object([
+        ("jsonrpc", version()),
+        ("method", Value::String(method.to_owned())),
+        ("params", params),
+    ])
 }
 
 /// A server-to-client request.
 pub fn request(id: &RequestId, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    object([
+        ("jsonrpc", version()),
+        ("id", id.clone()),
+        ("method", Value::String(method.to_owned())),
+        ("params", params),
+    ])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn classifies_messages() {

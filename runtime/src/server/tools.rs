@@ -5,7 +5,7 @@
 use crate::admin::metrics::Metrics;
 use crate::backends::{ToolReply, content, http};
 use crate::declaration::{Compiled, CompiledTool};
-use crate::protocol::{Era, McpError, notification};
+use crate::protocol::{Era, McpError, notification, object};
 use crate::server::RequestContext;
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -28,9 +28,13 @@ pub async fn call(
     let tool = decl
         .tool(name)
         .ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
+    let no_arguments;
     let args = match params.get("arguments") {
-        None | Some(Value::Null) => json!({}),
-        Some(args @ Value::Object(_)) => args.clone(),
+        None | Some(Value::Null) => {
+            no_arguments = json!({});
+            &no_arguments
+        }
+        Some(args @ Value::Object(_)) => args,
         Some(_) => {
             return Err(McpError::InvalidParams(
                 "`arguments` must be an object".into(),
@@ -38,7 +42,7 @@ pub async fn call(
         }
     };
     let started = Instant::now();
-    let reply = run(decl, metrics, tool, ctx, &args).await;
+    let reply = run(decl, metrics, tool, ctx, args).await;
     metrics.tool_call(name, !reply.is_error, started.elapsed());
     Ok(shape(reply, ctx.era))
 }
@@ -85,6 +89,10 @@ async fn run(
 
 /// The first few schema violations, each located by its JSON pointer.
 fn violations(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
+    // The common case, valid input, takes the validator's short-circuiting path.
+    if validator.is_valid(value) {
+        return None;
+    }
     let found: Vec<String> = validator
         .iter_errors(value)
         .take(MAX_REPORTED_VIOLATIONS)
@@ -140,9 +148,9 @@ async fn send_progress(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContex
 /// Era shaping: `structuredContent` is any JSON in 2026-07-28, an object from 2025-06-18, and
 /// absent before (the JSON text block carries it).
 fn shape(reply: ToolReply, era: Era) -> Value {
-    let mut result = json!({"content": reply.content});
+    let mut result = object([("content", Value::Array(reply.content))]);
     if reply.is_error {
-        result["isError"] = json!(true);
+        result["isError"] = Value::Bool(true);
     }
     if let Some(structured) = reply.structured {
         let allowed = match era {

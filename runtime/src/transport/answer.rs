@@ -3,14 +3,16 @@
 //! stream with keep-alives also notices a client that went away, which cancels the request).
 
 use crate::protocol::{Era, McpError, RequestId, error_response};
+use crate::server::Notifier;
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::Stream;
+use futures_util::{FutureExt as _, Stream};
 use serde_json::Value;
 use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -60,12 +62,39 @@ pub fn event(message: &Value, name: Option<&'static str>) -> Event {
     }
 }
 
+/// The notification channel of a request that may send notifications (it asked for progress or
+/// log messages); requests that cannot notify get no channel at all.
+pub fn notification_channel(may_notify: bool) -> (Option<Notifier>, Option<Notifications>) {
+    if may_notify {
+        let (sender, receiver) = mpsc::channel(NOTIFICATION_CAPACITY);
+        (Some(sender), Some(receiver))
+    } else {
+        (None, None)
+    }
+}
+
+/// The receiving end of a request's notifications.
+pub type Notifications = mpsc::Receiver<Value>;
+
+/// The next notification; never, without a channel.
+async fn next(notifications: &mut Option<Notifications>) -> Option<Value> {
+    match notifications {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A notification already queued.
+fn queued(notifications: &mut Option<Notifications>) -> Option<Value> {
+    notifications.as_mut()?.try_recv().ok()
+}
+
 /// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and
 /// whose notifications arrive on `notifications`. Without SSE support, notifications are dropped
 /// and the answer is JSON.
 pub async fn answer<F>(
     outcome: F,
-    mut notifications: mpsc::Receiver<Value>,
+    mut notifications: Option<Notifications>,
     client_accepts_sse: bool,
     keepalive: Duration,
 ) -> Response
@@ -74,21 +103,48 @@ where
 {
     let mut outcome = Box::pin(outcome);
     if !client_accepts_sse {
-        notifications.close();
+        if let Some(receiver) = &mut notifications {
+            receiver.close();
+        }
         let (status, body) = outcome.await;
         return (status, Json(body)).into_response();
     }
+    // Most answers (declared content) are ready at the first poll: answer them without arming
+    // the switch-to-stream timer, which costs a timer-wheel registration per request.
+    if let Some((status, body)) = (&mut outcome).now_or_never() {
+        let Some(first) = queued(&mut notifications) else {
+            return (status, Json(body)).into_response();
+        };
+        return sse(
+            stream(Some(first), Some(body), outcome, notifications),
+            keepalive,
+        );
+    }
     let (first, done) = tokio::select! {
         biased;
-        Some(first) = notifications.recv() => (Some(first), None),
-        (status, body) = &mut outcome => match notifications.try_recv() {
+        Some(first) = next(&mut notifications) => (Some(first), None),
+        (status, body) = &mut outcome => match queued(&mut notifications) {
             // Notifications sent while the request ran to completion within one poll.
-            Ok(first) => (Some(first), Some(body)),
-            Err(_) => return (status, Json(body)).into_response(),
+            Some(first) => (Some(first), Some(body)),
+            None => return (status, Json(body)).into_response(),
         },
         () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => (None, None),
     };
-    let events = async_stream::stream! {
+    sse(stream(first, done, outcome, notifications), keepalive)
+}
+
+/// The events of a streamed answer: the first notification (if one came), the rest as they
+/// come, then the response (`done` when the outcome is already known).
+fn stream<F>(
+    first: Option<Value>,
+    done: Option<Value>,
+    mut outcome: Pin<Box<F>>,
+    mut notifications: Option<Notifications>,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static
+where
+    F: Future<Output = (StatusCode, Value)> + Send + 'static,
+{
+    async_stream::stream! {
         if let Some(first) = first {
             yield Ok(event(&first, None));
         }
@@ -97,15 +153,14 @@ where
             None => loop {
                 tokio::select! {
                     biased;
-                    Some(note) = notifications.recv() => yield Ok(event(&note, None)),
+                    Some(note) = next(&mut notifications) => yield Ok(event(&note, None)),
                     (_, body) = &mut outcome => break body,
                 }
             },
         };
-        while let Ok(note) = notifications.try_recv() {
+        while let Some(note) = queued(&mut notifications) {
             yield Ok(event(&note, None));
         }
         yield Ok(event(&body, None));
-    };
-    sse(events, keepalive)
+    }
 }

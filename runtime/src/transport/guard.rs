@@ -8,6 +8,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Which Host and Origin values may reach the server. An entry without a port matches any port;
@@ -38,7 +39,7 @@ impl Default for OriginPolicy {
 impl OriginPolicy {
     /// Whether a Host header value is allowed.
     pub fn allows_host(&self, host: &str) -> bool {
-        let host = host.to_ascii_lowercase();
+        let host = lowercase(host);
         self.hosts
             .iter()
             .any(|allowed| allowed == "*" || matches_authority(allowed, &host))
@@ -46,7 +47,7 @@ impl OriginPolicy {
 
     /// Whether an Origin header value is allowed (`null` origins never are).
     pub fn allows_origin(&self, origin: &str) -> bool {
-        let origin = origin.to_ascii_lowercase();
+        let origin = lowercase(origin);
         let Some((scheme, authority)) = origin.split_once("://") else {
             return false;
         };
@@ -57,6 +58,15 @@ impl OriginPolicy {
                         && matches_authority(&a.to_ascii_lowercase(), authority)
                 })
         })
+    }
+}
+
+/// `value` in ASCII lower case, copied only when it has upper-case letters.
+fn lowercase(value: &str) -> Cow<'_, str> {
+    if value.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(value.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(value)
     }
 }
 
@@ -87,9 +97,8 @@ pub async fn check_host_and_origin(
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| request.uri().authority().map(|a| a.to_string()));
-    if !host.as_deref().is_some_and(|h| policy.allows_host(h)) {
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    if !host.is_some_and(|h| policy.allows_host(h)) {
         return forbidden("host not allowed");
     }
     if let Some(origin) = request.headers().get(header::ORIGIN)
@@ -148,23 +157,20 @@ pub fn accepts(headers: &HeaderMap) -> Accepts {
         json: false,
         sse: false,
     };
-    for range in accept.split(',').map(|r| {
-        r.split(';')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase()
-    }) {
-        match range.as_str() {
-            "*/*" => {
-                accepts = Accepts {
-                    json: true,
-                    sse: true,
-                }
-            }
-            "application/*" | "application/json" => accepts.json = true,
-            "text/*" | "text/event-stream" => accepts.sse = true,
-            _ => {}
+    for range in accept
+        .split(',')
+        .map(|r| r.split(';').next().unwrap_or_default().trim())
+    {
+        let is = |media: &str| range.eq_ignore_ascii_case(media);
+        if is("*/*") {
+            accepts = Accepts {
+                json: true,
+                sse: true,
+            };
+        } else if is("application/*") || is("application/json") {
+            accepts.json = true;
+        } else if is("text/*") || is("text/event-stream") {
+            accepts.sse = true;
         }
     }
     accepts

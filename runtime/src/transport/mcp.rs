@@ -7,9 +7,9 @@ use super::guard::{check_accept, check_content_type};
 use super::{AppState, modern, streamable};
 use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, meta, parse_message};
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 /// The session header of Streamable HTTP.
@@ -18,7 +18,13 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 pub const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// Handles every POST on `/mcp`.
-pub async fn post(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> Response {
+    // The headers are taken out rather than extracted as a `HeaderMap`, which would copy them.
+    let headers = std::mem::take(request.headers_mut());
+    let body = match Bytes::from_request(request, &state).await {
+        Ok(body) => body,
+        Err(rejection) => return rejection.into_response(),
+    };
     if let Err(refusal) = check_content_type(&headers) {
         return refusal;
     }

@@ -2,7 +2,7 @@
 //! dispatch; `subscriptions/listen` holds a stream of change notifications open.
 
 use super::AppState;
-use super::answer::{self, NOTIFICATION_CAPACITY, error};
+use super::answer::{self, error};
 use super::mcp::VERSION_HEADER;
 use crate::declaration::LogLevel;
 use crate::protocol::{
@@ -13,8 +13,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::sync::Arc;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// Serves one stateless message.
@@ -41,8 +42,9 @@ pub async fn post(
         return listen(state, id, &params);
     }
     let keepalive = state.http.keepalive;
-    let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
-    let ctx = RequestContext::new(Era::Modern, &params, log_level, Some(notifier));
+    let may_notify = log_level.is_some() || RequestContext::progress_token(&params).is_some();
+    let (notifier, notifications) = answer::notification_channel(may_notify);
+    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier);
     let outcome = async move {
         match state.server.handle(&ctx, &method, &params).await {
             Ok(result) => (StatusCode::OK, success_response(&id, result)),
@@ -59,11 +61,7 @@ pub async fn post(
 /// The 2026-07-28 request checks, in order: version header present, `_meta` complete, header and
 /// `_meta` agree, version served, `Mcp-Method` and `Mcp-Name` agree with the body, log level valid.
 fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<LogLevel>, McpError> {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .map(|v| v.to_str().map(|s| s.trim().to_owned()))
-    };
+    let header = |name: &str| headers.get(name).map(|v| v.to_str().map(str::trim));
     let version_header = match header(VERSION_HEADER) {
         Some(Ok(version)) => version,
         Some(Err(_)) => {
@@ -121,7 +119,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
     };
     if let Some(expected) = named.and_then(Value::as_str) {
         match header("mcp-name") {
-            Some(Ok(value)) if decode_header_value(&value).as_deref() == Some(expected) => {}
+            Some(Ok(value)) if decode_header_value(value).as_deref() == Some(expected) => {}
             Some(_) => {
                 return Err(McpError::HeaderMismatch(format!(
                     "Mcp-Name header does not match {expected:?}"
@@ -136,7 +134,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
 }
 
 /// Decodes a header value, including the `=?base64?…?=` form used for non-ASCII values.
-fn decode_header_value(value: &str) -> Option<String> {
+fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     match value
         .strip_prefix("=?base64?")
         .and_then(|v| v.strip_suffix("?="))
@@ -145,9 +143,9 @@ fn decode_header_value(value: &str) -> Option<String> {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
                 .ok()?;
-            String::from_utf8(bytes).ok()
+            String::from_utf8(bytes).ok().map(Cow::Owned)
         }
-        None => Some(value.to_owned()),
+        None => Some(Cow::Borrowed(value)),
     }
 }
 

@@ -1,21 +1,20 @@
 //! Legacy Streamable HTTP on `/mcp` (2025-03-26 … 2025-11-25): `initialize` opens a session,
 //! later requests carry `Mcp-Session-Id`, GET opens the server-to-client stream, DELETE ends it.
 
-use super::answer::{self, NOTIFICATION_CAPACITY, error};
+use super::answer::{self, error};
 use super::guard::accepts;
 use super::mcp::{SESSION_HEADER, VERSION_HEADER, missing_session};
 use super::{AppState, session_stream};
 use crate::protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
 };
-use crate::server::{RequestContext, initialize_result};
+use crate::server::{Notifier, RequestContext, initialize_result};
 use crate::sessions::{Session, SessionTransport};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 const ERA: Era = Era::Legacy(LATEST_LEGACY);
 
@@ -130,9 +129,11 @@ async fn request(
     accepts_sse: bool,
 ) -> Response {
     let keepalive = state.http.keepalive;
-    let (notifier, notifications) = mpsc::channel(NOTIFICATION_CAPACITY);
+    let may_notify =
+        session.log_level().is_some() || RequestContext::progress_token(&params).is_some();
+    let (notifier, notifications) = answer::notification_channel(may_notify);
     let outcome = async move {
-        let response = run(&state, &session, &id, &method, &params, Some(notifier)).await;
+        let response = run(&state, &session, &id, &method, &params, notifier).await;
         (StatusCode::OK, response)
     };
     answer::answer(outcome, notifications, accepts_sse, keepalive).await
@@ -146,7 +147,7 @@ pub async fn run(
     id: &RequestId,
     method: &str,
     params: &Value,
-    notifier: Option<mpsc::Sender<Value>>,
+    notifier: Option<Notifier>,
 ) -> Value {
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
     let ctx = RequestContext::new(era, params, session.log_level(), notifier);

@@ -1,0 +1,227 @@
+//! `mcp-bench`: the load generator of the kube-mcp benchmarks, and the report writer.
+//!
+//! - `mcp-bench load`: a request workload at a concurrency (and optionally a fixed rate);
+//! - `mcp-bench idle`: N idle legacy sessions with open SSE streams, held for a while;
+//! - `mcp-bench report`: the markdown table from the JSON lines the other two append.
+//!
+//! Loopback only: the target must be a 127.0.0.0/8 or ::1 address. Every run is bounded in time.
+
+mod conn;
+mod idle;
+mod load;
+mod mcp;
+mod procfs;
+mod report;
+mod stats;
+
+use clap::{Args, Parser, Subcommand};
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "mcp-bench",
+    version,
+    about = "Load generator of the kube-mcp benchmarks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs a request workload and appends its record.
+    Load(LoadArgs),
+    /// Holds idle legacy sessions and appends the record.
+    Idle(IdleArgs),
+    /// Writes the markdown report of a records file.
+    Report(ReportArgs),
+}
+
+#[derive(Args)]
+struct Target {
+    /// Server address (loopback only).
+    #[arg(long, value_name = "ADDR")]
+    addr: SocketAddr,
+    /// Server process id, for RSS and CPU sampling.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Server label in the report.
+    #[arg(long)]
+    server: String,
+    /// Protocol label in the report.
+    #[arg(long, default_value = "")]
+    protocol: String,
+    /// Append the JSON record to this file (it is also printed).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    #[command(flatten)]
+    target: Target,
+    /// MCP endpoint path.
+    #[arg(long, default_value = "/mcp")]
+    path: String,
+    /// The workload.
+    #[arg(long, value_enum)]
+    workload: load::Workload,
+    /// Tool calls per legacy session.
+    #[arg(long, default_value_t = 5)]
+    calls: usize,
+    /// Connections, each with one request in flight.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Unmeasured warm-up.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    warmup: Duration,
+    /// Measured time (at most 10 minutes).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Total requests per second (open loop); without it, as fast as the server answers.
+    #[arg(long)]
+    rate: Option<f64>,
+}
+
+#[derive(Args)]
+struct IdleArgs {
+    #[command(flatten)]
+    target: Target,
+    /// `/sse` or `/mcp`.
+    #[arg(long, default_value = "/sse")]
+    path: String,
+    /// Stream kind.
+    #[arg(long, value_enum, default_value_t = idle::Mode::Sse)]
+    mode: idle::Mode,
+    /// Sessions to open.
+    #[arg(long, default_value_t = 1000)]
+    sessions: usize,
+    /// Sessions opened at once.
+    #[arg(long, default_value_t = 64)]
+    parallel: usize,
+    /// How long the sessions are held once open (at most 10 minutes).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    hold: Duration,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// The records (JSON lines).
+    records: PathBuf,
+    /// Markdown describing the machine and the run.
+    #[arg(long, value_name = "FILE")]
+    machine: Option<PathBuf>,
+    /// Markdown notes to put under the machine description.
+    #[arg(long, value_name = "FILE")]
+    notes: Option<PathBuf>,
+}
+
+const LONGEST: Duration = Duration::from_secs(600);
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(
+            std::env::var("MCP_BENCH_THREADS")
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(2),
+        )
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Command::Load(args) => {
+            check_target(&args.target)?;
+            anyhow::ensure!(args.duration + args.warmup <= LONGEST, "runs are bounded");
+            anyhow::ensure!(args.concurrency > 0, "--concurrency must be positive");
+            let config = load::LoadConfig {
+                addr: args.target.addr,
+                path: args.path,
+                workload: args.workload,
+                calls: args.calls,
+                concurrency: args.concurrency,
+                warmup: args.warmup,
+                duration: args.duration,
+                rate: args.rate,
+                pid: args.target.pid,
+                server: args.target.server.clone(),
+                protocol: args.target.protocol.clone(),
+            };
+            let record = runtime.block_on(load::run(config))?;
+            emit(&args.target, &record)
+        }
+        Command::Idle(args) => {
+            check_target(&args.target)?;
+            anyhow::ensure!(args.hold <= LONGEST, "runs are bounded");
+            anyhow::ensure!(args.sessions <= 50_000, "at most 50,000 sessions");
+            let config = idle::IdleConfig {
+                addr: args.target.addr,
+                path: args.path,
+                mode: args.mode,
+                sessions: args.sessions,
+                parallel: args.parallel.max(1),
+                hold: args.hold,
+                pid: args.target.pid,
+                server: args.target.server.clone(),
+                protocol: args.target.protocol.clone(),
+            };
+            let record = runtime.block_on(idle::run(config))?;
+            emit(&args.target, &record)
+        }
+        Command::Report(args) => {
+            let text = std::fs::read_to_string(&args.records)?;
+            let records = text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(serde_json::from_str)
+                .collect::<Result<Vec<stats::Record>, _>>()?;
+            let read = |path: Option<PathBuf>| {
+                path.map(std::fs::read_to_string)
+                    .transpose()
+                    .map(Option::unwrap_or_default)
+            };
+            let (machine, notes) = (read(args.machine)?, read(args.notes)?);
+            print!("{}", report::render(&records, &machine, &notes));
+            Ok(())
+        }
+    }
+}
+
+fn check_target(target: &Target) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        target.addr.ip().is_loopback(),
+        "the benchmark only targets loopback addresses, not {}",
+        target.addr
+    );
+    Ok(())
+}
+
+fn emit(target: &Target, record: &stats::Record) -> anyhow::Result<()> {
+    let line = serde_json::to_string(record)?;
+    println!("{line}");
+    eprintln!(
+        "{} {} c={}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {}, server CPU {:.1} µs/req, peak RSS {:.1} MiB {}",
+        record.server,
+        record.workload,
+        record.concurrency,
+        record.rps,
+        record.p50_ms,
+        record.p99_ms,
+        record.errors,
+        record.cpu_us_per_req,
+        record.rss_peak_mib,
+        record.note
+    );
+    if let Some(path) = &target.out {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        writeln!(file, "{line}")?;
+    }
+    Ok(())
+}

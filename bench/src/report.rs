@@ -1,0 +1,272 @@
+//! The markdown report: absolute figures per workload, ratios of kube-mcp to each peer, and the
+//! goals of issue 5 checked against the numbers. Pure (the caller reads and writes files).
+
+use crate::stats::Record;
+use std::fmt::Write as _;
+
+/// The server whose ratios to the others are reported.
+pub const OURS: &str = "kube-mcp";
+
+/// Workloads compared in one table: same shape of traffic, each server on the protocol it speaks.
+const GROUPS: &[(&str, &[&str])] = &[
+    (
+        "Stateless `tools/call` (one POST per call, no session)",
+        &["modern-call", "sessionless-call"],
+    ),
+    (
+        "Stateless `resources/read`",
+        &["modern-read", "sessionless-read"],
+    ),
+    (
+        "Legacy Streamable HTTP session flow (initialize, initialized, tool calls, DELETE)",
+        &["legacy-flow"],
+    ),
+    (
+        "HTTP+SSE session flow (GET /sse, initialize, initialized, tool calls, each answer read from the stream)",
+        &["sse-flow"],
+    ),
+];
+
+const IDLE: &[(&str, &str)] = &[
+    ("idle-sse", "Idle HTTP+SSE sessions (`GET /sse` held open)"),
+    (
+        "idle-streamable",
+        "Idle Streamable HTTP sessions (initialize + `GET /mcp` stream held open)",
+    ),
+];
+
+/// Renders the report.
+pub fn render(records: &[Record], machine: &str, notes: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# kube-mcp benchmark results\n");
+    let _ = writeln!(out, "{}\n", machine.trim());
+    if !notes.trim().is_empty() {
+        let _ = writeln!(out, "{}\n", notes.trim());
+    }
+    goals(&mut out, records);
+    for (title, workloads) in GROUPS {
+        let rows: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.rate.is_none() && workloads.contains(&r.workload.as_str()))
+            .collect();
+        if !rows.is_empty() {
+            load_table(&mut out, title, &rows);
+        }
+    }
+    let paced: Vec<&Record> = records.iter().filter(|r| r.rate.is_some()).collect();
+    if !paced.is_empty() {
+        load_table(
+            &mut out,
+            "Fixed rate (open loop; latency from each request's scheduled start)",
+            &paced,
+        );
+    }
+    for (workload, title) in IDLE {
+        let rows: Vec<&Record> = records.iter().filter(|r| r.workload == *workload).collect();
+        if !rows.is_empty() {
+            idle_table(&mut out, title, &rows);
+        }
+    }
+    out
+}
+
+fn ours<'a>(rows: &[&'a Record], concurrency: usize) -> Option<&'a Record> {
+    rows.iter()
+        .copied()
+        .find(|r| r.server == OURS && r.concurrency == concurrency)
+}
+
+fn ratio(ours: f64, theirs: f64) -> String {
+    if theirs > 0.0 && ours > 0.0 {
+        format!("{:.1}x", ours / theirs)
+    } else {
+        "n/a".into()
+    }
+}
+
+fn load_table(out: &mut String, title: &str, rows: &[&Record]) {
+    let _ = writeln!(out, "## {title}\n");
+    let _ = writeln!(
+        out,
+        "| server | protocol | conc. | rate | req/s | sessions/s | p50 ms | p95 ms | p99 ms | errors | server CPU µs/req | peak RSS MiB | kube-mcp req/s ÷ this | this CPU/req ÷ kube-mcp |"
+    );
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for r in rows {
+        let base = ours(rows, r.concurrency);
+        let (speed, cost) = match base {
+            Some(b) if r.server != OURS => (
+                ratio(b.rps, r.rps),
+                ratio(r.cpu_us_per_req, b.cpu_us_per_req),
+            ),
+            _ => ("—".into(), "—".into()),
+        };
+        let sessions = if r.sessions > 0 {
+            format!("{:.0}", r.sessions as f64 / r.seconds)
+        } else {
+            "—".into()
+        };
+        let rate = r.rate.map_or("max".into(), |rate| format!("{rate:.0}"));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.2} | {} | {:.0} | {:.1} | {} | {} |",
+            r.server,
+            r.protocol,
+            r.concurrency,
+            rate,
+            r.rps,
+            sessions,
+            r.p50_ms,
+            r.p95_ms,
+            r.p99_ms,
+            r.errors,
+            r.cpu_us_per_req,
+            r.rss_peak_mib,
+            speed,
+            cost
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn idle_table(out: &mut String, title: &str, rows: &[&Record]) {
+    let _ = writeln!(out, "## {title}\n");
+    let _ = writeln!(
+        out,
+        "| server | protocol | sessions asked | held open | errors | open time s | RSS idle MiB | peak RSS MiB | this RSS growth ÷ kube-mcp | notes |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    for r in rows {
+        let growth = |r: &Record| r.rss_peak_mib - r.rss_before_mib;
+        let versus = match ours(rows, r.concurrency) {
+            Some(b) if r.server != OURS => ratio(growth(r), growth(b)),
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} |",
+            r.server,
+            r.protocol,
+            r.concurrency,
+            r.sessions,
+            r.errors,
+            r.seconds,
+            r.rss_before_mib,
+            r.rss_peak_mib,
+            versus,
+            r.note
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn goals(out: &mut String, records: &[Record]) {
+    let closed = |server: &str, workloads: &[&str]| {
+        records.iter().find(|r| {
+            r.server == server
+                && r.rate.is_none()
+                && r.concurrency == 64
+                && workloads.contains(&r.workload.as_str())
+        })
+    };
+    let _ = writeln!(out, "## Goals (issue 5)\n");
+    let _ = writeln!(out, "| goal | measured | verdict |");
+    let _ = writeln!(out, "|---|---|---|");
+    let verdict = |met: bool| if met { "met" } else { "**missed**" };
+    for (workloads, label) in [
+        (
+            &["modern-call", "sessionless-call"][..],
+            "stateless tools/call",
+        ),
+        (&["legacy-flow"][..], "legacy session flow"),
+        (&["sse-flow"][..], "HTTP+SSE session flow"),
+    ] {
+        let Some(base) = closed(OURS, workloads) else {
+            continue;
+        };
+        for (peer, want) in [("typescript-sdk", 5.0), ("python-sdk", 20.0), ("rmcp", 1.0)] {
+            if let Some(theirs) = closed(peer, workloads) {
+                let times = base.rps / theirs.rps.max(1e-9);
+                let goal = if want > 1.0 {
+                    format!("c=64 {label}: ≥ {want:.0}x {peer}")
+                } else {
+                    format!("c=64 {label}: ahead of {peer}")
+                };
+                let _ = writeln!(
+                    out,
+                    "| {goal} | {times:.1}x ({:.0} vs {:.0} req/s) | {} |",
+                    base.rps,
+                    theirs.rps,
+                    verdict(times >= want && times > 1.0)
+                );
+            }
+        }
+    }
+    if let Some(paced) = records
+        .iter()
+        .find(|r| r.server == OURS && r.rate.is_some())
+    {
+        let _ = writeln!(
+            out,
+            "| p99 < 5 ms at half of kube-mcp's peak | p99 {:.2} ms at {:.0} req/s | {} |",
+            paced.p99_ms,
+            paced.rate.unwrap_or_default(),
+            verdict(paced.p99_ms < 5.0 && paced.errors == 0)
+        );
+    }
+    if let Some(idle) = records
+        .iter()
+        .filter(|r| r.server == OURS && r.workload == "idle-sse")
+        .max_by_key(|r| r.concurrency)
+    {
+        let _ = writeln!(
+            out,
+            "| {} idle legacy SSE sessions under 200 MB RSS | {} held, peak {:.1} MiB ({:.1} MB) | {} |",
+            idle.concurrency,
+            idle.sessions,
+            idle.rss_peak_mib,
+            idle.rss_peak_mib * 1.048_576,
+            verdict(
+                idle.concurrency >= 10_000
+                    && idle.sessions as usize == idle.concurrency
+                    && idle.rss_peak_mib * 1.048_576 < 200.0
+            )
+        );
+    }
+    let _ = writeln!(out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(server: &str, workload: &str, rps: f64) -> Record {
+        Record {
+            server: server.into(),
+            workload: workload.into(),
+            protocol: "p".into(),
+            concurrency: 64,
+            seconds: 10.0,
+            requests: (rps * 10.0) as u64,
+            rps,
+            cpu_us_per_req: 1e6 / rps,
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn ratios_and_goals() {
+        let records = [
+            record(OURS, "modern-call", 20_000.0),
+            record("typescript-sdk", "sessionless-call", 2_000.0),
+            record("python-sdk", "modern-call", 500.0),
+        ];
+        let text = render(&records, "machine", "");
+        assert!(text.contains("| 10.0x |"), "{text}");
+        assert!(text.contains("≥ 5x typescript-sdk | 10.0x"), "{text}");
+        assert!(text.contains("≥ 20x python-sdk | 40.0x"), "{text}");
+        assert!(!text.contains("missed"), "{text}");
+    }
+}
