@@ -24,12 +24,12 @@ async fn sessions_past_the_limit_are_refused_with_503() {
 #[tokio::test]
 async fn idle_sessions_expire() {
     let rt = start(MANIFEST, |c| {
-        c.sessions.idle_timeout = Duration::from_millis(300)
+        c.sessions.idle_timeout = Duration::from_secs(1)
     })
     .await;
     let session = rt.initialize().await;
     assert_eq!(rt.call(&session, 1, "ping", json!({})).await.0, 200);
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(rt.call(&session, 2, "ping", json!({})).await.0, 404);
     assert!(
         rt.metrics()
@@ -83,9 +83,10 @@ async fn an_unanswered_ping_ends_the_session() {
 
 #[tokio::test]
 async fn answered_pings_keep_the_session() {
+    // A generous timeout: a loaded machine may deliver pings late, and every one is answered.
     let rt = start(MANIFEST, |c| {
         c.sessions.ping_interval = Some(Duration::from_millis(100));
-        c.sessions.ping_timeout = Duration::from_millis(300);
+        c.sessions.ping_timeout = Duration::from_secs(2);
     })
     .await;
     let session = rt.initialize().await;
@@ -94,27 +95,26 @@ async fn answered_pings_keep_the_session() {
     while answered < 4 {
         assert!(
             stream
-                .until(Duration::from_secs(2), |t| t.contains("kube-mcp-ping-"))
+                .until(Duration::from_secs(3), |t| t.contains("kube-mcp-ping-"))
                 .await
         );
-        let id = stream
+        let ids: Vec<String> = stream
             .text
             .split("\"id\":\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .to_owned();
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .map(str::to_owned)
+            .collect();
         stream.text.clear();
-        let pong = json!({"jsonrpc": "2.0", "id": id, "result": {}});
-        assert_eq!(
-            rt.post(&pong, &[("mcp-session-id", &session)])
+        for id in ids {
+            let pong = json!({"jsonrpc": "2.0", "id": id, "result": {}});
+            let status = rt
+                .post(&pong, &[("mcp-session-id", &session)])
                 .await
-                .status(),
-            202
-        );
-        answered += 1;
+                .status();
+            assert_eq!(status, 202);
+            answered += 1;
+        }
     }
     assert_eq!(rt.call(&session, 1, "tools/list", json!({})).await.0, 200);
     assert!(rt.metrics().await.contains("mcp_ping_failures_total 0"));
