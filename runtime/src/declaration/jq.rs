@@ -88,6 +88,11 @@ impl JqProgram {
 
     /// Runs the program over a JSON document; it must produce exactly one value.
     pub fn run(&self, input: &[u8]) -> Result<Value, String> {
+        // jaq's parser recurses without a limit: an upstream body nested deeply enough would
+        // overflow the stack and abort the process. serde_json stops at 128 levels, so it vets
+        // the body first.
+        serde_json::from_slice::<Value>(input)
+            .map_err(|err| format!("the upstream body is not JSON (or nests too deeply): {err}"))?;
         let input = jaq_json::read::parse_single(input)
             .map_err(|err| format!("the upstream body is not JSON: {err}"))?;
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
@@ -126,6 +131,15 @@ fn describe(expected: &str, source: &str, at: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn refuses_bodies_nested_too_deeply_instead_of_crashing() {
+        let program = JqProgram::compile(".").unwrap();
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let err = program.run(deep.as_bytes()).unwrap_err();
+        assert!(err.contains("nests too deeply"), "{err}");
+        assert_eq!(program.run(b"[[1]]").unwrap(), json!([[1]]));
+    }
 
     #[test]
     fn extracts_values() {
