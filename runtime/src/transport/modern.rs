@@ -39,6 +39,13 @@ pub async fn post(
         }
     };
     if method == "subscriptions/listen" {
+        if !accepts_sse {
+            return (
+                StatusCode::NOT_ACCEPTABLE,
+                "subscriptions/listen answers with text/event-stream; accept it",
+            )
+                .into_response();
+        }
         return listen(state, id, &params);
     }
     let keepalive = state.http.keepalive;
@@ -149,6 +156,9 @@ fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     }
 }
 
+/// Most resource URIs one listen stream (or one legacy session) may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 100;
+
 /// What a listen request asked for (and is honored in full).
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Filter {
@@ -228,6 +238,18 @@ impl Filter {
 /// or the server shuts down (then it answers the listen request, which ends it gracefully).
 fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
     let started = std::time::Instant::now();
+    let asked = params
+        .get("notifications")
+        .and_then(|n| n.get("resourceSubscriptions"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if asked > MAX_SUBSCRIPTIONS {
+        state.server.record("subscriptions/listen", false, started);
+        let err = McpError::InvalidParams(format!(
+            "at most {MAX_SUBSCRIPTIONS} resourceSubscriptions per listen request ({asked} asked)"
+        ));
+        return error(Some(&id), &err, Era::Modern);
+    }
     let Ok(permit) = state.listen_streams.clone().try_acquire_owned() else {
         state.server.record("subscriptions/listen", false, started);
         let err = McpError::TooManySessions(state.sessions.settings().max_sessions);

@@ -128,7 +128,7 @@ pub async fn post(
             session.set_version(version);
             let result = initialize_result(&state.server.declaration(), version);
             state.server.record("initialize", true, started);
-            success_response(&id, result)
+            Some(success_response(&id, result))
         } else {
             run(
                 &state,
@@ -139,6 +139,9 @@ pub async fn post(
                 Some(stream.clone()),
             )
             .await
+        };
+        let Some(response) = response else {
+            return; // cancelled: no response
         };
         if stream
             .send_timeout(response, STREAM_SEND_TIMEOUT)

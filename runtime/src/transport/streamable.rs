@@ -4,12 +4,13 @@
 use super::answer::{self, error};
 use super::guard::accepts;
 use super::mcp::{SESSION_HEADER, VERSION_HEADER, missing_session};
+use super::modern::MAX_SUBSCRIPTIONS;
 use super::{AppState, session_stream};
 use crate::protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
 };
 use crate::server::{Notifier, RequestContext, initialize_result};
-use crate::sessions::{Session, SessionTransport};
+use crate::sessions::{MAX_IN_FLIGHT, Session, SessionTransport};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -134,6 +135,11 @@ async fn request(
     let (notifier, notifications) = answer::notification_channel(may_notify);
     let outcome = async move {
         let response = run(&state, &session, &id, &method, &params, notifier).await;
+        // The POST still needs an HTTP answer after a cancellation; clients ignore it.
+        let response = response.unwrap_or_else(|| {
+            let err = McpError::InvalidRequest("request cancelled".into());
+            answer::error_body(Some(&id), &err, ERA).0
+        });
         (StatusCode::OK, response)
     };
     answer::answer(outcome, notifications, accepts_sse, keepalive).await
@@ -148,22 +154,31 @@ pub async fn run(
     method: &str,
     params: &Value,
     notifier: Option<Notifier>,
-) -> Value {
+) -> Option<Value> {
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
+    let Some(in_flight) = session.start_request(id) else {
+        let err = McpError::TooManyRequests(MAX_IN_FLIGHT);
+        return Some(answer::error_body(Some(id), &err, era).0);
+    };
+    if method == "resources/subscribe" && session.subscription_count() >= MAX_SUBSCRIPTIONS {
+        let err = McpError::InvalidParams(format!(
+            "at most {MAX_SUBSCRIPTIONS} resource subscriptions per session; unsubscribe first"
+        ));
+        return Some(answer::error_body(Some(id), &err, era).0);
+    }
     let ctx = RequestContext::new(era, params, session.log_level(), notifier);
-    let cancelled = session.start_request(id);
     let outcome = tokio::select! {
         outcome = state.server.handle(&ctx, method, params) => outcome,
-        () = cancelled.cancelled() => Err(McpError::InvalidRequest("request cancelled".into())),
+        // A cancelled request gets no response, as the protocol asks.
+        () = in_flight.token.cancelled() => return None,
     };
-    session.finish_request(id);
-    match outcome {
+    Some(match outcome {
         Ok(result) => {
             apply_side_effects(state, session, method, params);
             success_response(id, result)
         }
         Err(err) => answer::error_body(Some(id), &err, era).0,
-    }
+    })
 }
 
 fn apply_side_effects(state: &AppState, session: &Session, method: &str, params: &Value) {
