@@ -73,12 +73,28 @@ impl UrlTemplate {
             .expand::<UriSpec, _>(&Args(args))
             .map_err(|err| format!("cannot expand the URL template: {err}"))?
             .to_string();
+        if has_dot_segment(&expanded) {
+            // URL parsing would resolve `..` and climb out of the declared path.
+            return Err("an argument made a `.` or `..` path segment in the upstream URL".into());
+        }
         let url = Url::parse(&expanded).map_err(|err| format!("invalid expanded URL: {err}"))?;
         if !same_origin(&url, &self.origin) {
             return Err("the expanded URL leaves the declared scheme, host and port".into());
         }
         Ok(url)
     }
+}
+
+/// Whether the path of an expanded URL has a `.` or `..` segment, also percent-encoded (URL
+/// parsers treat `%2e%2e` as `..`).
+fn has_dot_segment(url: &str) -> bool {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path_and_more = after_scheme.find('/').map_or("", |at| &after_scheme[at..]);
+    let path = path_and_more.split(['?', '#']).next().unwrap_or_default();
+    path.split('/').any(|segment| {
+        let segment = segment.to_ascii_lowercase().replace("%2e", ".");
+        segment == "." || segment == ".."
+    })
 }
 
 /// Whether two URLs share scheme, host and port.
@@ -125,6 +141,24 @@ impl Context for Args<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn refuses_arguments_that_climb_out_of_the_path() {
+        let t = UrlTemplate::parse("https://api.example.com/v1/users/{id}/profile").unwrap();
+        for id in ["..", "."] {
+            let err = t.expand(&json!({"id": id})).unwrap_err();
+            assert!(err.contains("path segment"), "{id}: {err}");
+        }
+        let t = UrlTemplate::parse("https://api.example.com/v1/{+path}").unwrap();
+        assert!(t.expand(&json!({"path": "../../admin/delete"})).is_err());
+        assert!(t.expand(&json!({"path": "a/%2e%2E/admin"})).is_err());
+        assert!(t.expand(&json!({"path": "docs/..x/a.b"})).is_ok());
+        let t = UrlTemplate::parse("https://api.example.com/v1/search{?q}").unwrap();
+        assert!(
+            t.expand(&json!({"q": ".."})).is_ok(),
+            "query values are not path segments"
+        );
+    }
 
     #[test]
     fn encodes_hostile_values() {
