@@ -5,7 +5,7 @@
 use super::{Answer, CallError, fetch, redact};
 use crate::admin::metrics::Metrics;
 use crate::backends::{ToolReply, text_block};
-use crate::declaration::{CompiledHttp, CompiledResponse, JqProgram, Templates};
+use crate::declaration::{CompiledHttp, CompiledResponse, JqProgram, Secret, Templates};
 use crate::protocol::McpError;
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -46,7 +46,7 @@ async fn map_tool(
 ) -> ToolReply {
     let status = answer.status;
     let Some(mapping) = http.response_for(status.as_u16()) else {
-        return unmapped_tool(&answer);
+        return unmapped_tool(&answer, &http.secrets);
     };
     let result = match &mapping.jq {
         Some(jq) => match run_jq(jq, &answer.body).await {
@@ -83,7 +83,7 @@ async fn map_tool(
 
 /// No mapping: a 2xx answer as received (JSON also as the structured result), anything else an
 /// error naming the status, with a bounded excerpt of the body.
-fn unmapped_tool(answer: &Answer) -> ToolReply {
+fn unmapped_tool(answer: &Answer, secrets: &[Secret]) -> ToolReply {
     if answer.refused_redirect {
         return ToolReply::error(format!(
             "upstream answered {} with a redirect to another host, which is refused",
@@ -94,7 +94,7 @@ fn unmapped_tool(answer: &Answer) -> ToolReply {
         return ToolReply::error(format!(
             "upstream answered {}: {}",
             answer.status,
-            excerpt(&answer.body)
+            excerpt(&answer.body, secrets)
         ));
     }
     let structured = serde_json::from_slice::<Value>(&answer.body).ok();
@@ -143,7 +143,7 @@ pub async fn resource_contents(
         None if !status.is_success() => {
             return Err(upstream_error(format!(
                 "upstream answered {status}: {}",
-                excerpt(&answer.body)
+                excerpt(&answer.body, &http.secrets)
             )));
         }
         None => match String::from_utf8(answer.body) {
@@ -208,11 +208,14 @@ fn body_block(answer: &Answer) -> Value {
     text_block(String::from_utf8_lossy(&answer.body).into_owned())
 }
 
-/// The start of a body, cut on a character boundary.
-fn excerpt(body: &[u8]) -> String {
+/// The start of a body, cut on a character boundary. Secrets are scrubbed from the whole body
+/// first, so a cut cannot leave part of one behind.
+fn excerpt(body: &[u8], secrets: &[Secret]) -> String {
     if body.is_empty() {
         return "(empty body)".into();
     }
+    let scrubbed = redact::text(&String::from_utf8_lossy(body), secrets);
+    let body = scrubbed.as_bytes();
     let text = String::from_utf8_lossy(&body[..body.len().min(EXCERPT_BYTES)]).into_owned();
     let text = text.trim_end_matches('\u{FFFD}').to_owned();
     if body.len() > EXCERPT_BYTES {
@@ -242,10 +245,10 @@ mod tests {
 
     #[test]
     fn excerpts_are_bounded_and_cut_on_characters() {
-        assert_eq!(excerpt(b""), "(empty body)");
-        assert_eq!(excerpt(b"short"), "short");
+        assert_eq!(excerpt(b"", &[]), "(empty body)");
+        assert_eq!(excerpt(b"short", &[]), "short");
         let long = "é".repeat(400);
-        let cut = excerpt(long.as_bytes());
+        let cut = excerpt(long.as_bytes(), &[]);
         assert!(cut.starts_with(&"é".repeat(256)), "{cut}");
         assert!(cut.ends_with("… (800 bytes in all)"), "{cut}");
     }

@@ -10,16 +10,45 @@ pub const REDACTED: &str = "[redacted]";
 /// Values shorter than this are not scrubbed (they would mangle ordinary text).
 const MIN_SECRET_LEN: usize = 4;
 
-/// Replaces every occurrence of a secret in `text`.
+/// Replaces every occurrence of a secret in `text`: as sent, and in the forms an upstream echoes
+/// it in (percent-encoded as in an echoed URL, JSON-escaped as in an echoed body).
 pub fn text(text: &str, secrets: &[Secret]) -> String {
     let mut out = text.to_owned();
     for secret in secrets {
         let value = secret.expose();
-        if value.len() >= MIN_SECRET_LEN && out.contains(value) {
-            out = out.replace(value, REDACTED);
+        if value.len() < MIN_SECRET_LEN {
+            continue;
+        }
+        for form in forms(value) {
+            if out.contains(&form) {
+                out = out.replace(&form, REDACTED);
+            }
         }
     }
     out
+}
+
+/// A secret as sent, percent-encoded (upper- and lower-case hex) and JSON-escaped.
+fn forms(value: &str) -> Vec<String> {
+    let mut upper = String::new();
+    let mut lower = String::new();
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            upper.push(char::from(byte));
+            lower.push(char::from(byte));
+        } else {
+            upper.push_str(&format!("%{byte:02X}"));
+            lower.push_str(&format!("%{byte:02x}"));
+        }
+    }
+    let escaped = serde_json::to_string(value).unwrap_or_default();
+    let escaped = escaped.trim_matches('"').to_owned();
+    let mut forms = vec![value.to_owned(), upper, lower, escaped];
+    forms.sort();
+    forms.dedup();
+    // Longest first, so a form that contains another is replaced whole.
+    forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+    forms
 }
 
 /// Replaces every occurrence of a secret in the strings (and keys) of `value`.
@@ -48,6 +77,20 @@ pub fn value(value: &mut Value, secrets: &[Secret]) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn scrubs_encoded_echoes() {
+        let secrets = [Secret::new("a+b/c=\"d".into())];
+        let echoed = r#"{"url": "https://x/?k=a%2Bb%2Fc%3D%22d", "json": "a+b/c=\"d", "low": "a%2bb%2fc%3d%22d"}"#;
+        let scrubbed = text(echoed, &secrets);
+        assert!(
+            !scrubbed.contains("a%2Bb")
+                && !scrubbed.contains("a%2bb")
+                && !scrubbed.contains("c=\\\"d"),
+            "{scrubbed}"
+        );
+        assert_eq!(scrubbed.matches(REDACTED).count(), 3, "{scrubbed}");
+    }
 
     #[test]
     fn scrubs_nested_strings_and_keys() {
