@@ -73,7 +73,7 @@ pub async fn serve(
     admin: TcpListener,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let served = reload::fingerprint(&config.manifest);
+    let served = reload::fingerprint(&config.manifest, config.compile.secrets_dir.as_deref());
     let compiled = reload::load(&config.manifest, &config.compile)
         .map_err(|err| anyhow::anyhow!("invalid manifest {}: {err}", config.manifest.display()))?;
     let sealer = match &config.session_key_file {
@@ -95,6 +95,7 @@ pub async fn serve(
         sessions,
         http: config.http.clone(),
         shutdown: shutdown.clone(),
+        listen_streams: Arc::new(tokio::sync::Semaphore::new(config.sessions.max_sessions)),
     });
     let admin_state = Arc::new(AdminState {
         server: server.clone(),

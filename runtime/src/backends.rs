@@ -1,7 +1,9 @@
 //! Where a tool's answer comes from. Each backend turns validated arguments into a [`ToolReply`];
-//! the dispatch layer does validation, notifications, metrics and era shaping around it.
+//! the dispatch layer does validation, notifications, metrics and era shaping around it. `content`
+//! renders the declared reply; `http` calls an upstream HTTP API.
 
 pub mod content;
+pub mod http;
 
 use serde_json::Value;
 

@@ -2,12 +2,13 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcp_runtime::app::{RunConfig, run};
-use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL};
+use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR};
 use mcp_runtime::server::ServerSettings;
 use mcp_runtime::sessions::SessionSettings;
 use mcp_runtime::transport::{HttpSettings, OriginPolicy};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 /// Serves the tools, resources and prompts an MCPServer manifest declares, to MCP clients of
@@ -55,7 +56,8 @@ struct ServeArgs {
     /// End a legacy session after this long without requests or an open stream.
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
     session_idle_timeout: Duration,
-    /// Most legacy sessions open at once; more are refused with 503.
+    /// Most legacy sessions, and most 2026-07-28 subscriptions/listen streams, open at once;
+    /// more are refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_sessions: usize,
     /// Interval of server pings on open session streams (0s disables).
@@ -68,6 +70,9 @@ struct ServeArgs {
     /// Default: a random key (one replica only).
     #[arg(long, value_name = "FILE")]
     session_key_file: Option<PathBuf>,
+    /// Interval of `:` keep-alive comments on SSE streams (keeps proxies from cutting them).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    sse_keepalive: Duration,
     /// How often the manifest is checked for changes.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     reload_interval: Duration,
@@ -80,6 +85,10 @@ struct ServeArgs {
     /// Work one template render may do (bounds runaway templates).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_FUEL)]
     template_fuel: u64,
+    /// Directory of the Secrets that `secretKeyRef`s name: a reference `{name, key}` reads the
+    /// file `<DIR>/<name>/<key>` (the operator mounts each Secret at `<DIR>/<name>`).
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_SECRETS_DIR)]
+    secrets_dir: PathBuf,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -94,14 +103,23 @@ enum LogFormat {
     Json,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let Command::Serve(args) = Cli::parse().command;
     init_logging(args.log_format, &args.log_level);
     let config = config(*args);
-    tokio::runtime::Builder::new_multi_thread()
+    let served = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?
-        .block_on(run(config))
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(run(config)));
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // The whole cause chain on one line, without a backtrace: this is for operators.
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn config(args: ServeArgs) -> RunConfig {
@@ -126,13 +144,13 @@ fn config(args: ServeArgs) -> RunConfig {
             origins,
             path_prefix: args.path_prefix.trim_end_matches('/').to_owned(),
             max_body_bytes: args.max_body_bytes,
+            keepalive: args.sse_keepalive,
         },
         sessions: SessionSettings {
             idle_timeout: args.session_idle_timeout,
             max_sessions: args.max_sessions,
             ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval),
             ping_timeout: args.ping_timeout,
-            ..SessionSettings::default()
         },
         session_key_file: args.session_key_file,
         server: ServerSettings {
@@ -141,6 +159,7 @@ fn config(args: ServeArgs) -> RunConfig {
         compile: CompileOptions {
             template_fuel: args.template_fuel,
             read_files: true,
+            secrets_dir: Some(args.secrets_dir),
         },
         reload_interval: args.reload_interval,
         shutdown_timeout: args.shutdown_timeout,
@@ -152,6 +171,7 @@ fn init_logging(format: LogFormat, level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

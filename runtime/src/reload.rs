@@ -1,4 +1,5 @@
-//! Live reload: polls the manifest (and the files its resources name) and swaps in the new
+//! Live reload: polls the manifest (and the files its resources and secret references name) and
+//! swaps in the new
 //! declaration when they change. Polling follows the symlink swaps of ConfigMap volumes without
 //! special cases. An invalid new version keeps the old one serving, is logged and counted.
 
@@ -17,8 +18,9 @@ pub struct Fingerprint {
     files: Vec<(PathBuf, Option<(u64, std::time::SystemTime)>)>,
 }
 
-/// Reads the current fingerprint; `None` if the manifest cannot be read right now.
-pub fn fingerprint(manifest_path: &Path) -> Option<Fingerprint> {
+/// Reads the current fingerprint; `None` if the manifest cannot be read right now. Secret files
+/// count too, so a rotated Secret is picked up like an edited manifest.
+pub fn fingerprint(manifest_path: &Path, secrets_dir: Option<&Path>) -> Option<Fingerprint> {
     let manifest = std::fs::read(manifest_path).ok()?;
     let base = manifest_path
         .parent()
@@ -27,10 +29,16 @@ pub fn fingerprint(manifest_path: &Path) -> Option<Fingerprint> {
     let files =
         crate::declaration::parse_manifest(&String::from_utf8_lossy(&manifest), base.clone())
             .map(|m| {
+                let secrets = m
+                    .declaration
+                    .secret_key_refs()
+                    .into_iter()
+                    .filter_map(|r| crate::declaration::secret_path(secrets_dir?, &r).ok());
                 m.declaration
                     .resources
                     .iter()
                     .filter_map(|r| r.file.as_ref().map(|f| base.join(f)))
+                    .chain(secrets)
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default()
@@ -47,8 +55,20 @@ pub fn fingerprint(manifest_path: &Path) -> Option<Fingerprint> {
 
 /// Loads and compiles a manifest file, with a message that names the failing field.
 pub fn load(path: &Path, options: &CompileOptions) -> Result<Compiled, String> {
-    let manifest = read_manifest(path).map_err(|err| err.to_string())?;
+    let manifest = read_manifest(path).map_err(|err| with_causes(&err))?;
     compile(&manifest, options).map_err(|err| err.to_string())
+}
+
+/// An error and its causes on one line, as `a: b: c`.
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(source) = cause {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        cause = source.source();
+    }
+    text
 }
 
 /// Watches until `stop`, starting from the fingerprint of what is being served.
@@ -66,7 +86,7 @@ pub async fn watch(
             () = stop.cancelled() => return,
             _ = timer.tick() => {}
         }
-        let current = fingerprint(&path);
+        let current = fingerprint(&path, options.secrets_dir.as_deref());
         if current.is_none() || current == served {
             continue;
         }

@@ -8,6 +8,7 @@ mod lifecycle;
 mod prompts;
 mod resources;
 mod tools;
+mod upstream;
 
 use crate::admin::metrics::{Metrics, method_label};
 use crate::declaration::{Compiled, LogLevel};
@@ -19,6 +20,9 @@ use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 
 pub use lifecycle::{initialize_result, parse_level};
+use tokio_util::sync::CancellationToken;
+pub use upstream::MAX_POLLED;
+use upstream::{Poller, ReadCache};
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
 const CHANGE_CAPACITY: usize = 64;
@@ -108,21 +112,33 @@ impl Default for ServerSettings {
 
 /// The dispatch layer over the current declaration.
 pub struct Server {
-    current: ArcSwap<Compiled>,
+    current: Arc<ArcSwap<Compiled>>,
     settings: ServerSettings,
     metrics: Arc<Metrics>,
     changes: broadcast::Sender<Arc<Changes>>,
+    cache: Arc<ReadCache>,
+    poller: Poller,
 }
 
 impl Server {
     /// Serves `compiled`.
     pub fn new(compiled: Compiled, settings: ServerSettings, metrics: Arc<Metrics>) -> Self {
         let (changes, _) = broadcast::channel(CHANGE_CAPACITY);
+        let current = Arc::new(ArcSwap::from_pointee(compiled));
+        let cache = Arc::new(ReadCache::default());
+        let poller = Poller::new(
+            current.clone(),
+            metrics.clone(),
+            changes.clone(),
+            cache.clone(),
+        );
         Self {
-            current: ArcSwap::from_pointee(compiled),
+            current,
             settings,
             metrics,
             changes,
+            cache,
+            poller,
         }
     }
 
@@ -136,6 +152,13 @@ impl Server {
         &self.metrics
     }
 
+    /// Records a request answered outside [`Server::handle`] (`initialize`, which opens a
+    /// session, and `subscriptions/listen`, which is a stream).
+    pub fn record(&self, method: &str, ok: bool, started: Instant) {
+        self.metrics
+            .request(method_label(method), ok, started.elapsed());
+    }
+
     /// Change notifications from reloads.
     pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<Changes>> {
         self.changes.subscribe()
@@ -144,12 +167,29 @@ impl Server {
     /// Swaps in a new declaration and tells open streams what changed.
     pub fn replace(&self, compiled: Compiled) -> Changes {
         let old = self.current.swap(Arc::new(compiled));
+        self.cache.forget(None);
         let changes = diff(&old, &self.current.load());
         if changes.any() {
             // No receivers is fine: nobody listens.
             let _ = self.changes.send(Arc::new(changes.clone()));
         }
         changes
+    }
+
+    /// Polls the upstream behind `uri` (if any) for `watcher` until `until` is cancelled or
+    /// [`Server::unwatch_resource`]; changes become `notifications/resources/updated`.
+    pub fn watch_resource(&self, uri: &str, watcher: &str, until: CancellationToken) {
+        self.poller.watch(uri, watcher, until);
+    }
+
+    /// Stops polling `uri` for `watcher`.
+    pub fn unwatch_resource(&self, uri: &str, watcher: &str) {
+        self.poller.unwatch(uri, watcher);
+    }
+
+    /// How many upstream resources are being polled for subscribers.
+    pub fn polled_resources(&self) -> usize {
+        self.poller.polled()
     }
 
     /// Answers one request.
@@ -202,7 +242,9 @@ impl Server {
                 "resourceTemplates",
                 decl.resource_templates.iter().map(|t| &t.descriptor),
             ),
-            (_, "resources/read") => resources::read(decl, params),
+            (_, "resources/read") => {
+                resources::read(decl, &self.metrics, &self.cache, params).await
+            }
             (_, "prompts/list") => catalog::list(
                 params,
                 page_size,

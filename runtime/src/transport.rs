@@ -31,6 +31,8 @@ pub struct HttpSettings {
     pub path_prefix: String,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Interval of `:` keep-alive comments on SSE streams.
+    pub keepalive: Duration,
 }
 
 impl Default for HttpSettings {
@@ -39,6 +41,7 @@ impl Default for HttpSettings {
             origins: OriginPolicy::default(),
             path_prefix: String::new(),
             max_body_bytes: 4 * 1024 * 1024,
+            keepalive: Duration::from_secs(15),
         }
     }
 }
@@ -53,6 +56,8 @@ pub struct AppState {
     pub http: HttpSettings,
     /// Cancelled on shutdown: open streams end.
     pub shutdown: CancellationToken,
+    /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
+    pub listen_streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// The MCP routes.

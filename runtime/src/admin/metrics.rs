@@ -41,6 +41,15 @@ pub struct ToolLabel {
     pub tool: String,
 }
 
+/// Labels of `mcp_upstream_requests_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UpstreamOutcome {
+    /// A declared tool name, or `resource:<name>`.
+    pub tool: String,
+    /// The HTTP status code, or `timeout`, `too_large` or `transport_error`.
+    pub code: String,
+}
+
 /// Labels of `mcp_sessions_active`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TransportLabel {
@@ -66,6 +75,8 @@ pub struct Metrics {
     session_refusals: Counter,
     ping_failures: Counter,
     reloads: Family<ReloadOutcome, Counter>,
+    upstream_requests: Family<UpstreamOutcome, Counter>,
+    upstream_duration: Family<ToolLabel, Histogram>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -88,6 +99,10 @@ impl Default for Metrics {
         let session_refusals = Counter::default();
         let ping_failures = Counter::default();
         let reloads = Family::<ReloadOutcome, Counter>::default();
+        let upstream_requests = Family::<UpstreamOutcome, Counter>::default();
+        let upstream_duration = Family::<ToolLabel, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
         registry.register(
             "mcp_requests",
             "MCP requests by method and outcome",
@@ -130,6 +145,17 @@ impl Default for Metrics {
             "Manifest reloads by outcome",
             reloads.clone(),
         );
+        registry.register(
+            "mcp_upstream_requests",
+            "Requests to upstream HTTP APIs by tool (or resource) and status code",
+            upstream_requests.clone(),
+        );
+        registry.register_with_unit(
+            "mcp_upstream_request_duration",
+            "Time of one upstream HTTP request, body included",
+            prometheus_client::registry::Unit::Seconds,
+            upstream_duration.clone(),
+        );
         for transport in ["streamable_http", "sse"] {
             let _ = sessions.get_or_create(&TransportLabel { transport });
         }
@@ -146,6 +172,8 @@ impl Default for Metrics {
             session_refusals,
             ping_failures,
             reloads,
+            upstream_requests,
+            upstream_duration,
         }
     }
 }
@@ -204,6 +232,21 @@ impl Metrics {
             .inc();
     }
 
+    /// Records one upstream HTTP request of a tool or resource (`code`: status or failure kind).
+    pub fn upstream(&self, tool: &str, code: &str, elapsed: Duration) {
+        self.upstream_requests
+            .get_or_create(&UpstreamOutcome {
+                tool: tool.to_owned(),
+                code: code.to_owned(),
+            })
+            .inc();
+        self.upstream_duration
+            .get_or_create(&ToolLabel {
+                tool: tool.to_owned(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
     /// The registry, for extra metrics (HTTP backends) and for encoding.
     pub fn registry_mut(&mut self) -> &mut Registry {
         &mut self.registry
@@ -259,6 +302,7 @@ mod tests {
         );
         metrics.tool_call("greet", false, Duration::from_millis(1));
         metrics.sessions("sse", 1);
+        metrics.upstream("get_issue", "404", Duration::from_millis(3));
         let text = metrics.encode();
         for expected in [
             "mcp_requests_total{method=\"tools/call\",outcome=\"ok\"} 1",
@@ -269,6 +313,8 @@ mod tests {
             "mcp_tool_call_duration_seconds_count{tool=\"greet\"} 1",
             "mcp_reloads_total{outcome=\"error\"} 0",
             "mcp_ping_failures_total 0",
+            "mcp_upstream_requests_total{tool=\"get_issue\",code=\"404\"} 1",
+            "mcp_upstream_request_duration_seconds_count{tool=\"get_issue\"} 1",
         ] {
             assert!(text.contains(expected), "missing {expected} in\n{text}");
         }

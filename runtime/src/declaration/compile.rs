@@ -2,6 +2,15 @@
 //! schema compiled, every list entry pre-built. The result is immutable and shared by all
 //! requests. Pure, except that resources declared with `file` are read (unless disabled).
 
+mod http;
+mod http_params;
+mod http_types;
+
+pub use http_types::{
+    BodyKind, CompiledBody, CompiledHttp, CompiledParam, CompiledResponse, ParamValue, Retry,
+    StatusMatch,
+};
+
 use super::load::Manifest;
 use super::template::{DEFAULT_FUEL, Templates, Text};
 use super::types::{CachePolicy, ContentBlock, Declaration, LogLevel, Prompt, Resource, Tool};
@@ -10,7 +19,8 @@ use super::value_template::ValueTemplate;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One problem in a declaration, located by its field path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +53,9 @@ pub struct CompileOptions {
     /// Read resources declared with `file`; the operator turns this off (the files exist only in
     /// the pod), the runtime keeps it on.
     pub read_files: bool,
+    /// Where `secretKeyRef`s are read (`<dir>/<name>/<key>`); `None` checks the references
+    /// without reading them (the operator validates without the pod's files).
+    pub secrets_dir: Option<PathBuf>,
 }
 
 impl Default for CompileOptions {
@@ -50,6 +63,7 @@ impl Default for CompileOptions {
         Self {
             template_fuel: DEFAULT_FUEL,
             read_files: true,
+            secrets_dir: None,
         }
     }
 }
@@ -97,6 +111,8 @@ pub struct CompiledTool {
     pub progress: Vec<CompiledProgress>,
     /// Log messages, in order.
     pub logs: Vec<CompiledLog>,
+    /// The upstream call that answers instead of the declared content.
+    pub http: Option<Arc<CompiledHttp>>,
 }
 
 /// A declared progress step.
@@ -128,8 +144,10 @@ pub struct CompiledLog {
 pub struct CompiledResource {
     /// Its `resources/list` entry.
     pub descriptor: Value,
-    /// Its `resources/read` contents entry.
+    /// Its `resources/read` contents entry (for `http` resources: `uri` and `mimeType` only).
     pub contents: Value,
+    /// The upstream call that provides the contents.
+    pub http: Option<Arc<CompiledHttp>>,
 }
 
 /// A resource template ready to match and read.
@@ -141,8 +159,10 @@ pub struct CompiledResourceTemplate {
     pub uri: UriTemplate,
     /// MIME type of the contents.
     pub mime_type: Option<String>,
-    /// Contents template.
-    pub text: Text,
+    /// Contents template (absent for `http` templates).
+    pub text: Option<Text>,
+    /// The upstream call that provides the contents.
+    pub http: Option<Arc<CompiledHttp>>,
     /// Completion values per variable.
     pub completions: HashMap<String, Vec<String>>,
 }
@@ -305,13 +325,20 @@ impl<'a> Compiler<'a> {
             .output_schema
             .as_ref()
             .and_then(|schema| self.schema(&format!("{path}.outputSchema"), schema));
-        if tool.content.is_none() && tool.structured_content.is_none() {
+        let declared_reply = tool.content.is_some() || tool.structured_content.is_some();
+        if tool.http.is_some() && (declared_reply || tool.is_error) {
+            self.error(
+                format!("{path}.http"),
+                "declare either `http` or a declared reply (`content`, `structuredContent`, `isError`)",
+            );
+        } else if tool.http.is_none() && !declared_reply {
             self.error(
                 path.to_owned(),
-                "declare the reply: `content`, `structuredContent` or both",
+                "declare the reply: `content`, `structuredContent` or both, or `http`",
             );
         }
-        if tool.output_schema.is_some() && tool.structured_content.is_none() {
+        if tool.output_schema.is_some() && tool.structured_content.is_none() && tool.http.is_none()
+        {
             self.error(
                 format!("{path}.structuredContent"),
                 "required when `outputSchema` is declared",
@@ -334,6 +361,18 @@ impl<'a> Compiler<'a> {
                 format!("does not match outputSchema: {err}"),
             );
         }
+        let annotations = tool.annotations.as_ref();
+        let http = tool.http.as_ref().and_then(|spec| {
+            let target = http::Target::Tool {
+                label: &tool.name,
+                retry_allowed: annotations.is_some_and(|a| {
+                    a.read_only_hint == Some(true) || a.idempotent_hint == Some(true)
+                }),
+                args: http::declared_args(&input_schema),
+            };
+            self.http(&format!("{path}.http"), spec, target)
+                .map(Arc::new)
+        });
         let progress = self.progress(path, tool);
         let logs = tool
             .logs
@@ -369,6 +408,7 @@ impl<'a> Compiler<'a> {
             is_error: tool.is_error,
             progress,
             logs,
+            http,
         })
     }
 
@@ -514,11 +554,23 @@ impl<'a> Compiler<'a> {
             resource.text.is_some(),
             resource.blob.is_some(),
             resource.file.is_some(),
+            resource.http.is_some(),
         ];
         if sources.iter().filter(|&&set| set).count() != 1 {
-            self.error(path, "declare exactly one of `text`, `blob` or `file`");
+            self.error(
+                path,
+                "declare exactly one of `text`, `blob`, `file` or `http`",
+            );
             return None;
         }
+        let http = resource.http.as_ref().and_then(|spec| {
+            let target = http::Target::Resource {
+                label: format!("resource:{}", resource.name),
+                args: HashSet::new(),
+            };
+            self.http(&format!("{path}.http"), spec, target)
+                .map(Arc::new)
+        });
         if resource.uri.is_empty() || !resource.uri.contains(':') {
             self.error(
                 format!("{path}.uri"),
@@ -568,9 +620,13 @@ impl<'a> Compiler<'a> {
         if !resource.icons.is_empty() {
             descriptor["icons"] = json!(resource.icons);
         }
+        if resource.http.is_some() && http.is_none() {
+            return None;
+        }
         Some(CompiledResource {
             descriptor,
             contents,
+            http,
         })
     }
 
@@ -604,8 +660,29 @@ impl<'a> Compiler<'a> {
                     );
                 }
             }
-            let Some(text) = self.text(&format!("{path}.text"), &template.text) else {
-                continue;
+            let http = match (&template.text, &template.http) {
+                (Some(_), None) => None,
+                (None, Some(spec)) => {
+                    let target = http::Target::Resource {
+                        label: format!("resource:{}", template.name),
+                        args: variables.iter().map(|v| (*v).to_owned()).collect(),
+                    };
+                    match self.http(&format!("{path}.http"), spec, target) {
+                        Some(http) => Some(Arc::new(http)),
+                        None => continue,
+                    }
+                }
+                _ => {
+                    self.error(&path, "declare exactly one of `text` or `http`");
+                    continue;
+                }
+            };
+            let text = match &template.text {
+                Some(source) => match self.text(&format!("{path}.text"), source) {
+                    Some(text) => Some(text),
+                    None => continue,
+                },
+                None => None,
             };
             let mut descriptor =
                 json!({"uriTemplate": template.uri_template, "name": template.name});
@@ -618,6 +695,7 @@ impl<'a> Compiler<'a> {
                 uri,
                 mime_type: template.mime_type.clone(),
                 text,
+                http,
                 completions: template.completions.clone().into_iter().collect(),
             });
         }

@@ -69,21 +69,38 @@ impl Templates {
 
     /// Renders `text` with the variable `args`.
     pub fn render(&self, text: &Text, args: &Value) -> Result<String, RenderError> {
-        let (name, argument) = match text {
-            Text::Literal(literal) => return Ok(literal.clone()),
-            Text::Template(TemplateRef { name, argument }) => (name, argument),
-        };
-        if let Some(Value::String(value)) = argument.as_deref().and_then(|key| args.get(key)) {
+        // `{{ args.NAME }}` with a string argument needs no template engine.
+        if let Text::Template(TemplateRef {
+            argument: Some(key),
+            ..
+        }) = text
+            && let Some(Value::String(value)) = args.get(key.as_str())
+        {
             return Ok(value.clone());
         }
+        self.render_with(
+            text,
+            minijinja::context! { args => minijinja::Value::from(minijinja::value::Serde(args)) },
+        )
+    }
+
+    /// Renders `text` with each key of the object `vars` as a variable (response templates see
+    /// `args`, `status`, `headers`, `body` and `result`).
+    pub fn render_in(&self, text: &Text, vars: &Value) -> Result<String, RenderError> {
+        self.render_with(text, minijinja::Value::from(minijinja::value::Serde(vars)))
+    }
+
+    fn render_with(&self, text: &Text, context: minijinja::Value) -> Result<String, RenderError> {
+        let name = match text {
+            Text::Literal(literal) => return Ok(literal.clone()),
+            Text::Template(TemplateRef { name, .. }) => name,
+        };
         let fail = |err: minijinja::Error| RenderError {
             name: name.clone(),
             message: describe(&err),
         };
         let template = self.env.get_template(name).map_err(fail)?;
-        template
-            .render(minijinja::context! { args => minijinja::Value::from(minijinja::value::Serde(args)) })
-            .map_err(fail)
+        template.render(context).map_err(fail)
     }
 }
 

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+mod http;
+pub use http::*;
+
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -108,6 +111,9 @@ pub struct Tool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::declaration::types::any_value")]
     pub structured_content: Option<Value>,
+    /// Where the reply comes from instead of `content`: an upstream HTTP API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Http>,
     /// Marks the declared reply as a tool error (`isError: true`), readable by the model.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
@@ -310,7 +316,8 @@ pub enum Role {
     Assistant,
 }
 
-/// A resource with a fixed URI; exactly one of `text`, `blob` or `file` gives its contents.
+/// A resource with a fixed URI; exactly one of `text`, `blob`, `file` or `http` gives its
+/// contents.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
@@ -343,9 +350,13 @@ pub struct Resource {
     /// on every reload; relative paths are resolved against the manifest's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// Contents fetched from an upstream HTTP API on each read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Http>,
 }
 
-/// Resources addressed by a URI template; the contents are a template over the URI's variables.
+/// Resources addressed by a URI template; the contents are a template over the URI's variables
+/// or come from an upstream HTTP API.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceTemplate {
@@ -365,8 +376,13 @@ pub struct ResourceTemplate {
     /// Audience and priority hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
-    /// Text contents; a template over `args` (the URI's variables).
-    pub text: String,
+    /// Text contents; a template over `args` (the URI's variables). Exactly one of `text` or
+    /// `http`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Contents fetched from an upstream HTTP API; `args` are the URI's variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Http>,
     /// Values offered by `completion/complete` for each URI variable.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub completions: BTreeMap<String, Vec<String>>,

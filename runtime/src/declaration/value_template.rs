@@ -66,9 +66,21 @@ impl ValueTemplate {
 
     /// Renders every slot with `args`.
     pub fn render(&self, templates: &Templates, args: &Value) -> Result<Value, RenderError> {
+        self.render_by(|text| templates.render(text, args))
+    }
+
+    /// Renders every slot with each key of the object `vars` as a variable.
+    pub fn render_in(&self, templates: &Templates, vars: &Value) -> Result<Value, RenderError> {
+        self.render_by(|text| templates.render_in(text, vars))
+    }
+
+    fn render_by(
+        &self,
+        render: impl Fn(&Text) -> Result<String, RenderError>,
+    ) -> Result<Value, RenderError> {
         let mut value = self.base.clone();
         for (steps, text) in &self.slots {
-            let rendered = templates.render(text, args)?;
+            let rendered = render(text)?;
             if let Some(slot) = steps.iter().try_fold(&mut value, |v, step| match step {
                 Step::Key(key) => v.get_mut(key.as_str()),
                 Step::Index(index) => v.get_mut(*index),

@@ -40,9 +40,12 @@ pub enum McpError {
         /// What the client asked for.
         requested: String,
     },
-    /// The server is at its session limit.
+    /// The server is at its limit of sessions (or of open subscription streams).
     #[error("too many sessions: the server holds its maximum of {0}; try again later")]
     TooManySessions(usize),
+    /// A session has its maximum of requests running.
+    #[error("too many requests in flight: this session already runs {0}")]
+    TooManyRequests(usize),
     /// The server failed.
     #[error("internal error: {0}")]
     Internal(String),
@@ -63,7 +66,7 @@ impl McpError {
             Self::HeaderMismatch(_) => -32020,
             Self::MissingCapability(_) => -32021,
             Self::UnsupportedVersion { .. } => -32022,
-            Self::TooManySessions(_) => -32000,
+            Self::TooManySessions(_) | Self::TooManyRequests(_) => -32000,
             Self::Internal(_) => -32603,
         }
     }

@@ -1,8 +1,12 @@
-//! `resources/read` of fixed resources and resource templates, and the legacy subscribe check.
-//! Pure.
+//! `resources/read` of fixed resources and resource templates (declared, or fetched from an
+//! upstream HTTP API, with an optional cache), and the legacy subscribe check. Upstream reads
+//! do network I/O; the rest is pure.
 
-use crate::declaration::Compiled;
-use crate::protocol::{McpError, object};
+use super::upstream::ReadCache;
+use crate::admin::metrics::Metrics;
+use crate::backends::http;
+use crate::declaration::{Compiled, CompiledHttp};
+use crate::protocol::McpError;
 use serde_json::{Map, Value, json};
 
 fn uri_param(params: &Value) -> Result<&str, McpError> {
@@ -13,13 +17,32 @@ fn uri_param(params: &Value) -> Result<&str, McpError> {
 }
 
 /// Reads a resource: a fixed one by URI, else the first template that matches.
-pub fn read(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
+pub async fn read(
+    decl: &Compiled,
+    metrics: &Metrics,
+    cache: &ReadCache,
+    params: &Value,
+) -> Result<Value, McpError> {
     let uri = uri_param(params)?;
+    let contents = contents(decl, metrics, Some(cache), uri).await?;
+    Ok(json!({"contents": [contents]}))
+}
+
+/// The contents entry of `uri`; `cache` is skipped by the subscription poller.
+pub async fn contents(
+    decl: &Compiled,
+    metrics: &Metrics,
+    cache: Option<&ReadCache>,
+    uri: &str,
+) -> Result<Value, McpError> {
     if let Some(resource) = decl.resource(uri) {
-        return Ok(object([(
-            "contents",
-            Value::Array(vec![resource.contents.clone()]),
-        )]));
+        return match &resource.http {
+            None => Ok(resource.contents.clone()),
+            Some(upstream) => {
+                let mime = resource.contents.get("mimeType").and_then(Value::as_str);
+                fetch(decl, metrics, cache, upstream, uri, mime, &json!({})).await
+            }
+        };
     }
     for template in &decl.resource_templates {
         let Some(values) = template.uri.matches(uri) else {
@@ -29,19 +52,61 @@ pub fn read(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
             .into_iter()
             .map(|(k, v)| (k, Value::String(v)))
             .collect();
+        let args = Value::Object(args);
+        if let Some(upstream) = &template.http {
+            let mime = template.mime_type.as_deref();
+            return fetch(decl, metrics, cache, upstream, uri, mime, &args).await;
+        }
+        let Some(text) = &template.text else {
+            continue;
+        };
         let text = decl
             .templates
-            .render(&template.text, &Value::Object(args))
+            .render(text, &args)
             .map_err(|err| McpError::Internal(err.to_string()))?;
         let mut contents = json!({"uri": uri, "text": text});
         if let Some(mime_type) = &template.mime_type {
             contents["mimeType"] = json!(mime_type);
         }
-        return Ok(json!({"contents": [contents]}));
+        return Ok(contents);
     }
     Err(McpError::ResourceNotFound {
         uri: uri.to_owned(),
     })
+}
+
+async fn fetch(
+    decl: &Compiled,
+    metrics: &Metrics,
+    cache: Option<&ReadCache>,
+    upstream: &CompiledHttp,
+    uri: &str,
+    mime: Option<&str>,
+    args: &Value,
+) -> Result<Value, McpError> {
+    let cache = cache.filter(|_| !upstream.cache_ttl.is_zero());
+    if let Some(hit) = cache.and_then(|c| c.get(uri)) {
+        return Ok(hit);
+    }
+    let contents =
+        http::resource_contents(upstream, &decl.templates, metrics, uri, mime, args).await?;
+    if let Some(cache) = cache {
+        cache.put(uri, contents.clone(), upstream.cache_ttl);
+    }
+    Ok(contents)
+}
+
+/// The poll interval of an upstream-backed `uri`.
+pub fn poll_interval(decl: &Compiled, uri: &str) -> Option<std::time::Duration> {
+    let http = match decl.resource(uri) {
+        Some(resource) => resource.http.as_ref(),
+        None => decl
+            .resource_templates
+            .iter()
+            .find(|t| t.uri.matches(uri).is_some())
+            .and_then(|t| t.http.as_ref()),
+    };
+    http.map(|h| h.poll_interval)
 }
 
 /// A subscription is accepted for any URI this server can read.

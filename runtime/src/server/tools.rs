@@ -1,10 +1,11 @@
 //! `tools/call`: argument validation, declared progress and log notifications, the backend's
-//! reply, output validation, metrics, and shaping the result for the era.
+//! reply (declared content, or an upstream HTTP call), output validation, metrics, and shaping
+//! the result for the era.
 
 use crate::admin::metrics::Metrics;
-use crate::backends::{ToolReply, content};
+use crate::backends::{ToolReply, content, http, text_block};
 use crate::declaration::{Compiled, CompiledTool};
-use crate::protocol::{Era, McpError, notification, object};
+use crate::protocol::{Era, LegacyVersion, McpError, notification, object};
 use crate::server::RequestContext;
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -41,13 +42,14 @@ pub async fn call(
         }
     };
     let started = Instant::now();
-    let reply = run(decl, tool, ctx, args).await;
+    let reply = run(decl, metrics, tool, ctx, args).await;
     metrics.tool_call(name, !reply.is_error, started.elapsed());
     Ok(shape(reply, ctx.era))
 }
 
 async fn run(
     decl: &Compiled,
+    metrics: &Metrics,
     tool: &CompiledTool,
     ctx: &RequestContext,
     args: &Value,
@@ -57,13 +59,27 @@ async fn run(
     }
     send_logs(decl, tool, ctx, args).await;
     send_progress(decl, tool, ctx, args).await;
-    let reply = match content::reply(tool, &decl.templates, args) {
-        Ok(reply) => reply,
-        Err(err) => return ToolReply::error(err.to_string()),
+    let reply = match &tool.http {
+        Some(upstream) => http::tool_reply(upstream, &decl.templates, metrics, args).await,
+        None => match content::reply(tool, &decl.templates, args) {
+            Ok(reply) => reply,
+            Err(err) => return ToolReply::error(err.to_string()),
+        },
     };
+    if tool.output.is_some() && reply.structured.is_none() && !reply.is_error {
+        return ToolReply::error(
+            "the tool declares an outputSchema but produced no structured result",
+        );
+    }
+    let mut reply = reply;
     if let (Some(validator), Some(structured)) = (&tool.output, &reply.structured)
         && let Some(problem) = violations(validator, structured)
     {
+        if reply.is_error {
+            // An error's details need not follow the success schema; the content still tells.
+            reply.structured = None;
+            return reply;
+        }
         return ToolReply::error(format!(
             "the tool's structured result does not match its outputSchema: {problem}"
         ));
@@ -132,7 +148,15 @@ async fn send_progress(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContex
 /// Era shaping: `structuredContent` is any JSON in 2026-07-28, an object from 2025-06-18, and
 /// absent before (the JSON text block carries it).
 fn shape(reply: ToolReply, era: Era) -> Value {
-    let mut result = object([("content", Value::Array(reply.content))]);
+    let content = match era {
+        Era::Legacy(version) => reply
+            .content
+            .into_iter()
+            .map(|block| downgrade(block, version))
+            .collect(),
+        Era::Modern => reply.content,
+    };
+    let mut result = object([("content", Value::Array(content))]);
     if reply.is_error {
         result["isError"] = Value::Bool(true);
     }
@@ -146,4 +170,52 @@ fn shape(reply: ToolReply, era: Era) -> Value {
         }
     }
     result
+}
+
+/// Content blocks an older protocol version cannot carry become text that says what they were:
+/// audio arrived in 2025-03-26, resource links in 2025-06-18.
+fn downgrade(block: Value, version: LegacyVersion) -> Value {
+    let field = |key: &str| {
+        block
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match block.get("type").and_then(Value::as_str) {
+        Some("audio") if version < LegacyVersion::V2025_03_26 => text_block(format!(
+            "[{} audio omitted: protocol {} cannot carry audio]",
+            field("mimeType"),
+            version.as_str()
+        )),
+        Some("resource_link") if version < LegacyVersion::V2025_06_18 => {
+            text_block(format!("{}: {}", field("name"), field("uri")))
+        }
+        _ => block,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn older_versions_get_text_instead_of_blocks_they_cannot_carry() {
+        let audio = json!({"type": "audio", "data": "AA==", "mimeType": "audio/wav"});
+        let link = json!({"type": "resource_link", "uri": "docs://a", "name": "a"});
+        let old = downgrade(audio.clone(), LegacyVersion::V2024_11_05);
+        assert_eq!(old["type"], "text");
+        assert!(
+            old["text"]
+                .as_str()
+                .unwrap()
+                .contains("audio/wav audio omitted")
+        );
+        assert_eq!(downgrade(audio.clone(), LegacyVersion::V2025_03_26), audio);
+        assert_eq!(
+            downgrade(link.clone(), LegacyVersion::V2025_03_26),
+            json!({"type": "text", "text": "a: docs://a"})
+        );
+        assert_eq!(downgrade(link.clone(), LegacyVersion::V2025_06_18), link);
+    }
 }

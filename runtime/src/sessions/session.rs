@@ -11,6 +11,24 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+/// Most requests one session may have running at once (HTTP+SSE answers 202 before running a
+/// request, so nothing else would bound them).
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// A registered in-flight request; dropping it forgets the request.
+pub struct InFlight<'a> {
+    session: &'a Session,
+    key: String,
+    /// Cancelled by `notifications/cancelled` or when the session ends.
+    pub token: CancellationToken,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.session.state().in_flight.remove(&self.key);
+    }
+}
+
 /// How the session's client reaches us.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SessionTransport {
@@ -38,6 +56,8 @@ pub struct Session {
     pub transport: SessionTransport,
     /// Cancelled when the session ends; its streams and requests stop.
     pub ended: CancellationToken,
+    /// When the session was opened (on whichever replica), seconds since the Unix epoch.
+    pub created: u64,
     epoch: Instant,
     last_seen_ms: AtomicU64,
     state: Mutex<State>,
@@ -55,7 +75,12 @@ struct State {
 
 impl Session {
     /// A session; `version` is `None` for an HTTP+SSE session until `initialize` arrives on it.
-    pub fn new(id: String, transport: SessionTransport, version: Option<LegacyVersion>) -> Self {
+    pub fn new(
+        id: String,
+        transport: SessionTransport,
+        version: Option<LegacyVersion>,
+        created: u64,
+    ) -> Self {
         let state = State {
             version,
             ..State::default()
@@ -63,6 +88,7 @@ impl Session {
         Self {
             id,
             transport,
+            created,
             ended: CancellationToken::new(),
             epoch: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
@@ -117,6 +143,11 @@ impl Session {
         }
     }
 
+    /// How many resources the client subscribed to.
+    pub fn subscription_count(&self) -> usize {
+        self.state().subscriptions.len()
+    }
+
     /// Whether the client subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
         self.state().subscriptions.contains(uri)
@@ -132,6 +163,19 @@ impl Session {
         true
     }
 
+    /// Detaches `sender`'s stream (not a newer one) so that, once in-flight senders finish, the
+    /// client sees it end.
+    pub fn detach_stream(&self, sender: &mpsc::Sender<Value>) {
+        let mut state = self.state();
+        if state
+            .stream
+            .as_ref()
+            .is_some_and(|s| s.same_channel(sender))
+        {
+            state.stream = None;
+        }
+    }
+
     /// The open server-to-client stream, if any.
     pub fn stream(&self) -> Option<mpsc::Sender<Value>> {
         self.state().stream.clone().filter(|s| !s.is_closed())
@@ -142,16 +186,22 @@ impl Session {
         self.state().stream.as_ref().is_some_and(|s| !s.is_closed())
     }
 
-    /// Registers an in-flight request so `notifications/cancelled` can stop it.
-    pub fn start_request(&self, id: &Value) -> CancellationToken {
+    /// Registers an in-flight request so `notifications/cancelled` can stop it; the guard
+    /// forgets it when dropped, whether the request finished or its client went away. `None` at
+    /// [`MAX_IN_FLIGHT`] requests.
+    pub fn start_request(&self, id: &Value) -> Option<InFlight<'_>> {
         let token = self.ended.child_token();
-        self.state().in_flight.insert(id.to_string(), token.clone());
-        token
-    }
-
-    /// Forgets a finished request.
-    pub fn finish_request(&self, id: &Value) {
-        self.state().in_flight.remove(&id.to_string());
+        let key = id.to_string();
+        let mut state = self.state();
+        if state.in_flight.len() >= MAX_IN_FLIGHT {
+            return None;
+        }
+        state.in_flight.insert(key.clone(), token.clone());
+        Some(InFlight {
+            session: self,
+            key,
+            token,
+        })
     }
 
     /// Cancels an in-flight request; unknown ids are ignored, as the protocol asks.

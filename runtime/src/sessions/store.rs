@@ -6,12 +6,26 @@ use super::session::{Session, SessionTransport};
 use crate::admin::metrics::Metrics;
 use crate::protocol::{LegacyVersion, McpError};
 use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How long an ended session's id is remembered (so it is not adopted again).
-const TOMBSTONE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The longest a session lives, however active: its sealed id is refused after that on every
+/// replica, which bounds how long a leaked id can be replayed and how long tombstones are kept.
+pub const MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// Most ended ids remembered; past it (a flood of short sessions) the oldest are forgotten first
+/// and, if still full, an ended id is not remembered (another replica's DELETE is best-effort
+/// anyway).
+const MAX_TOMBSTONES: usize = 100_000;
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
 
 /// Session limits and timers.
 #[derive(Clone, Debug)]
@@ -24,8 +38,6 @@ pub struct SessionSettings {
     pub ping_interval: Option<Duration>,
     /// How long a ping may go unanswered before the session ends.
     pub ping_timeout: Duration,
-    /// Interval of SSE keep-alive comments.
-    pub keepalive: Duration,
 }
 
 impl Default for SessionSettings {
@@ -35,7 +47,6 @@ impl Default for SessionSettings {
             max_sessions: 10_000,
             ping_interval: Some(Duration::from_secs(30)),
             ping_timeout: Duration::from_secs(10),
-            keepalive: Duration::from_secs(15),
         }
     }
 }
@@ -89,17 +100,24 @@ impl SessionStore {
                 .map(LegacyVersion::as_str)
                 .unwrap_or("2024-11-05")
                 .to_owned(),
-            created: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or_default(),
+            created: now_unix(),
         };
-        let session = Arc::new(Session::new(self.sealer.seal(&sealed), transport, version));
-        self.insert(session.clone())?;
-        Ok(session)
+        let id = self.sealer.seal(&sealed);
+        self.insert(Arc::new(Session::new(
+            id,
+            transport,
+            version,
+            sealed.created,
+        )))
     }
 
-    fn insert(&self, session: Arc<Session>) -> Result<(), McpError> {
+    /// Inserts `session`, or returns the one a concurrent request already inserted under its id
+    /// (two requests may adopt one id at once; counting both would leak a place).
+    fn insert(&self, session: Arc<Session>) -> Result<Arc<Session>, McpError> {
+        let slot = match self.sessions.entry(session.id.clone()) {
+            Entry::Occupied(existing) => return Ok(existing.get().clone()),
+            Entry::Vacant(slot) => slot,
+        };
         let limit = self.settings.max_sessions;
         if self
             .count
@@ -113,8 +131,8 @@ impl SessionStore {
         }
         session.touch();
         self.metrics.sessions(session.transport.label(), 1);
-        self.sessions.insert(session.id.clone(), session);
-        Ok(())
+        slot.insert(session.clone());
+        Ok(session)
     }
 
     /// Finds a Streamable HTTP session: one of ours, or one another replica opened (its sealed id
@@ -133,13 +151,16 @@ impl SessionStore {
         let Some(version) = LegacyVersion::parse(&sealed.version) else {
             return Ok(None);
         };
-        let session = Arc::new(Session::new(
+        if now_unix().saturating_sub(sealed.created) > MAX_SESSION_AGE.as_secs() {
+            return Ok(None);
+        }
+        let session = Session::new(
             id.to_owned(),
             SessionTransport::StreamableHttp,
             Some(version),
-        ));
-        self.insert(session.clone())?;
-        Ok(Some(session))
+            sealed.created,
+        );
+        self.insert(Arc::new(session)).map(Some)
     }
 
     /// Finds a session of this replica only (HTTP+SSE sessions live where their stream is).
@@ -151,12 +172,22 @@ impl SessionStore {
 
     /// Ends a session: its streams close, its requests stop, its id is never served again here.
     pub fn end(&self, id: &str) -> bool {
+        if !self.sessions.contains_key(id) {
+            return false;
+        }
+        // The tombstone first, so a concurrent request cannot adopt the id again in between.
+        if self.ended.len() >= MAX_TOMBSTONES {
+            self.ended
+                .retain(|_, at| at.elapsed() < MAX_SESSION_AGE / 24);
+        }
+        if self.ended.len() < MAX_TOMBSTONES {
+            self.ended.insert(id.to_owned(), Instant::now());
+        }
         let Some((_, session)) = self.sessions.remove(id) else {
             return false;
         };
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.metrics.sessions(session.transport.label(), -1);
-        self.ended.insert(id.to_owned(), Instant::now());
         session.ended.cancel();
         true
     }
@@ -166,11 +197,14 @@ impl SessionStore {
         let idle: Vec<String> = self
             .sessions
             .iter()
-            .filter(|s| !s.has_stream() && s.idle_for() >= self.settings.idle_timeout)
+            .filter(|s| {
+                (!s.has_stream() && s.idle_for() >= self.settings.idle_timeout)
+                    || now_unix().saturating_sub(s.created) > MAX_SESSION_AGE.as_secs()
+            })
             .map(|s| s.id.clone())
             .collect();
         let ended = idle.iter().filter(|id| self.end(id)).count();
-        self.ended.retain(|_, at| at.elapsed() < TOMBSTONE_TTL);
+        self.ended.retain(|_, at| at.elapsed() < MAX_SESSION_AGE);
         ended
     }
 
@@ -244,6 +278,44 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn concurrent_adoptions_of_one_id_count_once() {
+        let first = store(1, SessionSettings::default());
+        let second = Arc::new(store(1, SessionSettings::default()));
+        for _ in 0..50 {
+            let id = first
+                .open(
+                    SessionTransport::StreamableHttp,
+                    Some(LegacyVersion::V2025_11_25),
+                )
+                .unwrap()
+                .id
+                .clone();
+            let adopters: Vec<_> = (0..8)
+                .map(|_| {
+                    let (second, id) = (second.clone(), id.clone());
+                    std::thread::spawn(move || second.find(&id).unwrap().unwrap())
+                })
+                .collect();
+            let adopted: Vec<_> = adopters.into_iter().map(|t| t.join().unwrap()).collect();
+            assert!(adopted.iter().all(|s| Arc::ptr_eq(s, &adopted[0])));
+            assert_eq!(second.len(), 1);
+            assert!(second.end(&id));
+            assert!(second.is_empty());
+        }
+    }
+
+    #[test]
+    fn ids_older_than_the_maximum_age_are_not_adopted() {
+        let sealer = Sealer::new(&[1; KEY_LEN]);
+        let old = SealedSession {
+            version: "2025-11-25".into(),
+            created: now_unix() - MAX_SESSION_AGE.as_secs() - 10,
+        };
+        let store = store(1, SessionSettings::default());
+        assert!(store.find(&sealer.seal(&old)).unwrap().is_none());
     }
 
     #[test]

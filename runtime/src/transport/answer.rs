@@ -16,9 +16,6 @@ use std::pin::Pin;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Interval of `:` keep-alive comments on every SSE stream.
-pub const KEEPALIVE: Duration = Duration::from_secs(15);
-
 /// After this long without an answer, a client that accepts SSE gets a stream.
 const SWITCH_TO_STREAM_AFTER: Duration = Duration::from_millis(500);
 
@@ -41,13 +38,14 @@ pub fn json(body: Value) -> Response {
     Json(body).into_response()
 }
 
-/// An SSE response with the headers proxies need to pass events through unbuffered.
-pub fn sse<S>(events: S) -> Response
+/// An SSE response with `:` keep-alive comments every `keepalive` (idle proxies would otherwise
+/// cut the stream) and the header that stops nginx from buffering events.
+pub fn sse<S>(events: S, keepalive: Duration) -> Response
 where
     S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
     let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(KEEPALIVE))
+        .keep_alive(KeepAlive::new().interval(keepalive))
         .into_response();
     response
         .headers_mut()
@@ -98,6 +96,7 @@ pub async fn answer<F>(
     outcome: F,
     mut notifications: Option<Notifications>,
     client_accepts_sse: bool,
+    keepalive: Duration,
 ) -> Response
 where
     F: Future<Output = (StatusCode, Value)> + Send + 'static,
@@ -116,7 +115,10 @@ where
         let Some(first) = queued(&mut notifications) else {
             return (status, Json(body)).into_response();
         };
-        return sse(stream(Some(first), Some(body), outcome, notifications));
+        return sse(
+            stream(Some(first), Some(body), outcome, notifications),
+            keepalive,
+        );
     }
     let (first, done) = tokio::select! {
         biased;
@@ -128,7 +130,7 @@ where
         },
         () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => (None, None),
     };
-    sse(stream(first, done, outcome, notifications))
+    sse(stream(first, done, outcome, notifications), keepalive)
 }
 
 /// The events of a streamed answer: the first notification (if one came), the rest as they

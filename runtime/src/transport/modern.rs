@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::sync::Arc;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 /// Serves one stateless message.
 pub async fn post(
@@ -30,11 +31,24 @@ pub async fn post(
     };
     let log_level = match check(&headers, &method, &params) {
         Ok(level) => level,
-        Err(err) => return error(Some(&id), &err, Era::Modern),
+        Err(err) => {
+            state
+                .server
+                .record(&method, false, std::time::Instant::now());
+            return error(Some(&id), &err, Era::Modern);
+        }
     };
     if method == "subscriptions/listen" {
+        if !accepts_sse {
+            return (
+                StatusCode::NOT_ACCEPTABLE,
+                "subscriptions/listen answers with text/event-stream; accept it",
+            )
+                .into_response();
+        }
         return listen(state, id, &params);
     }
+    let keepalive = state.http.keepalive;
     let may_notify = log_level.is_some() || RequestContext::progress_token(&params).is_some();
     let (notifier, notifications) = answer::notification_channel(may_notify);
     let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier);
@@ -48,7 +62,7 @@ pub async fn post(
             }
         }
     };
-    answer::answer(outcome, notifications, accepts_sse).await
+    answer::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// The 2026-07-28 request checks, in order: version header present, `_meta` complete, header and
@@ -142,6 +156,9 @@ fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     }
 }
 
+/// Most resource URIs one listen stream (or one legacy session) may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 100;
+
 /// What a listen request asked for (and is honored in full).
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Filter {
@@ -220,13 +237,42 @@ impl Filter {
 /// `subscriptions/listen`: acknowledges, then forwards matching changes until the client leaves
 /// or the server shuts down (then it answers the listen request, which ends it gracefully).
 fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
+    let started = std::time::Instant::now();
+    let asked = params
+        .get("notifications")
+        .and_then(|n| n.get("resourceSubscriptions"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if asked > MAX_SUBSCRIPTIONS {
+        state.server.record("subscriptions/listen", false, started);
+        let err = McpError::InvalidParams(format!(
+            "at most {MAX_SUBSCRIPTIONS} resourceSubscriptions per listen request ({asked} asked)"
+        ));
+        return error(Some(&id), &err, Era::Modern);
+    }
+    let Ok(permit) = state.listen_streams.clone().try_acquire_owned() else {
+        state.server.record("subscriptions/listen", false, started);
+        let err = McpError::TooManySessions(state.sessions.settings().max_sessions);
+        return error(Some(&id), &err, Era::Modern);
+    };
+    state.server.record("subscriptions/listen", true, started);
     let filter = Filter::parse(params);
+    let keepalive = state.http.keepalive;
     let mut changes = state.server.subscribe_changes();
     let shutdown = state.shutdown.clone();
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
+    // Upstream-backed resources are polled while this stream is open (the guard cancels the
+    // token when the stream is dropped).
+    let watching = CancellationToken::new();
+    let watcher = format!("listen:{}", rand::random::<u64>());
+    for uri in &filter.uris {
+        state.server.watch_resource(uri, &watcher, watching.clone());
+    }
+    let stop_watching = watching.drop_guard();
     let events = async_stream::stream! {
-        let mut ack = json!({"_meta": tag, "notifications": filter.honored()});
-        ack["_meta"] = tag.clone();
+        let _permit = permit;
+        let _stop_watching = stop_watching;
+        let ack = json!({"_meta": tag, "notifications": filter.honored()});
         yield Ok(answer::event(&notification("notifications/subscriptions/acknowledged", ack), None));
         loop {
             let changed = tokio::select! {
@@ -252,7 +298,7 @@ fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
         let done = json!({"resultType": "complete", "_meta": tag});
         yield Ok(answer::event(&success_response(&id, done), None));
     };
-    answer::sse(events)
+    answer::sse(events, keepalive)
 }
 
 #[cfg(test)]

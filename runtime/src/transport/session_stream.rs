@@ -18,6 +18,28 @@ use tokio::sync::{broadcast, mpsc};
 /// Messages a stream may buffer for a slow client before senders wait.
 const STREAM_CAPACITY: usize = 16;
 
+/// A client whose stream stays full this long is not reading it: its session ends.
+const STALLED_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Puts `message` on the stream; ends the session of a client that stopped reading (a full
+/// stream would otherwise hold the session, its connection and this task forever).
+async fn deliver(
+    state: &AppState,
+    session: &Session,
+    sender: &mpsc::Sender<Value>,
+    message: Value,
+) -> bool {
+    match sender.send_timeout(message, STALLED_CLIENT_TIMEOUT).await {
+        Ok(()) => true,
+        Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
+            tracing::info!(session = %short(&session.id), "ending session: its client stopped reading the stream");
+            state.sessions.end(&session.id);
+            false
+        }
+        Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
+    }
+}
+
 /// Opens the session's stream; `None` if one is already open. The returned receiver carries
 /// every message for the client; a background task feeds it until the client leaves, the
 /// session ends or the server shuts down.
@@ -70,7 +92,7 @@ async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: mpsc::Sender<
                     Err(broadcast::error::RecvError::Closed) => break,
                 };
                 for message in notifications(&session, &changes) {
-                    if sender.send(message).await.is_err() {
+                    if !deliver(&state, &session, &sender, message).await {
                         break;
                     }
                 }
@@ -81,6 +103,7 @@ async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: mpsc::Sender<
             }
         }
     }
+    session.detach_stream(&sender);
 }
 
 /// The next tick of the ping timer; never, when pings are disabled.
@@ -127,7 +150,7 @@ async fn ping(
 ) {
     let id = json!(format!("kube-mcp-ping-{sequence}"));
     let answered = session.expect_pong(&id);
-    if sender.send(request(&id, "ping", json!({}))).await.is_err() {
+    if !deliver(state, session, sender, request(&id, "ping", json!({}))).await {
         session.forget_ping(&id);
         return;
     }

@@ -55,7 +55,7 @@ pub async fn get(State(state): State<Arc<AppState>>) -> Response {
         let _alive = &guard;
         event
     });
-    answer::sse(events)
+    answer::sse(events, state.http.keepalive)
 }
 
 /// Ends an HTTP+SSE session when its stream is dropped (the client disconnected).
@@ -118,6 +118,7 @@ pub async fn post(
         return (StatusCode::NOT_FOUND, "session stream closed").into_response();
     };
     tokio::spawn(async move {
+        let started = std::time::Instant::now();
         let response = if method == "initialize" {
             let requested = params
                 .get("protocolVersion")
@@ -125,7 +126,9 @@ pub async fn post(
                 .unwrap_or_default();
             let version = LegacyVersion::negotiate(requested);
             session.set_version(version);
-            success_response(&id, initialize_result(&state.server.declaration(), version))
+            let result = initialize_result(&state.server.declaration(), version);
+            state.server.record("initialize", true, started);
+            Some(success_response(&id, result))
         } else {
             run(
                 &state,
@@ -136,6 +139,9 @@ pub async fn post(
                 Some(stream.clone()),
             )
             .await
+        };
+        let Some(response) = response else {
+            return; // cancelled: no response
         };
         if stream
             .send_timeout(response, STREAM_SEND_TIMEOUT)

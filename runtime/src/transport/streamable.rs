@@ -4,12 +4,13 @@
 use super::answer::{self, error};
 use super::guard::accepts;
 use super::mcp::{SESSION_HEADER, VERSION_HEADER, missing_session};
+use super::modern::MAX_SUBSCRIPTIONS;
 use super::{AppState, session_stream};
 use crate::protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
 };
 use crate::server::{Notifier, RequestContext, initialize_result};
-use crate::sessions::{Session, SessionTransport};
+use crate::sessions::{MAX_IN_FLIGHT, Session, SessionTransport};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -64,6 +65,7 @@ pub async fn post(
 }
 
 fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
+    let started = std::time::Instant::now();
     let requested = params
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -74,9 +76,13 @@ fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
         .open(SessionTransport::StreamableHttp, Some(version))
     {
         Ok(session) => session,
-        Err(err) => return error(Some(id), &err, Era::Legacy(version)),
+        Err(err) => {
+            state.server.record("initialize", false, started);
+            return error(Some(id), &err, Era::Legacy(version));
+        }
     };
     let result = initialize_result(&state.server.declaration(), version);
+    state.server.record("initialize", true, started);
     let mut response = answer::json(success_response(id, result));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
@@ -123,14 +129,20 @@ async fn request(
     params: Value,
     accepts_sse: bool,
 ) -> Response {
+    let keepalive = state.http.keepalive;
     let may_notify =
         session.log_level().is_some() || RequestContext::progress_token(&params).is_some();
     let (notifier, notifications) = answer::notification_channel(may_notify);
     let outcome = async move {
         let response = run(&state, &session, &id, &method, &params, notifier).await;
+        // The POST still needs an HTTP answer after a cancellation; clients ignore it.
+        let response = response.unwrap_or_else(|| {
+            let err = McpError::InvalidRequest("request cancelled".into());
+            answer::error_body(Some(&id), &err, ERA).0
+        });
         (StatusCode::OK, response)
     };
-    answer::answer(outcome, notifications, accepts_sse).await
+    answer::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// Runs a session request to its JSON-RPC response, honoring cancellation and applying the
@@ -142,25 +154,34 @@ pub async fn run(
     method: &str,
     params: &Value,
     notifier: Option<Notifier>,
-) -> Value {
+) -> Option<Value> {
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
+    let Some(in_flight) = session.start_request(id) else {
+        let err = McpError::TooManyRequests(MAX_IN_FLIGHT);
+        return Some(answer::error_body(Some(id), &err, era).0);
+    };
+    if method == "resources/subscribe" && session.subscription_count() >= MAX_SUBSCRIPTIONS {
+        let err = McpError::InvalidParams(format!(
+            "at most {MAX_SUBSCRIPTIONS} resource subscriptions per session; unsubscribe first"
+        ));
+        return Some(answer::error_body(Some(id), &err, era).0);
+    }
     let ctx = RequestContext::new(era, params, session.log_level(), notifier);
-    let cancelled = session.start_request(id);
     let outcome = tokio::select! {
         outcome = state.server.handle(&ctx, method, params) => outcome,
-        () = cancelled.cancelled() => Err(McpError::InvalidRequest("request cancelled".into())),
+        // A cancelled request gets no response, as the protocol asks.
+        () = in_flight.token.cancelled() => return None,
     };
-    session.finish_request(id);
-    match outcome {
+    Some(match outcome {
         Ok(result) => {
-            apply_side_effects(session, method, params);
+            apply_side_effects(state, session, method, params);
             success_response(id, result)
         }
         Err(err) => answer::error_body(Some(id), &err, era).0,
-    }
+    })
 }
 
-fn apply_side_effects(session: &Session, method: &str, params: &Value) {
+fn apply_side_effects(state: &AppState, session: &Session, method: &str, params: &Value) {
     match method {
         "logging/setLevel" => {
             if let Ok(level) = crate::server::parse_level(params.get("level")) {
@@ -169,7 +190,15 @@ fn apply_side_effects(session: &Session, method: &str, params: &Value) {
         }
         "resources/subscribe" | "resources/unsubscribe" => {
             if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                session.subscribe(uri, method == "resources/subscribe");
+                let on = method == "resources/subscribe";
+                session.subscribe(uri, on);
+                if on {
+                    state
+                        .server
+                        .watch_resource(uri, &session.id, session.ended.clone());
+                } else {
+                    state.server.unwatch_resource(uri, &session.id);
+                }
             }
         }
         _ => {}
@@ -198,7 +227,10 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             let priming = session
                 .version()
                 .is_some_and(|v| v >= LegacyVersion::V2025_11_25);
-            answer::sse(session_stream::events(messages, priming, None))
+            answer::sse(
+                session_stream::events(messages, priming, None),
+                state.http.keepalive,
+            )
         }
         None => (
             StatusCode::CONFLICT,

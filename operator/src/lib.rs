@@ -1,0 +1,13 @@
+//! mcp-operator: turns `MCPServer` resources into running, reachable mcp-runtime servers and
+//! reports the truth about them in their status.
+//!
+//! Reconcile is a pipeline (`reconcile`): validate and build are pure, apply and status talk to
+//! the API server. `run` is the process: admin endpoints, leader election, the controller.
+
+pub mod admin;
+pub mod controller;
+pub mod leader;
+pub mod metrics;
+pub mod reconcile;
+pub mod resource;
+pub mod run;

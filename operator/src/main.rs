@@ -1,0 +1,171 @@
+//! `mcp-operator`: command line only; the work is in the library.
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand, ValueEnum};
+use mcp_operator::leader::LeaseConfig;
+use mcp_operator::reconcile::build::BuildConfig;
+use mcp_operator::run::{RunConfig, run};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(version, about = "Runs MCPServer resources as mcp-runtime servers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the controller.
+    Run(Box<RunArgs>),
+    /// Print the MCPServer CustomResourceDefinition (the YAML that crds/ holds).
+    Crd {
+        /// Print the Helm chart's CRD template instead.
+        #[arg(long)]
+        helm_template: bool,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Watch MCPServers in this namespace only (default: all namespaces).
+    #[arg(long, env = "MCP_OPERATOR_NAMESPACE")]
+    namespace: Option<String>,
+    /// Runtime image for servers whose spec names none.
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_RUNTIME_IMAGE",
+        default_value = "ghcr.io/kube-mcp/kube-mcp:latest"
+    )]
+    runtime_image: String,
+    /// Pull policy for the runtime image (default: Kubernetes' default).
+    #[arg(long, env = "MCP_OPERATOR_RUNTIME_IMAGE_PULL_POLICY")]
+    runtime_image_pull_policy: Option<String>,
+    /// DNS domain of the cluster.
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_CLUSTER_DOMAIN",
+        default_value = "cluster.local"
+    )]
+    cluster_domain: String,
+    /// Address of /healthz, /readyz and /metrics.
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_ADMIN_LISTEN",
+        default_value = "127.0.0.1:9090"
+    )]
+    admin_listen: SocketAddr,
+    /// Elect a leader with a Lease, so that replicas never reconcile at once.
+    #[arg(long, env = "MCP_OPERATOR_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    leader_elect: bool,
+    /// Namespace of the leader Lease (default: the pod's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// Name of the leader Lease.
+    #[arg(long, env = "MCP_OPERATOR_LEASE_NAME", default_value = "mcp-operator")]
+    lease_name: String,
+    /// This replica's name (default: the host name).
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// Log format.
+    #[arg(long, env = "MCP_OPERATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
+    log_format: LogFormat,
+    /// Log filter, such as `info` or `mcp_operator=debug,kube=info`.
+    #[arg(long, env = "MCP_OPERATOR_LOG_LEVEL", default_value = "info")]
+    log_level: String,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Json,
+    Text,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Crd { helm_template } => {
+            let text = if helm_template {
+                mcp_operator::resource::helm_crd_template()
+            } else {
+                mcp_operator::resource::crd_yaml()
+            };
+            print!("{}", text.context("cannot write the CRD as YAML")?);
+            Ok(())
+        }
+        Command::Run(args) => run_operator(*args).await,
+    }
+}
+
+async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
+    init_logs(args.log_format, &args.log_level)?;
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "mcp-operator".into());
+    let instance = args.identity.clone().unwrap_or(host);
+    let lease = if args.leader_elect {
+        let namespace = args
+            .lease_namespace
+            .clone()
+            .context("leader election needs --lease-namespace (or POD_NAMESPACE); or pass --leader-elect=false")?;
+        // A random suffix keeps a restarted pod from mistaking its predecessor's lease for its own.
+        let identity = format!("{instance}_{:08x}", rand::random::<u32>());
+        Some(LeaseConfig {
+            namespace,
+            name: args.lease_name.clone(),
+            identity,
+            duration: Duration::from_secs(15),
+            renew_every: Duration::from_secs(5),
+        })
+    } else {
+        None
+    };
+    let config = RunConfig {
+        namespace: args.namespace,
+        build: BuildConfig {
+            runtime_image: args.runtime_image,
+            image_pull_policy: args.runtime_image_pull_policy,
+            cluster_domain: args.cluster_domain,
+        },
+        admin_listen: args.admin_listen,
+        lease,
+        instance,
+    };
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    run(config, shutdown).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Cancels `shutdown` on SIGTERM or Ctrl-C.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => drop(ctrl_c.await),
+        }
+    }
+    #[cfg(not(unix))]
+    drop(ctrl_c.await);
+    shutdown.cancel();
+}
+
+fn init_logs(format: LogFormat, filter: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter).context("invalid --log-level")?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Text => builder.init(),
+    }
+    Ok(())
+}

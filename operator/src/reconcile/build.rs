@@ -1,0 +1,294 @@
+//! Build step of the reconcile pipeline: the objects an accepted `MCPServer` needs, as they should
+//! be. Pure: same input, same objects; nothing here talks to the cluster.
+
+mod deployment;
+mod exposure;
+mod meta;
+
+pub use deployment::{
+    ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, SECRETS_DIR, SESSION_KEY_DIR, deployment,
+};
+pub use exposure::{ingress, pod_disruption_budget, service, url};
+pub use meta::{
+    MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, selector_labels,
+    session_key_name,
+};
+
+use crate::resource::MCPServer;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use std::collections::BTreeMap;
+
+/// Settings of the operator that shape what it builds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuildConfig {
+    /// Runtime image used when a spec names none.
+    pub runtime_image: String,
+    /// Pull policy used when a spec names none (`None`: Kubernetes' default).
+    pub image_pull_policy: Option<String>,
+    /// The cluster's DNS domain, for the in-cluster URL and allowed hosts.
+    pub cluster_domain: String,
+}
+
+impl Default for BuildConfig {
+    fn default() -> Self {
+        Self {
+            runtime_image: "ghcr.io/kube-mcp/kube-mcp:latest".into(),
+            image_pull_policy: None,
+            cluster_domain: "cluster.local".into(),
+        }
+    }
+}
+
+/// Every object an accepted `MCPServer` owns, except the session key (see [`session_key`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Children {
+    /// The runtime manifest.
+    pub config_map: ConfigMap,
+    /// The runtime pods.
+    pub deployment: Deployment,
+    /// The pods' Service.
+    pub service: Service,
+    /// The Ingress, when the spec asks for one.
+    pub ingress: Option<Ingress>,
+    /// The PodDisruptionBudget, when there is more than one replica.
+    pub pod_disruption_budget: Option<PodDisruptionBudget>,
+}
+
+/// Key of the runtime manifest in the ConfigMap.
+pub const MANIFEST_KEY: &str = "manifest.yaml";
+
+/// Builds the children of `server` from its validated manifest.
+pub fn children(server: &MCPServer, manifest_yaml: &str, config: &BuildConfig) -> Children {
+    Children {
+        config_map: config_map(server, manifest_yaml),
+        deployment: deployment(server, config),
+        service: service(server),
+        ingress: ingress(server),
+        pod_disruption_budget: pod_disruption_budget(server),
+    }
+}
+
+/// The ConfigMap holding the runtime manifest. A declaration change changes only this object:
+/// the runtime watches the mounted file and reloads, so pods do not roll.
+pub fn config_map(server: &MCPServer, manifest_yaml: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: child_meta(server, config_map_name(server)),
+        data: Some(BTreeMap::from([(
+            MANIFEST_KEY.to_owned(),
+            manifest_yaml.to_owned(),
+        )])),
+        ..Default::default()
+    }
+}
+
+/// The Secret holding the key that signs legacy session ids, shared by all replicas so any
+/// replica serves any session. Created once with a random key and never rewritten.
+pub fn session_key(server: &MCPServer, key: [u8; 32]) -> Secret {
+    Secret {
+        metadata: child_meta(server, session_key_name(server)),
+        data: Some(BTreeMap::from([(
+            "key".to_owned(),
+            ByteString(key.to_vec()),
+        )])),
+        type_: Some("Opaque".into()),
+        immutable: Some(true),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::test_support::server;
+    use crate::reconcile::validate::validate;
+
+    /// A server using every deployment field that shapes the children.
+    fn weather() -> MCPServer {
+        server(
+            r#"
+            metadata: {name: weather, namespace: tools}
+            spec:
+              title: Weather
+              tools:
+                - name: greet
+                  inputSchema: {type: object, properties: {name: {type: string}}, required: [name]}
+                  content: [{type: text, text: "Hello, {{ args.name }}!"}]
+              prompts:
+                - name: plan_trip
+                  arguments: [{name: city, required: true}]
+                  messages: [{role: user, content: {type: text, text: "Plan a trip to {{ args.city }}."}}]
+              replicas: 2
+              logLevel: debug
+              sessions: {idleTimeout: 1h, maxSessions: 500}
+              service: {type: ClusterIP, annotations: {example.com/team: weather}}
+              ingress:
+                host: mcp.example.com
+                path: /weather
+                className: nginx
+                tls: {secretName: mcp-tls}
+                annotations: {nginx.ingress.kubernetes.io/proxy-read-timeout: "7200"}
+            "#,
+        )
+    }
+
+    #[test]
+    fn the_example_builds() {
+        let mut example: MCPServer =
+            serde_yaml_ng::from_str(include_str!("../../../examples/weather.yaml")).unwrap();
+        example.metadata.namespace = Some("tools".into());
+        let children = build(&example);
+        assert_eq!(
+            children.config_map.metadata.name.as_deref(),
+            Some("weather-manifest")
+        );
+    }
+
+    fn build(server: &MCPServer) -> Children {
+        let accepted = validate(server).unwrap();
+        children(server, &accepted.manifest_yaml, &BuildConfig::default())
+    }
+
+    #[test]
+    fn builds_every_child_of_the_weather_example() {
+        let children = build(&weather());
+        insta::assert_yaml_snapshot!("weather_config_map", children.config_map);
+        insta::assert_yaml_snapshot!("weather_deployment", children.deployment);
+        insta::assert_yaml_snapshot!("weather_service", children.service);
+        insta::assert_yaml_snapshot!("weather_ingress", children.ingress);
+        insta::assert_yaml_snapshot!("weather_pdb", children.pod_disruption_budget);
+        assert_eq!(
+            url(&weather(), &BuildConfig::default()),
+            "https://mcp.example.com/weather/mcp"
+        );
+    }
+
+    #[test]
+    fn an_ingress_at_the_root_routes_exactly_the_mcp_endpoints() {
+        let mut server = weather();
+        server.spec.deployment.ingress.as_mut().unwrap().path = None;
+        let ingress = build(&server).ingress.unwrap();
+        let rule = &ingress.spec.unwrap().rules.unwrap()[0];
+        let paths: Vec<(String, String)> = rule
+            .http
+            .clone()
+            .unwrap()
+            .paths
+            .into_iter()
+            .map(|p| (p.path.unwrap(), p.path_type))
+            .collect();
+        let expected = [("/mcp", "Exact"), ("/sse", "Exact"), ("/messages", "Exact")];
+        assert_eq!(paths, expected.map(|(p, t)| (p.to_owned(), t.to_owned())));
+        let annotations = ingress.metadata.annotations.unwrap();
+        assert!(!annotations.contains_key("nginx.ingress.kubernetes.io/rewrite-target"));
+        assert_eq!(
+            annotations["nginx.ingress.kubernetes.io/proxy-buffering"],
+            "off"
+        );
+    }
+
+    #[test]
+    fn regex_characters_of_a_prefix_are_escaped() {
+        assert_eq!(exposure::regex_escape("/v1.2/(x)"), r"/v1\.2/\(x\)");
+    }
+
+    #[test]
+    fn a_minimal_server_gets_a_service_url_and_no_optional_children() {
+        let server = server(
+            r#"
+            metadata: {name: hello, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+            "#,
+        );
+        let children = build(&server);
+        assert_eq!(children.ingress, None);
+        assert_eq!(children.pod_disruption_budget, None);
+        assert_eq!(
+            url(&server, &BuildConfig::default()),
+            "http://hello.tools.svc.cluster.local/mcp"
+        );
+        let args = children.deployment.spec.template.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(!args.contains(&"--path-prefix".to_owned()), "{args:?}");
+        assert!(!args.contains(&"--allowed-origin".to_owned()), "{args:?}");
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--allowed-host", "hello.tools.svc.cluster.local"]),
+            "{args:?}"
+        );
+    }
+
+    #[test]
+    fn a_declaration_change_touches_only_the_config_map() {
+        let before = weather();
+        let mut after = weather();
+        after.spec.declaration.tools[0].description = Some("Says hello.".into());
+        after.spec.declaration.prompts.clear();
+        let (before, after) = (build(&before), build(&after));
+        assert_ne!(before.config_map, after.config_map);
+        assert_eq!(before.deployment, after.deployment);
+        assert_eq!(before.service, after.service);
+        assert_eq!(before.ingress, after.ingress);
+    }
+
+    #[test]
+    fn a_deployment_field_change_rolls_the_pods() {
+        let before = weather();
+        let mut after = weather();
+        after.spec.deployment.log_level = Some(crate::resource::RuntimeLogLevel::Trace);
+        assert_ne!(
+            build(&before).deployment.spec.template,
+            build(&after).deployment.spec.template
+        );
+    }
+
+    #[test]
+    fn listed_secrets_are_mounted_read_only_where_the_runtime_looks() {
+        let server = server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              secrets: [upstream-token]
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+            "#,
+        );
+        let pod = build(&server).deployment.spec.template.spec.unwrap();
+        let container = &pod.containers[0];
+        let mount = container
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.mount_path == "/var/run/kube-mcp/secrets/upstream-token")
+            .unwrap();
+        assert_eq!(mount.read_only, Some(true));
+        let volume = pod
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == mount.name)
+            .unwrap();
+        assert_eq!(
+            volume.secret.as_ref().unwrap().secret_name.as_deref(),
+            Some("upstream-token")
+        );
+    }
+
+    #[test]
+    fn the_session_key_is_an_immutable_owned_secret() {
+        let secret = session_key(&weather(), [7; 32]);
+        assert_eq!(secret.metadata.name.as_deref(), Some("weather-session-key"));
+        assert_eq!(secret.immutable, Some(true));
+        assert_eq!(secret.data.unwrap()["key"].0.len(), 32);
+        let owner = &secret.metadata.owner_references.unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.controller),
+            ("MCPServer", Some(true))
+        );
+    }
+}

@@ -1,0 +1,315 @@
+//! The runtime Deployment: one hardened container serving the mounted manifest. Only deployment
+//! fields reach the pod template, so a declaration change never rolls pods. Pure.
+
+use super::exposure::path_prefix;
+use super::meta::{child_meta, config_map_name, labels, selector_labels, session_key_name};
+use super::{BuildConfig, MANIFEST_KEY};
+use crate::resource::MCPServer;
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
+    HTTPGetAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SeccompProfile, SecretVolumeSource, SecurityContext, TopologySpreadConstraint, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::ResourceExt;
+use std::collections::BTreeMap;
+
+/// Port of the MCP endpoints in the pod.
+pub const HTTP_PORT: i32 = 8080;
+/// Port of `/healthz`, `/readyz` and `/metrics` in the pod.
+pub const ADMIN_PORT: i32 = 9090;
+/// Where the ConfigMap is mounted (a directory mount, so the kubelet updates the file in place).
+pub const MANIFEST_DIR: &str = "/etc/kube-mcp";
+/// Where the session key Secret is mounted.
+pub const SESSION_KEY_DIR: &str = "/var/run/kube-mcp/session";
+/// Where the Secrets listed in `spec.secrets` are mounted, one directory each: the runtime's
+/// default `--secrets-dir`, so no flag is passed.
+pub const SECRETS_DIR: &str = "/var/run/kube-mcp/secrets";
+/// Unprivileged user and group of the runtime (distroless `nonroot`).
+const RUNTIME_UID: i64 = 65532;
+const CONTAINER: &str = "mcp-runtime";
+
+/// The Deployment running the runtime for `server`.
+pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
+    let spec = &server.spec.deployment;
+    let pod_labels = labels(server);
+    let selector = selector_labels(server);
+    let mut volumes = vec![
+        Volume {
+            name: "manifest".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map_name(server),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        Volume {
+            name: "session-key".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(session_key_name(server)),
+                default_mode: Some(0o440),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        Volume {
+            name: "tmp".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Default::default()
+        },
+    ];
+    let mut mounts = vec![
+        mount("manifest", MANIFEST_DIR),
+        mount("session-key", SESSION_KEY_DIR),
+        VolumeMount {
+            name: "tmp".into(),
+            mount_path: "/tmp".into(),
+            ..Default::default()
+        },
+    ];
+    for (i, secret) in spec.secrets.iter().enumerate() {
+        let volume = format!("secret-{i}");
+        volumes.push(Volume {
+            name: volume.clone(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.clone()),
+                default_mode: Some(0o440),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(&volume, &format!("{SECRETS_DIR}/{secret}")));
+    }
+
+    let container = Container {
+        name: CONTAINER.into(),
+        image: Some(
+            spec.image
+                .clone()
+                .unwrap_or_else(|| config.runtime_image.clone()),
+        ),
+        image_pull_policy: spec
+            .image_pull_policy
+            .map(|p| p.as_str().to_owned())
+            .or_else(|| config.image_pull_policy.clone()),
+        command: Some(vec!["mcp-runtime".into()]),
+        args: Some(args(server, config)),
+        ports: Some(vec![port("http", HTTP_PORT), port("admin", ADMIN_PORT)]),
+        env: (!spec.env.is_empty()).then(|| spec.env.clone()),
+        resources: Some(
+            spec.container_resources
+                .clone()
+                .unwrap_or_else(default_resources),
+        ),
+        readiness_probe: Some(probe("/readyz", 5, 2)),
+        liveness_probe: Some(probe("/healthz", 10, 3)),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            run_as_user: Some(RUNTIME_UID),
+            run_as_group: Some(RUNTIME_UID),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Default::default()
+            }),
+            seccomp_profile: Some(runtime_default_seccomp()),
+            ..Default::default()
+        }),
+        volume_mounts: Some(mounts),
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        ..Default::default()
+    };
+
+    let pod = PodSpec {
+        containers: vec![container],
+        volumes: Some(volumes),
+        automount_service_account_token: Some(false),
+        enable_service_links: Some(false),
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            fs_group: Some(RUNTIME_UID),
+            seccomp_profile: Some(runtime_default_seccomp()),
+            ..Default::default()
+        }),
+        node_selector: (!spec.node_selector.is_empty()).then(|| spec.node_selector.clone()),
+        tolerations: (!spec.tolerations.is_empty()).then(|| spec.tolerations.clone()),
+        affinity: spec.affinity.clone(),
+        topology_spread_constraints: Some(vec![TopologySpreadConstraint {
+            max_skew: 1,
+            topology_key: "kubernetes.io/hostname".into(),
+            when_unsatisfiable: "ScheduleAnyway".into(),
+            label_selector: Some(LabelSelector {
+                match_labels: Some(selector.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]),
+        termination_grace_period_seconds: Some(30),
+        ..Default::default()
+    };
+
+    Deployment {
+        metadata: child_meta(server, server.name_any()),
+        spec: DeploymentSpec {
+            replicas: Some(spec.replicas.unwrap_or(1)),
+            selector: LabelSelector {
+                match_labels: Some(selector),
+                ..Default::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".into()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::Int(1)),
+                    max_unavailable: Some(IntOrString::Int(0)),
+                }),
+            }),
+            revision_history_limit: Some(5),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    annotations: Some(BTreeMap::from([
+                        (
+                            "kubectl.kubernetes.io/default-container".to_owned(),
+                            CONTAINER.to_owned(),
+                        ),
+                        ("prometheus.io/scrape".to_owned(), "true".to_owned()),
+                        ("prometheus.io/port".to_owned(), ADMIN_PORT.to_string()),
+                        ("prometheus.io/path".to_owned(), "/metrics".to_owned()),
+                    ])),
+                    ..Default::default()
+                }),
+                spec: Some(pod),
+            },
+            ..Default::default()
+        },
+        status: None,
+    }
+}
+
+/// The runtime's command line (its flags are fixed by the runtime; see its `serve --help`).
+fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
+    let spec = &server.spec.deployment;
+    let name = server.name_any();
+    let namespace = server.namespace().unwrap_or_default();
+    let mut args: Vec<String> = vec![
+        "serve".into(),
+        "--manifest".into(),
+        format!("{MANIFEST_DIR}/{MANIFEST_KEY}"),
+        "--listen".into(),
+        format!("0.0.0.0:{HTTP_PORT}"),
+        "--admin-listen".into(),
+        format!("0.0.0.0:{ADMIN_PORT}"),
+    ];
+    let mut flag = |name: &str, value: String| {
+        args.push(name.into());
+        args.push(value);
+    };
+    // Host names clients may use: the ingress host, the Service's DNS names, and localhost
+    // (for `kubectl port-forward`). Any other Host header is refused (DNS rebinding).
+    let mut hosts = Vec::new();
+    if let Some(ingress) = &spec.ingress {
+        hosts.push(ingress.host.clone());
+    }
+    hosts.extend([
+        name.clone(),
+        format!("{name}.{namespace}"),
+        format!("{name}.{namespace}.svc"),
+        format!("{name}.{namespace}.svc.{}", config.cluster_domain),
+        "localhost".into(),
+    ]);
+    for host in hosts {
+        flag("--allowed-host", host);
+    }
+    if let Some(ingress) = &spec.ingress {
+        let scheme = if ingress.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        flag("--allowed-origin", format!("{scheme}://{}", ingress.host));
+        if let Some(prefix) = path_prefix(ingress) {
+            flag("--path-prefix", prefix.to_owned());
+        }
+    }
+    flag("--session-key-file", format!("{SESSION_KEY_DIR}/key"));
+    if let Some(sessions) = &spec.sessions {
+        if let Some(timeout) = &sessions.idle_timeout {
+            flag("--session-idle-timeout", timeout.clone());
+        }
+        if let Some(max) = sessions.max_sessions {
+            flag("--max-sessions", max.to_string());
+        }
+        if let Some(interval) = &sessions.ping_interval {
+            flag("--ping-interval", interval.clone());
+        }
+        if let Some(timeout) = &sessions.ping_timeout {
+            flag("--ping-timeout", timeout.clone());
+        }
+    }
+    flag("--log-format", "json".into());
+    flag(
+        "--log-level",
+        spec.log_level.map_or("info", |level| level.as_str()).into(),
+    );
+    args
+}
+
+fn mount(volume: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: volume.into(),
+        mount_path: path.into(),
+        read_only: Some(true),
+        ..Default::default()
+    }
+}
+
+fn port(name: &str, port: i32) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.into()),
+        container_port: port,
+        protocol: Some("TCP".into()),
+        ..Default::default()
+    }
+}
+
+fn probe(path: &str, period: i32, failures: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::String("admin".into()),
+            ..Default::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        timeout_seconds: Some(2),
+        ..Default::default()
+    }
+}
+
+fn runtime_default_seccomp() -> SeccompProfile {
+    SeccompProfile {
+        type_: "RuntimeDefault".into(),
+        ..Default::default()
+    }
+}
+
+fn default_resources() -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_owned(), Quantity("50m".into())),
+            ("memory".to_owned(), Quantity("64Mi".into())),
+        ])),
+        limits: Some(BTreeMap::from([(
+            "memory".to_owned(),
+            Quantity("256Mi".into()),
+        )])),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,335 @@
+//! Validate step of the reconcile pipeline: compile the declaration with the runtime's own
+//! compiler, and render the manifest the runtime will read from the ConfigMap. Pure.
+
+use crate::resource::{Counts, MCPServer};
+use kube::ResourceExt;
+use mcp_runtime::declaration::{
+    API_VERSION, CompileOptions, Declaration, FieldError, KIND, Manifest, compile,
+};
+use serde::Serialize;
+
+/// A declaration the runtime will serve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Accepted {
+    /// The runtime manifest: an `MCPServer` document holding only the declaration.
+    pub manifest_yaml: String,
+    /// What it declares.
+    pub counts: Counts,
+}
+
+/// A declaration the runtime would refuse, with every problem located by its field path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refused {
+    /// The problems, in declaration order.
+    pub errors: Vec<FieldError>,
+}
+
+/// Most problems quoted in a condition message; the rest are counted.
+const MAX_QUOTED_ERRORS: usize = 8;
+
+impl Refused {
+    /// One line for the `Accepted` condition: the failing fields and what is wrong with them.
+    pub fn message(&self) -> String {
+        let mut parts: Vec<String> = self
+            .errors
+            .iter()
+            .take(MAX_QUOTED_ERRORS)
+            .map(ToString::to_string)
+            .collect();
+        if self.errors.len() > MAX_QUOTED_ERRORS {
+            parts.push(format!(
+                "and {} more",
+                self.errors.len() - MAX_QUOTED_ERRORS
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// The document the runtime reads: `apiVersion`, `kind`, `metadata.name` and the declaration.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RuntimeManifest<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: RuntimeMetadata<'a>,
+    spec: &'a Declaration,
+}
+
+#[derive(Serialize)]
+struct RuntimeMetadata<'a> {
+    name: &'a str,
+}
+
+/// Compiles the declaration of `server` as the runtime will, without reading files.
+pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
+    let name = server.name_any();
+    let declaration = &server.spec.declaration;
+    let manifest = Manifest {
+        name: name.clone(),
+        declaration: declaration.clone(),
+        base_dir: Default::default(),
+    };
+    let options = CompileOptions {
+        read_files: false,
+        ..Default::default()
+    };
+    let mut errors = match compile(&manifest, &options) {
+        Ok(_) => Vec::new(),
+        Err(invalid) => invalid.errors,
+    };
+    // A `file` resource names a path inside the pod; the operator mounts only the manifest, so
+    // such a resource could never load.
+    for (i, resource) in declaration.resources.iter().enumerate() {
+        if resource.file.is_some() {
+            errors.push(FieldError {
+                path: format!("spec.resources[{i}].file"),
+                message:
+                    "is not available in a cluster: declare the contents with `text` or `blob`"
+                        .into(),
+            });
+        }
+    }
+    errors.extend(unmounted_secrets(server));
+    if !errors.is_empty() {
+        for error in &mut errors {
+            if let Some(item) = named_item(declaration, &error.path) {
+                error.path = format!("{} ({item})", error.path);
+            }
+        }
+        return Err(Refused { errors });
+    }
+    let document = RuntimeManifest {
+        api_version: API_VERSION,
+        kind: KIND,
+        metadata: RuntimeMetadata { name: &name },
+        spec: declaration,
+    };
+    let manifest_yaml = serde_yaml_ng::to_string(&document).map_err(|err| Refused {
+        errors: vec![FieldError {
+            path: "spec".into(),
+            message: format!("cannot be written as YAML: {err}"),
+        }],
+    })?;
+    Ok(Accepted {
+        manifest_yaml,
+        counts: counts(declaration),
+    })
+}
+
+/// Secrets a `secretKeyRef` names that `spec.secrets` does not list: the pods would not mount
+/// them, so the runtime could not read them. Listing one is a deployment change (it rolls the
+/// pods, as a new volume must); a declaration change alone never does.
+fn unmounted_secrets(server: &MCPServer) -> Vec<FieldError> {
+    let declaration = &server.spec.declaration;
+    let listed = &server.spec.deployment.secrets;
+    let only = |d: Declaration| d.secret_refs();
+    let mut by_item: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
+    for (i, tool) in declaration.tools.iter().enumerate() {
+        by_item.push((
+            format!("spec.tools[{i}].http"),
+            only(Declaration {
+                tools: vec![tool.clone()],
+                ..Default::default()
+            }),
+        ));
+    }
+    for (i, resource) in declaration.resources.iter().enumerate() {
+        by_item.push((
+            format!("spec.resources[{i}].http"),
+            only(Declaration {
+                resources: vec![resource.clone()],
+                ..Default::default()
+            }),
+        ));
+    }
+    for (i, template) in declaration.resource_templates.iter().enumerate() {
+        by_item.push((
+            format!("spec.resourceTemplates[{i}].http"),
+            only(Declaration {
+                resource_templates: vec![template.clone()],
+                ..Default::default()
+            }),
+        ));
+    }
+    by_item
+        .into_iter()
+        .flat_map(|(path, names)| names.into_iter().map(move |name| (path.clone(), name)))
+        .filter(|(_, name)| !listed.contains(name))
+        .map(|(path, name)| FieldError {
+            path,
+            message: format!("references Secret `{name}`, which spec.secrets does not list: add it there so the pods mount it"),
+        })
+        .collect()
+}
+
+/// The tool, resource or prompt a field path points into, by name: `spec.tools[2].content` ->
+/// ``tool `get_forecast` ``, so a person finds the culprit without counting list entries.
+fn named_item(declaration: &Declaration, path: &str) -> Option<String> {
+    let rest = path.strip_prefix("spec.")?;
+    let (list, rest) = rest.split_once('[')?;
+    let index: usize = rest.split_once(']')?.0.parse().ok()?;
+    match list {
+        "tools" => declaration
+            .tools
+            .get(index)
+            .map(|t| format!("tool `{}`", t.name)),
+        "resources" => declaration
+            .resources
+            .get(index)
+            .map(|r| format!("resource `{}`", r.uri)),
+        "resourceTemplates" => declaration
+            .resource_templates
+            .get(index)
+            .map(|t| format!("resource template `{}`", t.uri_template)),
+        "prompts" => declaration
+            .prompts
+            .get(index)
+            .map(|p| format!("prompt `{}`", p.name)),
+        _ => None,
+    }
+}
+
+fn counts(declaration: &Declaration) -> Counts {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Counts {
+        tools: count(declaration.tools.len()),
+        resources: count(declaration.resources.len()),
+        resource_templates: count(declaration.resource_templates.len()),
+        prompts: count(declaration.prompts.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::test_support::server;
+    use mcp_runtime::declaration::parse_manifest;
+
+    #[test]
+    fn accepts_a_declaration_and_renders_what_the_runtime_reads() {
+        let server = server(
+            r##"
+            metadata: {name: weather, namespace: tools}
+            spec:
+              title: Weather
+              replicas: 3
+              ingress: {host: mcp.example.com}
+              tools:
+                - name: greet
+                  inputSchema: {type: object, properties: {name: {type: string}}, required: [name]}
+                  content: [{type: text, text: "Hello, {{ args.name }}!"}]
+              resources:
+                - {uri: "docs://readme", name: readme, text: "# Weather"}
+              prompts:
+                - name: plan
+                  messages: [{role: user, content: {type: text, text: Plan.}}]
+            "##,
+        );
+        let accepted = validate(&server).unwrap();
+        assert_eq!(
+            accepted.counts,
+            Counts {
+                tools: 1,
+                resources: 1,
+                resource_templates: 0,
+                prompts: 1
+            }
+        );
+        insta::assert_snapshot!(accepted.manifest_yaml);
+        let parsed = parse_manifest(&accepted.manifest_yaml, Default::default()).unwrap();
+        assert_eq!(parsed.name, "weather");
+        assert_eq!(parsed.declaration, server.spec.declaration);
+    }
+
+    #[test]
+    fn refuses_with_the_path_of_every_failing_field() {
+        let server = server(
+            r#"
+            metadata: {name: weather, namespace: tools}
+            spec:
+              tools:
+                - name: greet
+                  content: [{type: text, text: "Hello, {{ args.name"}]
+                - name: "bad name"
+                  content: [{type: text, text: hi}]
+            "#,
+        );
+        let refused = validate(&server).unwrap_err();
+        let paths: Vec<&str> = refused.errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.tools[0].content[0].text (tool `greet`)",
+                "spec.tools[1].name (tool `bad name`)"
+            ]
+        );
+        assert!(
+            refused
+                .message()
+                .starts_with("spec.tools[0].content[0].text (tool `greet`): "),
+            "{}",
+            refused.message()
+        );
+    }
+
+    #[test]
+    fn refuses_file_resources_which_no_pod_could_read() {
+        let server = server(
+            r#"
+            metadata: {name: docs, namespace: tools}
+            spec:
+              resources:
+                - {uri: "docs://readme", name: readme, file: README.md}
+            "#,
+        );
+        let refused = validate(&server).unwrap_err();
+        assert_eq!(
+            refused.errors[0].path,
+            "spec.resources[0].file (resource `docs://readme`)"
+        );
+    }
+
+    #[test]
+    fn refuses_a_secret_reference_the_pods_would_not_mount() {
+        let manifest = r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              SECRETS
+              tools:
+                - name: forecast
+                  http:
+                    url: "https://api.example.com/forecast"
+                    headers:
+                      - {name: Authorization, secretKeyRef: {name: weather-api, key: token}}
+            "#;
+        let refused = validate(&server(&manifest.replace("SECRETS", ""))).unwrap_err();
+        assert_eq!(
+            refused.errors[0].path,
+            "spec.tools[0].http (tool `forecast`)"
+        );
+        assert!(
+            refused.errors[0].message.contains("Secret `weather-api`"),
+            "{}",
+            refused.message()
+        );
+        assert!(
+            validate(&server(
+                &manifest.replace("SECRETS", "secrets: [weather-api]")
+            ))
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn quotes_a_bounded_number_of_errors() {
+        let errors = (0..12)
+            .map(|i| FieldError {
+                path: format!("spec.tools[{i}].name"),
+                message: "bad".into(),
+            })
+            .collect();
+        let message = Refused { errors }.message();
+        assert!(message.ends_with("; and 4 more"), "{message}");
+    }
+}

@@ -1,0 +1,181 @@
+//! The `MCPServer` custom resource: its spec (the runtime's declaration plus deployment fields),
+//! its status, and the CRD generated from them. Pure data and schema code, no I/O.
+
+mod deployment_fields;
+mod generate;
+mod schema;
+mod status;
+
+pub use deployment_fields::{
+    DeploymentFields, ImagePullPolicy, IngressSpec, IngressTls, RuntimeLogLevel, ServiceSpec,
+    ServiceType, SessionsSpec,
+};
+pub use generate::{crd, crd_yaml, helm_crd_template};
+pub use status::{Condition, Counts, MCPServerStatus};
+
+use kube::{CustomResource, KubeSchema};
+use mcp_runtime::declaration::Declaration;
+use serde::{Deserialize, Serialize};
+
+/// The spec of an `MCPServer`: what the server serves and how it is deployed.
+#[derive(CustomResource, KubeSchema, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "kube-mcp.io",
+    version = "v1alpha1",
+    kind = "MCPServer",
+    plural = "mcpservers",
+    shortname = "mcps",
+    category = "kube-mcp",
+    namespaced,
+    status = "MCPServerStatus",
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether the server's replicas are available"}"#,
+    printcolumn = r#"{"name":"URL","type":"string","jsonPath":".status.url","description":"Where MCP clients connect"}"#,
+    printcolumn = r#"{"name":"Tools","type":"integer","jsonPath":".status.counts.tools","description":"Tools served"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    doc = "An MCP server declared by its tools, resources and prompts, served by mcp-runtime pods."
+)]
+#[schemars(transform = schema::declaration_rules)]
+pub struct MCPServerSpec {
+    /// What the server serves (read by the runtime).
+    #[serde(flatten)]
+    pub declaration: Declaration,
+    /// How the server is deployed (read by the operator only).
+    #[serde(flatten)]
+    pub deployment: DeploymentFields,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn crd_json() -> Value {
+        serde_json::to_value(crd()).unwrap()
+    }
+
+    fn spec_schema() -> Value {
+        crd_json()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"].clone()
+    }
+
+    #[test]
+    fn deployment_fields_are_the_ones_the_runtime_ignores() {
+        let schema =
+            schemars::SchemaGenerator::default().into_root_schema_for::<DeploymentFields>();
+        let mut ours: Vec<String> = schema.as_value()["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        let mut runtime: Vec<String> = mcp_runtime::declaration::DEPLOYMENT_FIELDS
+            .iter()
+            .map(|f| (*f).to_owned())
+            .collect();
+        ours.sort();
+        runtime.sort();
+        assert_eq!(ours, runtime);
+    }
+
+    #[test]
+    fn no_deployment_field_shadows_a_declaration_field() {
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<Declaration>();
+        let declared = schema.as_value()["properties"].as_object().unwrap();
+        for field in mcp_runtime::declaration::DEPLOYMENT_FIELDS {
+            assert!(
+                !declared.contains_key(*field),
+                "`{field}` is both served and a deployment field"
+            );
+        }
+    }
+
+    #[test]
+    fn crds_directory_holds_the_generated_crd() {
+        let committed = include_str!("../../crds/mcpservers.kube-mcp.io.yaml");
+        assert!(
+            committed == crd_yaml().unwrap(),
+            "crds/ is stale: run `cargo run -p mcp-operator -- crd > crds/mcpservers.kube-mcp.io.yaml`"
+        );
+    }
+
+    #[test]
+    fn chart_holds_the_generated_crd_template() {
+        let committed = include_str!("../../charts/kube-mcp/templates/crd.yaml");
+        assert!(
+            committed == helm_crd_template().unwrap(),
+            "the chart's CRD is stale: run \
+             `cargo run -p mcp-operator -- crd --helm-template > charts/kube-mcp/templates/crd.yaml`"
+        );
+    }
+
+    /// Every CEL rule and list key of the schema, by path: the rules the API server enforces.
+    #[test]
+    fn validation_rules() {
+        fn walk(schema: &Value, path: &str, out: &mut Vec<String>) {
+            let Some(object) = schema.as_object() else {
+                return;
+            };
+            for rule in object
+                .get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let message = rule
+                    .get("message")
+                    .or_else(|| rule.get("messageExpression"))
+                    .unwrap();
+                out.push(format!(
+                    "{path}: {} => {message}",
+                    rule["rule"].as_str().unwrap()
+                ));
+            }
+            if let Some(keys) = object.get("x-kubernetes-list-map-keys") {
+                out.push(format!("{path}: unique by {keys}"));
+            }
+            if let Some(most) = object.get("maxItems") {
+                out.push(format!("{path}: at most {most} items"));
+            }
+            if let Some(pattern) = object.get("pattern") {
+                out.push(format!("{path}: matches {pattern}"));
+            }
+            for (name, child) in object
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                walk(child, &format!("{path}.{name}"), out);
+            }
+            if let Some(items) = object.get("items") {
+                walk(items, &format!("{path}[]"), out);
+            }
+        }
+        let mut rules = Vec::new();
+        walk(
+            &crd_json()["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+            "",
+            &mut rules,
+        );
+        insta::assert_yaml_snapshot!(rules);
+    }
+
+    #[test]
+    fn content_blocks_are_one_structural_object() {
+        let block =
+            &spec_schema()["properties"]["tools"]["items"]["properties"]["content"]["items"];
+        assert_eq!(block["type"], "object");
+        assert!(block.get("oneOf").is_none());
+        assert_eq!(
+            block["properties"]["type"]["enum"],
+            serde_json::json!(["text", "image", "audio", "resource", "resource_link"])
+        );
+        insta::assert_yaml_snapshot!(block);
+    }
+
+    #[test]
+    fn the_example_is_a_valid_mcpserver() {
+        let server: MCPServer =
+            serde_yaml_ng::from_str(include_str!("../../examples/weather.yaml")).unwrap();
+        assert!(!server.spec.declaration.tools.is_empty());
+    }
+}

@@ -1,0 +1,56 @@
+//! The status of an `MCPServer`: conditions, the generation they describe, where clients connect,
+//! and what is served. Pure data.
+
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use serde::{Deserialize, Serialize};
+
+/// What the operator observed of an `MCPServer`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = super::schema::kubernetes_formats)]
+pub struct MCPServerStatus {
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Accepted`: the declaration compiled (when False, the message names the failing field).
+    /// `Ready`: every replica is up to date and available (when False, the reason says why).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// Where MCP clients connect: the Ingress URL when an ingress is declared, else the
+    /// in-cluster Service URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Replicas asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Replicas available to serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// What the served declaration holds (the last accepted one, when the current is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counts>,
+}
+
+/// Numbers of declared items.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Tools.
+    pub tools: u32,
+    /// Fixed resources.
+    pub resources: u32,
+    /// Resource templates.
+    pub resource_templates: u32,
+    /// Prompts.
+    pub prompts: u32,
+}
+
+impl MCPServerStatus {
+    /// The condition of a type, if set.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+}

@@ -1,0 +1,173 @@
+//! The operator process: admin server, API connection, leader election, the controller, and a
+//! graceful shutdown that finishes in-flight reconciles and hands the lease over. I/O.
+
+use crate::admin::{self, AdminState};
+use crate::controller;
+use crate::leader::{Elector, LeaseConfig};
+use crate::metrics::Metrics;
+use crate::reconcile::Context;
+use crate::reconcile::build::BuildConfig;
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio_util::sync::CancellationToken;
+
+/// Longest wait for in-flight reconciles on shutdown (under the pod's 30 s grace period).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// How the operator runs.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Watch only this namespace (None: all namespaces).
+    pub namespace: Option<String>,
+    /// Settings of the built objects.
+    pub build: BuildConfig,
+    /// Address of `/healthz`, `/readyz` and `/metrics`.
+    pub admin_listen: SocketAddr,
+    /// Leader election, when enabled.
+    pub lease: Option<LeaseConfig>,
+    /// Name reported on events (`reportingInstance`).
+    pub instance: String,
+}
+
+/// Why the operator stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The admin address could not be bound.
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No usable kubeconfig or in-cluster configuration.
+    #[error("cannot configure the Kubernetes client")]
+    Client(#[source] kube::Error),
+    /// Another replica took the lease; the process exits so it restarts as a candidate.
+    #[error("lost the leader lease")]
+    LostLease,
+}
+
+/// Runs the operator until `shutdown` is cancelled.
+pub async fn run(config: RunConfig, shutdown: CancellationToken) -> Result<(), RunError> {
+    let state = AdminState {
+        metrics: Arc::new(Metrics::new()),
+        ..Default::default()
+    };
+    let listener = tokio::net::TcpListener::bind(config.admin_listen)
+        .await
+        .map_err(|source| RunError::Listen {
+            addr: config.admin_listen,
+            source,
+        })?;
+    let admin_addr = listener.local_addr().unwrap_or(config.admin_listen);
+    let admin_stop = CancellationToken::new();
+    let admin = tokio::spawn(admin::serve(listener, state.clone(), admin_stop.clone()));
+    tracing::info!(addr = %admin_addr, "admin endpoints listening");
+
+    let result = run_connected(&config, &state, &shutdown).await;
+    admin_stop.cancel();
+    if let Ok(Err(error)) = admin.await {
+        tracing::warn!(error = %error, "admin server failed");
+    }
+    result
+}
+
+async fn run_connected(
+    config: &RunConfig,
+    state: &AdminState,
+    shutdown: &CancellationToken,
+) -> Result<(), RunError> {
+    let client = Client::try_default().await.map_err(RunError::Client)?;
+    // Ready once the API server answers; until then the operator could do nothing useful.
+    loop {
+        match client.apiserver_version().await {
+            Ok(version) => {
+                tracing::info!(version = %version.git_version, "connected to the API server");
+                break;
+            }
+            Err(error) => tracing::warn!(error = %error, "API server not reachable yet"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+            () = shutdown.cancelled() => return Ok(()),
+        }
+    }
+    state.ready.store(true, Ordering::Relaxed);
+
+    let elector = config
+        .lease
+        .clone()
+        .map(|lease| Elector::new(client.clone(), lease));
+    if let Some(elector) = &elector {
+        if !elector.acquire(shutdown).await {
+            return Ok(());
+        }
+        tracing::info!("leading");
+    }
+    state.metrics.set_leader(true);
+
+    let lost = CancellationToken::new();
+    let stop_holding = CancellationToken::new();
+    let holder = elector
+        .as_ref()
+        .map(|elector| elector.hold(&stop_holding, &lost));
+    let reporter = Reporter {
+        controller: "mcp-operator".into(),
+        instance: Some(config.instance.clone()),
+    };
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        config.build.clone(),
+        Recorder::new(client.clone(), reporter),
+        state.metrics.clone(),
+    ));
+    let stop = {
+        let (shutdown, lost) = (shutdown.clone(), lost.clone());
+        async move {
+            tokio::select! {
+                () = shutdown.cancelled() => tracing::info!("shutting down: finishing reconciles in flight"),
+                () = lost.cancelled() => {}
+            }
+        }
+    };
+    // In-flight reconciles get a grace period; past it (or when a watch never listed anything,
+    // which holds kube's graceful shutdown forever) the controller is dropped, aborting them.
+    let controller = async {
+        let deadline = {
+            let (shutdown, lost) = (shutdown.clone(), lost.clone());
+            async move {
+                tokio::select! {
+                    () = shutdown.cancelled() => {}
+                    () = lost.cancelled() => {}
+                }
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            }
+        };
+        tokio::select! {
+            () = controller::run(ctx, config.namespace.as_deref(), stop) => {}
+            () = deadline => tracing::warn!(grace = ?SHUTDOWN_GRACE, "reconciles did not finish in time; stopping anyway"),
+        }
+    };
+    match holder {
+        Some(holder) => {
+            let (_, ()) = tokio::join!(holder, async {
+                controller.await;
+                stop_holding.cancel();
+            });
+        }
+        None => controller.await,
+    }
+    state.metrics.set_leader(false);
+    if lost.is_cancelled() {
+        return Err(RunError::LostLease);
+    }
+    if let Some(elector) = &elector {
+        elector.release().await;
+    }
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! State for upstream-backed resources: the read cache (`cacheTtlMs`) and the poller that turns
+//! changes of subscribed resources into `notifications/resources/updated`. Only URIs someone
+//! subscribed to are polled, at most [`MAX_POLLED`] at once, one task each, ending when the last
+//! subscriber leaves. The poll tasks do network I/O.
+
+use super::Changes;
+use super::resources;
+use crate::admin::metrics::Metrics;
+use crate::declaration::Compiled;
+use arc_swap::ArcSwap;
+use dashmap::DashMap;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+/// Most resources polled at once per replica.
+pub const MAX_POLLED: usize = 256;
+
+/// Most cached read results.
+const MAX_CACHED: usize = 1_024;
+
+/// Read results of upstream resources, reused for their TTL.
+#[derive(Default)]
+pub struct ReadCache {
+    entries: DashMap<String, (Instant, Value)>,
+}
+
+impl ReadCache {
+    /// A fresh cached result for `uri`.
+    pub fn get(&self, uri: &str) -> Option<Value> {
+        let entry = self.entries.get(uri)?;
+        (entry.0 > Instant::now()).then(|| entry.1.clone())
+    }
+
+    /// Caches `contents` for `ttl` (skipped when the cache is full of fresh entries).
+    pub fn put(&self, uri: &str, contents: Value, ttl: Duration) {
+        if self.entries.len() >= MAX_CACHED {
+            let now = Instant::now();
+            self.entries.retain(|_, (expires, _)| *expires > now);
+            if self.entries.len() >= MAX_CACHED {
+                return;
+            }
+        }
+        self.entries
+            .insert(uri.to_owned(), (Instant::now() + ttl, contents));
+    }
+
+    /// Forgets `uri`, or everything (after a reload).
+    pub fn forget(&self, uri: Option<&str>) {
+        match uri {
+            Some(uri) => {
+                self.entries.remove(uri);
+            }
+            None => self.entries.clear(),
+        }
+    }
+}
+
+/// Who watches a polled URI: each subscriber's token, cancelled when it goes away.
+type Watchers = HashMap<String, CancellationToken>;
+
+/// Polls subscribed upstream resources.
+pub struct Poller {
+    current: Arc<ArcSwap<Compiled>>,
+    metrics: Arc<Metrics>,
+    changes: broadcast::Sender<Arc<Changes>>,
+    cache: Arc<ReadCache>,
+    watched: Arc<Mutex<HashMap<String, Watchers>>>,
+}
+
+impl Poller {
+    /// A poller over the served declaration.
+    pub fn new(
+        current: Arc<ArcSwap<Compiled>>,
+        metrics: Arc<Metrics>,
+        changes: broadcast::Sender<Arc<Changes>>,
+        cache: Arc<ReadCache>,
+    ) -> Self {
+        Self {
+            current,
+            metrics,
+            changes,
+            cache,
+            watched: Arc::default(),
+        }
+    }
+
+    /// Starts watching `uri` for `watcher` until `until` is cancelled or [`Poller::unwatch`].
+    /// URIs that are not upstream-backed need no polling (reloads report their changes).
+    pub fn watch(&self, uri: &str, watcher: &str, until: CancellationToken) {
+        let Some(every) = resources::poll_interval(&self.current.load(), uri) else {
+            return;
+        };
+        let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(watchers) = watched.get_mut(uri) {
+            watchers.insert(watcher.to_owned(), until);
+            return;
+        }
+        if watched.len() >= MAX_POLLED {
+            tracing::warn!(
+                limit = MAX_POLLED,
+                "not polling another subscribed resource: at the limit"
+            );
+            return;
+        }
+        watched.insert(uri.to_owned(), HashMap::from([(watcher.to_owned(), until)]));
+        tokio::spawn(self.poll(uri.to_owned(), every));
+    }
+
+    /// Stops watching `uri` for `watcher`.
+    pub fn unwatch(&self, uri: &str, watcher: &str) {
+        let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(watchers) = watched.get_mut(uri) {
+            watchers.remove(watcher);
+        }
+    }
+
+    /// How many URIs are being polled.
+    pub fn polled(&self) -> usize {
+        self.watched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    fn poll(&self, uri: String, every: Duration) -> impl Future<Output = ()> + Send + 'static {
+        let (current, metrics, changes, cache, watched) = (
+            self.current.clone(),
+            self.metrics.clone(),
+            self.changes.clone(),
+            self.cache.clone(),
+            self.watched.clone(),
+        );
+        async move {
+            let mut last: Option<Value> = None;
+            let mut timer = tokio::time::interval(every);
+            timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                timer.tick().await;
+                {
+                    let mut watched = watched.lock().unwrap_or_else(PoisonError::into_inner);
+                    let watchers = watched.entry(uri.clone()).or_default();
+                    watchers.retain(|_, token| !token.is_cancelled());
+                    if watchers.is_empty() {
+                        watched.remove(&uri);
+                        return;
+                    }
+                }
+                let decl = current.load_full();
+                let Ok(contents) = resources::contents(&decl, &metrics, None, &uri).await else {
+                    continue;
+                };
+                if last.as_ref().is_some_and(|previous| *previous != contents) {
+                    cache.forget(Some(&uri));
+                    let update = Changes {
+                        updated_uris: vec![uri.clone()],
+                        ..Changes::default()
+                    };
+                    // No receivers is fine: nobody listens right now.
+                    let _ = changes.send(Arc::new(update));
+                }
+                last = Some(contents);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cached_reads_expire() {
+        let cache = ReadCache::default();
+        cache.put("a://x", json!({"text": "1"}), Duration::from_secs(60));
+        cache.put("a://y", json!({"text": "2"}), Duration::ZERO);
+        assert_eq!(cache.get("a://x"), Some(json!({"text": "1"})));
+        assert_eq!(cache.get("a://y"), None);
+        cache.forget(Some("a://x"));
+        assert_eq!(cache.get("a://x"), None);
+    }
+
+    #[test]
+    fn the_cache_stays_bounded() {
+        let cache = ReadCache::default();
+        for i in 0..MAX_CACHED + 10 {
+            cache.put(&format!("a://{i}"), json!(i), Duration::from_secs(60));
+        }
+        assert_eq!(cache.entries.len(), MAX_CACHED);
+    }
+}

@@ -1,0 +1,11 @@
+//! HTTP behaviour of the runtime over real sockets: edge limits and refusals, legacy sessions
+//! (limits, expiry, pings, replicas), HTTP+SSE, reload and shutdown. Each test starts the runtime
+//! in-process on 127.0.0.1 port 0.
+
+// Test helpers outside `#[test]` functions may panic on setup failures: that fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod limits;
+mod reload;
+mod sessions;
+mod sse;
+mod support;

@@ -1,0 +1,402 @@
+#!/usr/bin/env bash
+# tests/e2e/run.sh: the operator end to end, on a real control plane (tests/control-plane.sh).
+#
+# One command: builds the binaries, starts a control plane of its own, lints and server-side
+# dry-runs the chart, installs it with the real helm, runs the operator binary locally as the
+# chart's ServiceAccount (a TokenRequest token, so the chart's RBAC is what is exercised), applies
+# the examples as a user would, and checks children, owner references, field manager, status,
+# events, pruning, garbage collection, refusals (API server and operator), leader election and
+# shutdown. It then serves the ConfigMap the operator wrote with mcp-runtime and talks to it with
+# the official MCP Python SDK: manifest -> operator -> ConfigMap -> runtime -> answered tool call.
+#
+# Usage: tests/e2e/run.sh        (KEEP_CLUSTER=1 leaves the control plane running afterwards)
+# Prints `ok - ...` / `not ok - ...` lines and ends with `N passed, N failed`; exits 1 on failure.
+# I/O: a control plane in $KUBE_MCP_TEST_RUN (default /tmp/kube-mcp-e2e), logs under it, and two
+# local processes (operator, runtime) on 127.0.0.1, all stopped on exit.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export KUBE_MCP_TEST_RUN=${KUBE_MCP_TEST_RUN:-/tmp/kube-mcp-e2e}
+CACHE=${KUBE_MCP_TEST_CACHE:-$HOME/.cache/kube-mcp-test}
+CP="$ROOT/tests/control-plane.sh"
+E2E=$KUBE_MCP_TEST_RUN/e2e
+SYSTEM_NS=kube-mcp-system
+NS=e2e-demo
+RELEASE=kube-mcp
+SA=kube-mcp
+LEASE=kube-mcp-leader
+PASSED=0
+FAILED=0
+
+log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# check NAME CMD...: runs one assertion; never stops the run.
+check() {
+  local name=$1
+  shift
+  if "$@" >"$E2E/last-check.log" 2>&1; then
+    PASSED=$((PASSED + 1))
+    echo "ok - $name"
+  else
+    FAILED=$((FAILED + 1))
+    echo "not ok - $name"
+    sed 's/^/    /' "$E2E/last-check.log" | tail -n 20
+  fi
+}
+
+# eventually SECONDS CMD...: retries CMD until it succeeds or the time is up.
+eventually() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || {
+      "$@" || true
+      return 1
+    }
+    sleep 0.5
+  done
+}
+
+# jq_true JSON_COMMAND... -- FILTER: the command's JSON satisfies the jq filter.
+obj() { kubectl -n "$NS" get "$@" -o json --show-managed-fields; }
+holds() {
+  local filter=${*: -1}
+  local json
+  json=$(obj "${@:1:$#-1}") || return 1
+  jq -e "$filter" <<<"$json" >/dev/null || {
+    echo "filter failed: $filter"
+    jq -c '.status // .metadata' <<<"$json" | cut -c1-2000
+    return 1
+  }
+}
+absent() { ! kubectl -n "$NS" get "$@" >/dev/null 2>&1; }
+
+OPERATOR_PID=
+RUNTIME_PID=
+STANDBY_PID=
+cleanup() {
+  local rc=$?
+  [[ -n $STANDBY_PID ]] && kill "$STANDBY_PID" 2>/dev/null || true
+  [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
+  [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
+  if [[ ${KEEP_CLUSTER:-} == 1 ]]; then
+    log "control plane left running: eval \"\$(KUBE_MCP_TEST_RUN=$KUBE_MCP_TEST_RUN $CP env)\""
+  else
+    "$CP" stop || true
+  fi
+  exit "$rc"
+}
+
+# ----------------------------------------------------------------------------------------------
+# jq reads the API's JSON; curl talks to the admin endpoints. Both are Debian packages.
+if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
+  log "installing jq and curl"
+  apt-get update -qq && apt-get install -y -qq jq curl >/dev/null
+fi
+
+log "building mcp-operator and mcp-runtime"
+(cd "$ROOT" && nice cargo build --quiet -p mcp-operator -p mcp-runtime)
+OPERATOR_BIN=$ROOT/target/debug/mcp-operator
+RUNTIME_BIN=$ROOT/target/debug/mcp-runtime
+
+"$CP" start
+trap cleanup EXIT
+eval "$("$CP" env)"
+mkdir -p "$E2E"
+ADMIN_KUBECONFIG=$KUBECONFIG
+
+# ----------------------------------------------------------------------------------------------
+log "chart: lint, render, server-side dry run"
+CHART=$ROOT/charts/kube-mcp
+lint_clean() {
+  helm lint --strict "$CHART" >"$E2E/lint.log" 2>&1 || { cat "$E2E/lint.log"; return 1; }
+  cat "$E2E/lint.log"
+  ! grep -E '^\[(WARNING|ERROR|INFO)\]' "$E2E/lint.log"
+}
+check "helm lint --strict is clean (no errors, warnings or notes)" lint_clean
+check "values.schema.json rejects unknown keys" bash -c "! helm template x '$CHART' --set operator.replica=2 >/dev/null 2>&1"
+kubectl create namespace "$SYSTEM_NS" >/dev/null
+kubectl create namespace "$NS" >/dev/null
+for values in "" "--set operator.watchNamespace=$NS" "--set crds.install=false --set metrics.service.enabled=false"; do
+  # shellcheck disable=SC2086
+  check "kubectl apply --dry-run=server accepts every rendered object ${values:-(defaults)}" \
+    bash -c "helm template $RELEASE '$CHART' -n $SYSTEM_NS $values | kubectl apply --dry-run=server -f -"
+done
+
+log "chart: install with helm"
+check "helm install succeeds" helm install "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e
+check "the CRD is established" kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s
+check "the CRD is kept on uninstall" bash -c \
+  "[[ \$(kubectl get crd mcpservers.kube-mcp.io -o jsonpath='{.metadata.annotations.helm\.sh/resource-policy}') == keep ]]"
+
+# ----------------------------------------------------------------------------------------------
+log "the operator runs locally as the chart's ServiceAccount"
+TOKEN=$(kubectl -n "$SYSTEM_NS" create token "$SA" --duration=2h)
+SA_KUBECONFIG=$E2E/operator.kubeconfig
+server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}')
+ca=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+cat >"$SA_KUBECONFIG" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: operator, user: {token: "$TOKEN"}}]
+contexts: [{name: operator, context: {cluster: e2e, user: operator}}]
+current-context: operator
+EOF
+chmod 600 "$SA_KUBECONFIG"
+as_operator() { KUBECONFIG=$SA_KUBECONFIG "$@"; }
+check "the token is the chart's ServiceAccount" bash -c \
+  "KUBECONFIG='$SA_KUBECONFIG' kubectl auth whoami -o jsonpath='{.status.userInfo.username}' | grep -qx 'system:serviceaccount:$SYSTEM_NS:$SA'"
+check "RBAC: the operator cannot read Secrets" bash -c \
+  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i get secrets -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i list secrets -A) == no ]]"
+check "RBAC: the operator cannot touch Pods or other namespaces' Leases" bash -c \
+  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create pods -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i update leases -n default) == no ]]"
+
+ADMIN_PORT=$((20000 + RANDOM % 10000))
+OPERATOR_SCOPE=()
+start_operator() {
+  KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-operator \
+    "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name "$LEASE" \
+    --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json "${OPERATOR_SCOPE[@]}" \
+    --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
+  OPERATOR_PID=$!
+}
+start_operator
+admin() { curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT$1"; }
+check "operator /readyz answers" eventually 60 admin /readyz
+check "operator holds the Lease" eventually 30 bash -c \
+  "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-operator_'"
+check "operator /metrics reports leadership" eventually 10 bash -c "curl -fsS 'http://127.0.0.1:$ADMIN_PORT/metrics' | grep -q '^mcp_operator_leader 1'"
+
+# ----------------------------------------------------------------------------------------------
+log "apply the weather example as a user would"
+check "kubectl apply examples/weather.yaml" kubectl -n "$NS" apply -f "$ROOT/examples/weather.yaml"
+check "expose it: add spec.ingress" kubectl -n "$NS" patch mcpserver weather --type=merge -p \
+  '{"spec": {"ingress": {"host": "mcp.example.com", "path": "/weather", "className": "nginx", "tls": {"secretName": "mcp-tls"}}}}'
+generation() { kubectl -n "$NS" get mcpserver "$1" -o jsonpath='{.metadata.generation}'; }
+observed() { holds mcpserver "$1" ".status.observedGeneration == $(generation "$1")"; }
+check "status observes the generation" eventually 60 observed weather
+check "Accepted=True, reason Compiled" holds mcpserver weather \
+  '.status.conditions[] | select(.type == "Accepted") | .status == "True" and .reason == "Compiled"'
+check "Ready=False with a reason and message (no kubelet: pods stay Pending)" holds mcpserver weather \
+  '.status.conditions[] | select(.type == "Ready") | .status == "False" and (.reason == "ReplicasUnavailable" or .reason == "RollingOut") and (.message | test("of 2 replicas"))'
+check "status url is the ingress URL" holds mcpserver weather '.status.url == "https://mcp.example.com/weather/mcp"'
+EXPECTED_COUNTS=$(kubectl -n "$NS" get mcpserver weather -o json | jq -c '.spec | {tools: (.tools // [] | length), resources: (.resources // [] | length), resourceTemplates: (.resourceTemplates // [] | length), prompts: (.prompts // [] | length)}')
+check "status counts what is declared ($EXPECTED_COUNTS)" holds mcpserver weather \
+  ".status.counts == $EXPECTED_COUNTS and .status.replicas == 2 and .status.readyReplicas == 0"
+check "kubectl explain reads the field docs" bash -c \
+  "kubectl explain mcpservers.spec.containerResources | grep -q 'CPU and memory of the runtime container' && kubectl explain mcpservers.spec.tools.content | grep -q 'MCP content block'"
+check "printer columns show Ready, URL and Tools" bash -c \
+  "kubectl -n $NS get mcps weather | tee /dev/stderr | grep -E '^weather +False +https://mcp.example.com/weather/mcp +$(jq .tools <<<"$EXPECTED_COUNTS") '"
+
+UID_WEATHER=$(kubectl -n "$NS" get mcpserver weather -o jsonpath='{.metadata.uid}')
+owned() {
+  holds "$1" "$2" ".metadata.ownerReferences | length == 1 and .[0].uid == \"$UID_WEATHER\" and .[0].controller == true and .[0].kind == \"MCPServer\""
+}
+for child in "configmap weather-manifest" "deployment weather" "service weather" "ingress weather" \
+  "poddisruptionbudget weather" "secret weather-session-key"; do
+  # shellcheck disable=SC2086
+  check "child $child exists, controlled by the MCPServer" eventually 30 owned $child
+done
+applied_by_operator() {
+  holds "$1" "$2" '[.metadata.managedFields[] | select(.operation == "Apply")] | length == 1 and .[0].manager == "mcp-operator"'
+}
+for child in "configmap weather-manifest" "deployment weather" "service weather" "ingress weather" "poddisruptionbudget weather"; do
+  # shellcheck disable=SC2086
+  check "child $child is server-side applied by field manager mcp-operator" applied_by_operator $child
+done
+check "status is written by field manager mcp-operator" holds mcpserver weather \
+  '[.metadata.managedFields[] | select(.subresource == "status")] | .[0].manager == "mcp-operator"'
+session_key() {
+  holds secret weather-session-key '.immutable == true' &&
+    [[ $(kubectl -n "$NS" get secret weather-session-key -o jsonpath='{.data.key}' | base64 -d | wc -c) == 32 ]]
+}
+check "the session key is 32 random bytes, immutable" session_key
+check "the ConfigMap holds the runtime manifest" holds configmap weather-manifest \
+  '.data["manifest.yaml"] | test("kind: MCPServer") and test("name: weather") and (test("replicas") | not)'
+check "the Deployment runs the runtime hardened, with the manifest and session key mounted" holds deployment weather \
+  '.spec.template.spec.containers[0] as $c | $c.args[0] == "serve" and ($c.args | index("--session-key-file")) and $c.securityContext.readOnlyRootFilesystem and $c.securityContext.runAsNonRoot and ($c.volumeMounts | map(.mountPath) | index("/etc/kube-mcp"))'
+check "the Deployment controller made pods from it (Pending: no kubelet)" eventually 30 bash -c \
+  "(( \$(kubectl -n $NS get pods -l kube-mcp.io/server=weather -o name | grep -c pod/) >= 2 ))"
+check "the Ingress routes only the MCP endpoints, SSE-safe" holds ingress weather \
+  '.spec.rules[0].http.paths[0].path == "/weather/(mcp|sse|messages)$" and .metadata.annotations["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"'
+events_with() { kubectl -n "$NS" get events --field-selector "involvedObject.name=weather" -o json | jq -e "[.items[] | select(.reason == \"$1\")] | length > 0" >/dev/null; }
+check "an event records the acceptance" eventually 20 events_with Compiled
+
+# ----------------------------------------------------------------------------------------------
+log "a declaration change reaches the ConfigMap, not the pod template"
+TEMPLATE_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}')
+DEPLOY_GEN_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.metadata.generation}')
+check "patch a tool's reply" kubectl -n "$NS" patch mcpserver weather --type=json \
+  -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi, {{ args.name }}!"}]'
+check "the ConfigMap follows" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Hi, [{][{] args.name [}][}]!")'
+check "status observes the new generation" eventually 30 observed weather
+same_pods() {
+  [[ $(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}') == "$TEMPLATE_BEFORE" ]] &&
+    [[ $(kubectl -n "$NS" get deployment weather -o jsonpath='{.metadata.generation}') == "$DEPLOY_GEN_BEFORE" ]]
+}
+check "the pod template did not change (no rollout)" same_pods
+
+log "the runtime serves what the operator wrote"
+kubectl -n "$NS" get configmap weather-manifest -o jsonpath='{.data.manifest\.yaml}' >"$E2E/manifest.yaml"
+RT_PORT=$((ADMIN_PORT + 1))
+"$RUNTIME_BIN" serve --manifest "$E2E/manifest.yaml" --listen "127.0.0.1:$RT_PORT" \
+  --admin-listen "127.0.0.1:$((RT_PORT + 1))" >"$E2E/runtime.log" 2>&1 &
+RUNTIME_PID=$!
+check "mcp-runtime serves the ConfigMap's manifest" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$((RT_PORT + 1))/readyz"
+# The Python client tests' venv when their pins exist (tests/run.sh keys it the same way), else
+# one with the SDK version the README names.
+if [[ -f $ROOT/tests/python/requirements.txt ]]; then
+  VENV=$CACHE/venv-$(sha256sum "$ROOT/tests/python/requirements.txt" | cut -c1-12)
+  REQUIREMENTS=(-r "$ROOT/tests/python/requirements.txt")
+else
+  VENV=$CACHE/venv-e2e-mcp-2.3.0
+  REQUIREMENTS=(mcp==2.3.0)
+fi
+PYTHON=$VENV/bin/python
+if ! "$PYTHON" -c 'import mcp' 2>/dev/null; then
+  log "installing the MCP Python SDK into $VENV"
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
+fi
+check "the official MCP Python SDK gets the patched answer" \
+  timeout 120 "$PYTHON" "$ROOT/tests/e2e/mcp_client_check.py" "http://127.0.0.1:$RT_PORT/mcp" Hi
+kill "$RUNTIME_PID" 2>/dev/null || true
+wait "$RUNTIME_PID" 2>/dev/null || true
+RUNTIME_PID=
+
+# ----------------------------------------------------------------------------------------------
+log "a refused declaration leaves the last good children serving"
+CM_RV=$(kubectl -n "$NS" get configmap weather-manifest -o jsonpath='{.metadata.resourceVersion}')
+TEMPLATE_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}')
+check "patch in a broken template (valid for the schema)" kubectl -n "$NS" patch mcpserver weather --type=json \
+  -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi, {{ args.name "}]'
+check "Accepted=False names the culprit" eventually 30 holds mcpserver weather \
+  '.status.conditions[] | select(.type == "Accepted") | .status == "False" and .reason == "InvalidDeclaration" and (.message | startswith("spec.tools[0].content[0].text (tool `greet`): "))'
+check "status observes the refused generation" observed weather
+check "counts and url still describe what serves" holds mcpserver weather \
+  ".status.counts == $EXPECTED_COUNTS and .status.url == \"https://mcp.example.com/weather/mcp\""
+untouched() {
+  [[ $(kubectl -n "$NS" get configmap weather-manifest -o jsonpath='{.metadata.resourceVersion}') == "$CM_RV" ]] &&
+    [[ $(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}') == "$TEMPLATE_BEFORE" ]]
+}
+check "the ConfigMap and the Deployment are untouched" untouched
+check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Hi, [{][{] args.name [}][}]!")'
+check "a Warning event names the refusal" eventually 20 events_with InvalidDeclaration
+check "fixing it accepts it again" kubectl -n "$NS" patch mcpserver weather --type=json \
+  -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi again, {{ args.name }}!"}]'
+check "Accepted=True again" eventually 30 holds mcpserver weather \
+  '.status.conditions[] | select(.type == "Accepted") | .status == "True"'
+check "and the ConfigMap follows" eventually 30 bash -c \
+  "kubectl -n $NS get configmap weather-manifest -o jsonpath='{.data.manifest\\.yaml}' | grep -qF 'Hi again, {{ args.name }}!'"
+
+# ----------------------------------------------------------------------------------------------
+log "what the spec drops is pruned"
+check "remove the ingress" kubectl -n "$NS" patch mcpserver weather --type=json -p '[{"op": "remove", "path": "/spec/ingress"}]'
+check "the Ingress is pruned" eventually 30 absent ingress weather
+check "status url falls back to the Service" eventually 30 holds mcpserver weather \
+  ".status.url == \"http://weather.$NS.svc.cluster.local/mcp\""
+check "a Pruned event says so" eventually 20 events_with Pruned
+check "one replica" kubectl -n "$NS" patch mcpserver weather --type=merge -p '{"spec": {"replicas": 1}}'
+check "the PodDisruptionBudget is pruned" eventually 30 absent poddisruptionbudget weather
+
+# ----------------------------------------------------------------------------------------------
+log "every example is accepted"
+kubectl create namespace e2e-examples >/dev/null
+for file in "$ROOT"/examples/*.yaml; do
+  name=$(kubectl create --dry-run=client -o jsonpath='{.metadata.name}' -f "$file")
+  check "examples/$(basename "$file"): applied" kubectl -n e2e-examples apply -f "$file"
+  check "examples/$(basename "$file"): Accepted=True" eventually 30 bash -c \
+    "kubectl -n e2e-examples get mcpserver $name -o json | jq -e '.status.conditions[] | select(.type == \"Accepted\") | .status == \"True\"' >/dev/null"
+done
+
+# ----------------------------------------------------------------------------------------------
+log "invalid manifests are refused"
+for file in "$ROOT"/tests/e2e/invalid/*.yaml; do
+  name=$(basename "$file" .yaml)
+  expect=$(sed -n 's/^# expect: //p' "$file")
+  accepted_false=$(sed -n 's/^# accepted-false: //p' "$file")
+  if [[ -n $expect ]]; then
+    check "API server refuses $name: $expect" bash -c \
+      "! kubectl -n $NS apply -f '$file' 2>'$E2E/$name.err'; grep -F -- '$expect' '$E2E/$name.err' || { cat '$E2E/$name.err'; false; }"
+  else
+    check "API server accepts $name" kubectl -n "$NS" apply -f "$file"
+    check "$name: Accepted=False names $accepted_false" eventually 30 holds mcpserver "$name" \
+      ".status.conditions[] | select(.type == \"Accepted\") | .status == \"False\" and (.message | contains(\"$accepted_false\"))"
+    check "$name: Ready=False, reason NotAccepted" holds mcpserver "$name" \
+      '.status.conditions[] | select(.type == "Ready") | .status == "False" and .reason == "NotAccepted"'
+    check "$name: no Deployment and no ConfigMap" bash -c "! kubectl -n $NS get deployment $name && ! kubectl -n $NS get configmap $name-manifest"
+  fi
+done
+
+# ----------------------------------------------------------------------------------------------
+log "leader election: a standby waits, takes over a crashed leader, and shutdown hands over"
+holder() { kubectl -n "$SYSTEM_NS" get lease "$LEASE" -o jsonpath='{.spec.holderIdentity}'; }
+transitions() { kubectl -n "$SYSTEM_NS" get lease "$LEASE" -o jsonpath='{.spec.leaseTransitions}'; }
+STANDBY_PORT=$((ADMIN_PORT + 3))
+KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-standby \
+  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$STANDBY_PORT" --lease-name "$LEASE" \
+  --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json >>"$E2E/standby.log" 2>&1 &
+STANDBY_PID=$!
+check "a standby replica is ready" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$STANDBY_PORT/readyz"
+sleep 2
+check "the standby does not lead" bash -c \
+  "curl -fsS 'http://127.0.0.1:$STANDBY_PORT/metrics' | grep -qx 'mcp_operator_leader 0' && kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-operator_'"
+TRANSITIONS=$(transitions)
+kill -KILL "$OPERATOR_PID"
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=$STANDBY_PID
+check "after the leader crashes, the standby takes the Lease once it expires" eventually 40 bash -c \
+  "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-standby_'"
+check "the Lease counts the transition" test "$(transitions)" -gt "$TRANSITIONS"
+check "the new leader reconciles" bash -c "kubectl -n $NS patch mcpserver weather --type=merge -p '{\"spec\": {\"title\": \"Weather (standby)\"}}' >/dev/null" 
+check "and the ConfigMap follows" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]standby[)]")'
+
+check "SIGTERM stops the operator cleanly" bash -c "kill -TERM $OPERATOR_PID; for i in \$(seq 100); do kill -0 $OPERATOR_PID 2>/dev/null || exit 0; sleep 0.2; done; exit 1"
+wait "$OPERATOR_PID" 2>/dev/null && rc=0 || rc=$?
+check "the operator exits 0 (rc $rc)" test "$rc" -eq 0
+OPERATOR_PID=
+check "it released the Lease" bash -c "[[ -z \$(kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}') ]]"
+check "a change while no operator runs waits" kubectl -n "$NS" patch mcpserver weather --type=merge -p '{"spec": {"title": "Weather (offline)"}}'
+TRANSITIONS=$(transitions)
+start_operator
+check "a new operator takes the released Lease at once" eventually 15 bash -c \
+  "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-operator_'"
+check "the Lease counts the transition" test "$(transitions)" -gt "$TRANSITIONS"
+check "and reconciles what changed meanwhile" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]offline[)]")'
+
+# ----------------------------------------------------------------------------------------------
+log "deleting the MCPServer collects its children"
+check "kubectl delete mcpserver weather" kubectl -n "$NS" delete mcpserver weather --wait=true --timeout=60s
+for child in "configmap weather-manifest" "deployment weather" "service weather" "secret weather-session-key"; do
+  # shellcheck disable=SC2086
+  check "garbage collection removed $child" eventually 60 absent $child
+done
+check "the operator counted its reconciles" bash -c "curl -fsS 'http://127.0.0.1:$ADMIN_PORT/metrics' | grep -E '^mcp_operator_reconciles_total\{result=\"success\"\} [1-9]'"
+
+log "scoped to one namespace, with namespaced RBAC"
+kill -TERM "$OPERATOR_PID" 2>/dev/null || true
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=
+check "helm upgrade to operator.watchNamespace=$NS (upgrades the CRD too)" \
+  helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e --set operator.watchNamespace="$NS"
+check "RBAC: MCPServers in $NS only" bash -c \
+  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i watch mcpservers.kube-mcp.io -n $NS) == yes && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i watch mcpservers.kube-mcp.io -A) == no ]]"
+kubectl create namespace e2e-other >/dev/null
+kubectl -n e2e-other apply -f "$ROOT/examples/weather.yaml" >/dev/null
+kubectl -n "$NS" apply -f "$ROOT/examples/weather.yaml" >/dev/null
+OPERATOR_SCOPE=(--namespace "$NS")
+start_operator
+check "the scoped operator serves $NS" eventually 60 observed weather
+sleep 3
+check "and leaves other namespaces alone" bash -c \
+  "[[ -z \$(kubectl -n e2e-other get mcpserver weather -o jsonpath='{.status}') ]] && ! kubectl -n e2e-other get deployment weather"
+kill -TERM "$OPERATOR_PID" 2>/dev/null || true
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=
+
+log "uninstall keeps the CRD"
+check "helm uninstall succeeds" helm uninstall "$RELEASE" -n "$SYSTEM_NS"
+check "the CRD survives the uninstall" kubectl get crd mcpservers.kube-mcp.io
+
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))
