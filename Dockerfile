@@ -8,9 +8,13 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY runtime/Cargo.toml runtime/Cargo.toml
 COPY operator/Cargo.toml operator/Cargo.toml
-RUN mkdir -p runtime/src operator/src \
+# The benchmark crate is a workspace member the image does not build: its manifest and a stub
+# source (kept) are enough for cargo to load the workspace.
+COPY bench/Cargo.toml bench/Cargo.toml
+RUN mkdir -p runtime/src operator/src bench/src \
  && echo 'fn main() {}' > runtime/src/main.rs && touch runtime/src/lib.rs \
  && echo 'fn main() {}' > operator/src/main.rs && touch operator/src/lib.rs \
+ && echo 'fn main() {}' > bench/src/main.rs \
  && cargo build --release --locked -p mcp-runtime -p mcp-operator \
  && rm -rf runtime/src operator/src
 COPY runtime runtime
