@@ -73,8 +73,8 @@ pub async fn serve(
     admin: TcpListener,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let served = reload::fingerprint(&config.manifest, config.compile.secrets_dir.as_deref());
-    let compiled = reload::load(&config.manifest, &config.compile)
+    let (compiled, served) = reload::load(&config.manifest, &config.compile);
+    let compiled = compiled
         .map_err(|err| anyhow::anyhow!("invalid manifest {}: {err}", config.manifest.display()))?;
     let sealer = match &config.session_key_file {
         Some(path) => Sealer::new(

@@ -18,9 +18,7 @@ pub use compile::{
 };
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
-pub use load::{
-    API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest, read_manifest,
-};
+pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use types::*;

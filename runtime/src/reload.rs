@@ -1,82 +1,107 @@
 //! Live reload: polls the manifest (and the files its resources and secret references name) and
-//! swaps in the new
-//! declaration when they change. Polling follows the symlink swaps of ConfigMap volumes without
+//! swaps in the new declaration when they change. Polling follows the symlink swaps of ConfigMap volumes without
 //! special cases. An invalid new version keeps the old one serving, is logged and counted.
 
-use crate::declaration::{CompileOptions, Compiled, compile, read_manifest};
+use crate::declaration::{
+    CompileOptions, Compiled, Manifest, compile, parse_manifest, secret_path,
+};
 use crate::server::Server;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
-/// What identifies one version of the inputs: the manifest bytes and each referenced file's
-/// size and modification time.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fingerprint {
+/// What a served declaration was built from: the manifest's bytes, and the files it names
+/// (resource `file`s, referenced secrets) with the size and modification time they had. Each poll
+/// reads the manifest and stats those files; only a difference parses and compiles again.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inputs {
     manifest: Vec<u8>,
-    files: Vec<(PathBuf, Option<(u64, std::time::SystemTime)>)>,
+    files: Vec<(PathBuf, Option<(u64, SystemTime)>)>,
 }
 
-/// Reads the current fingerprint; `None` if the manifest cannot be read right now. Secret files
-/// count too, so a rotated Secret is picked up like an edited manifest.
-pub fn fingerprint(manifest_path: &Path, secrets_dir: Option<&Path>) -> Option<Fingerprint> {
-    let manifest = std::fs::read(manifest_path).ok()?;
-    let base = manifest_path
-        .parent()
-        .map(Path::to_owned)
-        .unwrap_or_default();
-    let files =
-        crate::declaration::parse_manifest(&String::from_utf8_lossy(&manifest), base.clone())
-            .map(|m| {
-                let secrets = m
-                    .declaration
-                    .secret_key_refs()
-                    .into_iter()
-                    .filter_map(|r| crate::declaration::secret_path(secrets_dir?, &r).ok());
-                m.declaration
-                    .resources
-                    .iter()
-                    .filter_map(|r| r.file.as_ref().map(|f| base.join(f)))
-                    .chain(secrets)
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default()
-            .into_iter()
-            .map(|path| {
-                let stamp = std::fs::metadata(&path)
-                    .ok()
-                    .and_then(|m| Some((m.len(), m.modified().ok()?)));
-                (path, stamp)
-            })
-            .collect();
-    Some(Fingerprint { manifest, files })
-}
-
-/// Loads and compiles a manifest file, with a message that names the failing field.
-pub fn load(path: &Path, options: &CompileOptions) -> Result<Compiled, String> {
-    let manifest = read_manifest(path).map_err(|err| with_causes(&err))?;
-    compile(&manifest, options).map_err(|err| err.to_string())
-}
-
-/// An error and its causes on one line, as `a: b: c`.
-fn with_causes(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(source) = cause {
-        text.push_str(": ");
-        text.push_str(&source.to_string());
-        cause = source.source();
+impl Inputs {
+    /// Whether the manifest or any file it names changed since these inputs were read.
+    fn changed(&self, manifest: &[u8]) -> bool {
+        manifest != self.manifest.as_slice()
+            || self
+                .files
+                .iter()
+                .any(|(path, stamp)| &stamp_of(path) != stamp)
     }
-    text
 }
 
-/// Watches until `stop`, starting from the fingerprint of what is being served.
+fn stamp_of(path: &Path) -> Option<(u64, SystemTime)> {
+    let metadata = std::fs::metadata(path).ok()?;
+    Some((metadata.len(), metadata.modified().ok()?))
+}
+
+/// The files a manifest depends on besides itself.
+fn named_files(manifest: &Manifest, secrets_dir: Option<&Path>) -> Vec<PathBuf> {
+    let declaration = &manifest.declaration;
+    let secrets = declaration
+        .secret_key_refs()
+        .into_iter()
+        .filter_map(|r| secret_path(secrets_dir?, &r).ok());
+    declaration
+        .resources
+        .iter()
+        .filter_map(|r| r.file.as_ref().map(|f| manifest.base_dir.join(f)))
+        .chain(secrets)
+        .collect()
+}
+
+/// Reads, parses and compiles a manifest file once, with a message that names the failing
+/// field. The returned inputs describe what was read, also when compiling failed (so a refused
+/// version is not retried until it changes again).
+pub fn load(path: &Path, options: &CompileOptions) -> (Result<Compiled, String>, Inputs) {
+    let manifest = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            return (
+                Err(format!("cannot read {}: {err}", path.display())),
+                Inputs::default(),
+            );
+        }
+    };
+    load_bytes(path, manifest, options)
+}
+
+fn load_bytes(
+    path: &Path,
+    bytes: Vec<u8>,
+    options: &CompileOptions,
+) -> (Result<Compiled, String>, Inputs) {
+    let base = path.parent().map(Path::to_owned).unwrap_or_default();
+    let parsed = std::str::from_utf8(&bytes)
+        .map_err(|err| format!("the manifest is not UTF-8: {err}"))
+        .and_then(|text| parse_manifest(text, base).map_err(|err| err.to_string()));
+    let files = parsed
+        .as_ref()
+        .map(|m| named_files(m, options.secrets_dir.as_deref()))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|path| {
+            let stamp = stamp_of(&path);
+            (path, stamp)
+        })
+        .collect();
+    let compiled = parsed.and_then(|m| compile(&m, options).map_err(|err| err.to_string()));
+    (
+        compiled,
+        Inputs {
+            manifest: bytes,
+            files,
+        },
+    )
+}
+
+/// Watches until `stop`, starting from the inputs of what is being served.
 pub async fn watch(
     path: PathBuf,
     options: CompileOptions,
     server: Arc<Server>,
-    mut served: Option<Fingerprint>,
+    mut served: Inputs,
     every: Duration,
     stop: CancellationToken,
 ) {
@@ -86,12 +111,16 @@ pub async fn watch(
             () = stop.cancelled() => return,
             _ = timer.tick() => {}
         }
-        let current = fingerprint(&path, options.secrets_dir.as_deref());
-        if current.is_none() || current == served {
+        // A manifest being swapped may be briefly unreadable; the next tick sees it.
+        let Ok(manifest) = std::fs::read(&path) else {
+            continue;
+        };
+        if !served.changed(&manifest) {
             continue;
         }
-        served = current;
-        match load(&path, &options) {
+        let (compiled, inputs) = load_bytes(&path, manifest, &options);
+        served = inputs;
+        match compiled {
             Ok(compiled) => {
                 let changes = server.replace(compiled);
                 server.metrics().reload(true);

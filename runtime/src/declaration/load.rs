@@ -1,11 +1,11 @@
 //! Reading a manifest: an `MCPServer` as written for `kubectl apply`, or the config the operator
-//! renders (the same shape holding only the served fields). Parsing is pure; `read_manifest` does
-//! the file I/O.
+//! renders (the same shape holding only the served fields). Pure: the caller reads the file
+//! (`reload::load`).
 
 use super::types::Declaration;
 use serde::Deserialize;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The API group and version of `MCPServer`.
 pub const API_VERSION: &str = "kube-mcp.io/v1alpha1";
@@ -45,15 +45,6 @@ pub struct Manifest {
 /// Why a manifest could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file could not be read.
-    #[error("cannot read {path}")]
-    Read {
-        /// The manifest path.
-        path: PathBuf,
-        /// The I/O failure.
-        #[source]
-        source: std::io::Error,
-    },
     /// The text is not YAML of the expected shape.
     #[error("{path}: {message}")]
     Shape {
@@ -77,16 +68,6 @@ struct Envelope {
 #[derive(Deserialize)]
 struct Metadata {
     name: String,
-}
-
-/// Reads and parses a manifest file.
-pub fn read_manifest(path: &Path) -> Result<Manifest, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let base_dir = path.parent().map(Path::to_owned).unwrap_or_default();
-    parse_manifest(&text, base_dir)
 }
 
 /// Parses manifest text. Unknown fields are errors (a typo must not silently drop a tool), except
