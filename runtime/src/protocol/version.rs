@@ -54,9 +54,14 @@ impl LegacyVersion {
         })
     }
 
-    /// Negotiates: the requested version when served, else the newest legacy one.
-    pub fn negotiate(requested: &str) -> Self {
-        Self::parse(requested).unwrap_or(LATEST_LEGACY)
+    /// Negotiates from `initialize` params: the requested `protocolVersion` when served, else
+    /// the newest legacy one.
+    pub fn negotiate(initialize_params: &serde_json::Value) -> Self {
+        initialize_params
+            .get("protocolVersion")
+            .and_then(serde_json::Value::as_str)
+            .and_then(Self::parse)
+            .unwrap_or(LATEST_LEGACY)
     }
 
     /// The version string.
@@ -90,11 +95,19 @@ mod tests {
 
     #[test]
     fn negotiation_echoes_known_versions_and_offers_the_newest_otherwise() {
+        let asked = |version: &str| serde_json::json!({"protocolVersion": version});
         assert_eq!(
-            LegacyVersion::negotiate("2025-03-26"),
+            LegacyVersion::negotiate(&asked("2025-03-26")),
             LegacyVersion::V2025_03_26
         );
-        assert_eq!(LegacyVersion::negotiate("1999-01-01"), LATEST_LEGACY);
+        assert_eq!(
+            LegacyVersion::negotiate(&asked("1999-01-01")),
+            LATEST_LEGACY
+        );
+        assert_eq!(
+            LegacyVersion::negotiate(&serde_json::json!({})),
+            LATEST_LEGACY
+        );
         assert!(LegacyVersion::V2025_06_18.has_structured_content());
         assert!(!LegacyVersion::V2025_03_26.has_structured_content());
     }

@@ -120,11 +120,7 @@ pub async fn post(
     tokio::spawn(async move {
         let started = std::time::Instant::now();
         let response = if method == "initialize" {
-            let requested = params
-                .get("protocolVersion")
-                .and_then(|v| v.as_str())
-                .unwrap_or_default();
-            let version = LegacyVersion::negotiate(requested);
+            let version = LegacyVersion::negotiate(&params);
             session.set_version(version);
             let result = initialize_result(&state.server.declaration(), version);
             state.server.record("initialize", true, started);

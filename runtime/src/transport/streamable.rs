@@ -66,11 +66,7 @@ pub async fn post(
 
 fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
     let started = std::time::Instant::now();
-    let requested = params
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let version = LegacyVersion::negotiate(requested);
+    let version = LegacyVersion::negotiate(params);
     let session = match state
         .sessions
         .open(SessionTransport::StreamableHttp, Some(version))
