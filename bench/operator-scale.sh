@@ -91,18 +91,7 @@ fresh_cluster() {
   kubectl -n "$SYSTEM_NS" create serviceaccount "$SA" >/dev/null
   kubectl create clusterrolebinding mcp-operator-scale --clusterrole=cluster-admin \
     --serviceaccount="$SYSTEM_NS:$SA" >/dev/null
-  local token server ca
-  token=$(kubectl -n "$SYSTEM_NS" create token "$SA" --duration=1h)
-  server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}')
-  ca=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-  cat >"$WORK/operator.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: scale, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
-users: [{name: operator, user: {token: "$token"}}]
-contexts: [{name: operator, context: {cluster: scale, user: operator}}]
-current-context: operator
-EOF
+  tests/control-plane.sh sa-kubeconfig "$SYSTEM_NS" "$SA" "$WORK/operator.kubeconfig" 1h
 }
 
 ADMIN_PORT=$((20000 + RANDOM % 10000))

@@ -6,13 +6,16 @@
 # Pods stay Pending: enough for the operator's tests, which need the API server's real validation,
 # RBAC, server-side apply, garbage collection and Deployment -> ReplicaSet -> Pod.
 #
-# Usage: tests/control-plane.sh build|start|stop|env|status
+# Usage: tests/control-plane.sh build|start|stop|env|status|sa-kubeconfig
 #   build   compile everything once into $KUBE_MCP_TEST_CACHE/bin-<versions>/ (a cache hit is instant)
 #   start   build if needed, then start a fresh control plane in $KUBE_MCP_TEST_RUN and wait until
 #           /readyz answers and the `default` ServiceAccount exists; a no-op if it already runs
 #   stop    stop the servers by pid file and delete the run's data (logs are kept); a no-op if stopped
 #   env     print `export KUBECONFIG=...` and `export PATH=...` lines: eval "$(tests/control-plane.sh env)"
 #   status  print what runs; exit 0 if the control plane runs, 1 if not
+#   sa-kubeconfig NAMESPACE SERVICEACCOUNT FILE [DURATION]
+#           write a kubeconfig that acts as that ServiceAccount (a TokenRequest token, 2h by
+#           default), so a process run locally has exactly the RBAC a pod of it would have
 #
 # Environment (all optional):
 #   KUBE_MCP_TEST_CACHE   cache root (default $HOME/.cache/kube-mcp-test): binaries, module and build caches
@@ -534,6 +537,28 @@ cmd_env() {
   printf 'export PATH=%q:"$PATH"\n' "$BIN"
 }
 
+cmd_sa_kubeconfig() {
+  local namespace=${1:-} account=${2:-} out=${3:-} duration=${4:-2h}
+  [[ -n $namespace && -n $account && -n $out ]] ||
+    die "usage: $0 sa-kubeconfig NAMESPACE SERVICEACCOUNT FILE [DURATION]"
+  local admin=(env KUBECONFIG="$RUN/admin.kubeconfig" "$BIN/kubectl")
+  local token server ca
+  token=$("${admin[@]}" -n "$namespace" create token "$account" --duration="$duration")
+  server=$("${admin[@]}" config view --raw -o jsonpath='{.clusters[0].cluster.server}')
+  ca=$("${admin[@]}" config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+  (
+    umask 077 # the file holds a bearer token
+    cat >"$out" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: kube-mcp-test, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: $account, user: {token: "$token"}}]
+contexts: [{name: $account, context: {cluster: kube-mcp-test, user: $account}}]
+current-context: $account
+EOF
+  )
+}
+
 cmd_status() {
   local s pid up=0 total=0
   if [[ -f $BIN/VERSIONS ]]; then
@@ -566,6 +591,7 @@ start) cmd_start ;;
 stop) cmd_stop ;;
 env) cmd_env ;;
 status) cmd_status ;;
+sa-kubeconfig) cmd_sa_kubeconfig "${@:2}" ;;
 *)
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
   exit 2

@@ -131,19 +131,8 @@ check "the CRD is kept on uninstall" bash -c \
 
 # ----------------------------------------------------------------------------------------------
 log "the operator runs locally as the chart's ServiceAccount"
-TOKEN=$(kubectl -n "$SYSTEM_NS" create token "$SA" --duration=2h)
 SA_KUBECONFIG=$E2E/operator.kubeconfig
-server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}')
-ca=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-cat >"$SA_KUBECONFIG" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: e2e, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
-users: [{name: operator, user: {token: "$TOKEN"}}]
-contexts: [{name: operator, context: {cluster: e2e, user: operator}}]
-current-context: operator
-EOF
-chmod 600 "$SA_KUBECONFIG"
+"$CP" sa-kubeconfig "$SYSTEM_NS" "$SA" "$SA_KUBECONFIG"
 as_operator() { KUBECONFIG=$SA_KUBECONFIG "$@"; }
 check "the token is the chart's ServiceAccount" bash -c \
   "KUBECONFIG='$SA_KUBECONFIG' kubectl auth whoami -o jsonpath='{.status.userInfo.username}' | grep -qx 'system:serviceaccount:$SYSTEM_NS:$SA'"
