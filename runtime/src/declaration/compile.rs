@@ -590,7 +590,7 @@ impl<'a> Compiler<'a> {
                 .ok()
                 .map(|b| b.len())
         } else if let (Some(file), true) = (&resource.file, self.options.read_files) {
-            match std::fs::read(base_dir.join(file)) {
+            match super::files::read_within(base_dir, file) {
                 Ok(bytes) => {
                     let size = bytes.len();
                     match String::from_utf8(bytes) {
