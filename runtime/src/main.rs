@@ -71,10 +71,10 @@ struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     session_key_file: Option<PathBuf>,
     /// Interval of `:` keep-alive comments on SSE streams (keeps proxies from cutting them).
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = positive_duration)]
     sse_keepalive: Duration,
     /// How often the manifest is checked for changes.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = positive_duration)]
     reload_interval: Duration,
     /// Longest wait for open connections and streams after SIGTERM.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
@@ -176,5 +176,28 @@ fn init_logging(format: LogFormat, level: &str) {
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// A duration above zero (a zero interval would spin or panic the timer that uses it).
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(duration) if duration.is_zero() => Err("must be longer than zero".into()),
+        Ok(duration) => Ok(duration),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn intervals_must_be_longer_than_zero() {
+        // `--reload-interval 0s` panicked the reload task.
+        assert!(super::positive_duration("0s").is_err());
+        assert!(super::positive_duration("soon").is_err());
+        assert_eq!(
+            super::positive_duration("250ms"),
+            Ok(std::time::Duration::from_millis(250))
+        );
     }
 }
