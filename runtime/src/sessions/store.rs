@@ -8,16 +8,17 @@ use crate::protocol::{LegacyVersion, McpError};
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The longest a session lives, however active: its sealed id is refused after that on every
 /// replica, which bounds how long a leaked id can be replayed and how long tombstones are kept.
 pub const MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
 
-/// Most ended ids remembered; past it (a flood of short sessions) the oldest are forgotten first
-/// and, if still full, an ended id is not remembered (another replica's DELETE is best-effort
-/// anyway).
+/// Most ended ids remembered. Past it (a flood of short sessions) the table is replaced by a
+/// floor: no id sealed at or before the newest forgotten one is adopted from another replica
+/// again, so a forgotten id can never be served again (sessions of other replicas from before
+/// the flood must initialize again here; a flood is the only way to get there).
 const MAX_TOMBSTONES: usize = 100_000;
 
 fn now_unix() -> u64 {
@@ -54,7 +55,11 @@ impl Default for SessionSettings {
 /// Every session of this replica.
 pub struct SessionStore {
     sessions: DashMap<String, Arc<Session>>,
-    ended: DashMap<String, Instant>,
+    /// Ended ids and when they were sealed (unix seconds).
+    ended: DashMap<String, u64>,
+    /// Ids sealed at or before this (unix seconds) are not adopted: see [`MAX_TOMBSTONES`].
+    adopt_after: AtomicU64,
+    max_tombstones: usize,
     count: AtomicUsize,
     sealer: Sealer,
     settings: SessionSettings,
@@ -67,6 +72,8 @@ impl SessionStore {
         Self {
             sessions: DashMap::new(),
             ended: DashMap::new(),
+            adopt_after: AtomicU64::new(0),
+            max_tombstones: MAX_TOMBSTONES,
             count: AtomicUsize::new(0),
             sealer,
             settings,
@@ -151,7 +158,9 @@ impl SessionStore {
         let Some(version) = LegacyVersion::parse(&sealed.version) else {
             return Ok(None);
         };
-        if now_unix().saturating_sub(sealed.created) > MAX_SESSION_AGE.as_secs() {
+        if now_unix().saturating_sub(sealed.created) > MAX_SESSION_AGE.as_secs()
+            || sealed.created <= self.adopt_after.load(Ordering::Acquire)
+        {
             return Ok(None);
         }
         let session = Session::new(
@@ -172,17 +181,16 @@ impl SessionStore {
 
     /// Ends a session: its streams close, its requests stop, its id is never served again here.
     pub fn end(&self, id: &str) -> bool {
-        if !self.sessions.contains_key(id) {
+        let Some(created) = self.sessions.get(id).map(|s| s.created) else {
             return false;
-        }
+        };
         // The tombstone first, so a concurrent request cannot adopt the id again in between.
-        if self.ended.len() >= MAX_TOMBSTONES {
-            self.ended
-                .retain(|_, at| at.elapsed() < MAX_SESSION_AGE / 24);
+        if self.ended.len() >= self.max_tombstones {
+            let newest = self.ended.iter().map(|e| *e.value()).max().unwrap_or(0);
+            self.adopt_after.fetch_max(newest, Ordering::AcqRel);
+            self.ended.clear();
         }
-        if self.ended.len() < MAX_TOMBSTONES {
-            self.ended.insert(id.to_owned(), Instant::now());
-        }
+        self.ended.insert(id.to_owned(), created);
         let Some((_, session)) = self.sessions.remove(id) else {
             return false;
         };
@@ -204,7 +212,10 @@ impl SessionStore {
             .map(|s| s.id.clone())
             .collect();
         let ended = idle.iter().filter(|id| self.end(id)).count();
-        self.ended.retain(|_, at| at.elapsed() < MAX_SESSION_AGE);
+        // Past the age limit a sealed id is refused anyway.
+        let now = now_unix();
+        self.ended
+            .retain(|_, created| now.saturating_sub(*created) <= MAX_SESSION_AGE.as_secs());
         ended
     }
 
@@ -278,6 +289,34 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn ended_ids_stay_ended_when_the_tombstones_overflow() {
+        let mut first = store(1, SessionSettings::default());
+        first.max_tombstones = 4;
+        let second = store(1, SessionSettings::default());
+        let version = Some(LegacyVersion::V2025_11_25);
+        let ids: Vec<String> = (0..20)
+            .map(|_| {
+                let id = first
+                    .open(SessionTransport::StreamableHttp, version)
+                    .unwrap()
+                    .id
+                    .clone();
+                assert!(first.end(&id));
+                id
+            })
+            .collect();
+        // Before, the ids ended while the table was full were forgotten and adopted again.
+        for id in &ids {
+            assert!(first.find(id).unwrap().is_none());
+        }
+        // Another replica's sessions still open.
+        let other = second
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap();
+        assert!(second.find(&other.id).unwrap().is_some());
     }
 
     #[test]
