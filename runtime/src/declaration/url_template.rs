@@ -333,4 +333,34 @@ mod tests {
         let url = t.expand(&json!({"path": "/@evil.com/x"})).unwrap();
         assert_eq!(url.host_str(), Some("api.example.com"));
     }
+
+    fn arg_strategy() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let text = prop_oneof![any::<String>(), "[./%a-f0-9@:?#\\\\é]{0,12}"];
+        prop_oneof![
+            text.clone().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            proptest::collection::vec(text.clone(), 0..3).prop_map(Value::from),
+            proptest::collection::btree_map(text.clone(), text, 0..3).prop_map(|m| Value::Object(
+                m.into_iter().map(|(k, v)| (k, Value::from(v))).collect()
+            )),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn expansion_never_panics_nor_leaves_the_origin(
+            op in proptest::sample::select(vec!["", "+", "#", "/", ";", "?", "&", "."]),
+            x in arg_strategy(),
+            y in arg_strategy(),
+        ) {
+            let source = format!("https://api.example.com:8443/v1/{{{op}x,y}}/z{{?y}}");
+            let t = UrlTemplate::parse(&source).unwrap();
+            if let Ok(url) = t.expand(&json!({"x": x, "y": y})) {
+                proptest::prop_assert!(same_origin(&url, t.origin()), "{}", url);
+                proptest::prop_assert!(url.path().starts_with("/v1/"), "{}", url);
+                proptest::prop_assert!(!url.path().split('/').any(|s| s == ".."), "{}", url);
+            }
+        }
+    }
 }
