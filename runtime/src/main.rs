@@ -56,6 +56,10 @@ struct ServeArgs {
     /// End a legacy session after this long without requests or an open stream.
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
     session_idle_timeout: Duration,
+    /// End a legacy session that served no request after its `initialize` (and has no open
+    /// stream) this soon.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = positive_duration)]
+    session_unused_timeout: Duration,
     /// Most legacy sessions, and most 2026-07-28 subscriptions/listen streams, open at once;
     /// more are refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
@@ -148,6 +152,7 @@ fn config(args: ServeArgs) -> RunConfig {
         },
         sessions: SessionSettings {
             idle_timeout: args.session_idle_timeout,
+            unused_timeout: args.session_unused_timeout,
             max_sessions: args.max_sessions,
             ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval),
             ping_timeout: args.ping_timeout,

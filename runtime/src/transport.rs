@@ -106,8 +106,7 @@ pub async fn serve(
 }
 
 async fn expire_sessions(state: Arc<AppState>) {
-    let every = (state.sessions.settings().idle_timeout / 4)
-        .clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let every = state.sessions.settings().sweep_interval();
     let mut timer = tokio::time::interval(every);
     loop {
         timer.tick().await;

@@ -2,10 +2,10 @@
 //! the server-to-client stream and outstanding pings. Each lock is per session, never global.
 
 use crate::declaration::LogLevel;
-use crate::protocol::LegacyVersion;
+use crate::protocol::{LegacyVersion, McpError};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -60,6 +60,7 @@ pub struct Session {
     pub created: u64,
     epoch: Instant,
     last_seen_ms: AtomicU64,
+    used: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -92,6 +93,7 @@ impl Session {
             ended: CancellationToken::new(),
             epoch: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
+            used: AtomicBool::new(false),
             state: Mutex::new(state),
         }
     }
@@ -105,6 +107,16 @@ impl Session {
     pub fn touch(&self) {
         let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_seen_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// Records a request after `initialize` (see [`Self::used`]).
+    pub fn mark_used(&self) {
+        self.used.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the session served a request after the one that opened it.
+    pub fn used(&self) -> bool {
+        self.used.load(Ordering::Relaxed)
     }
 
     /// Time since the last activity.
@@ -188,16 +200,29 @@ impl Session {
 
     /// Registers an in-flight request so `notifications/cancelled` can stop it; the guard
     /// forgets it when dropped, whether the request finished or its client went away. `None` at
-    /// [`MAX_IN_FLIGHT`] requests.
+    /// [`MAX_IN_FLIGHT`] requests or for an id already in flight ([`Self::try_start_request`]
+    /// says which).
     pub fn start_request(&self, id: &Value) -> Option<InFlight<'_>> {
+        self.try_start_request(id).ok()
+    }
+
+    /// [`Self::start_request`], with the reason for a refusal. Each request counts, and an id
+    /// may be in flight once: a second request under it would replace the first's entry, run
+    /// uncounted, and make the first uncancellable.
+    pub fn try_start_request(&self, id: &Value) -> Result<InFlight<'_>, McpError> {
         let token = self.ended.child_token();
         let key = id.to_string();
         let mut state = self.state();
         if state.in_flight.len() >= MAX_IN_FLIGHT {
-            return None;
+            return Err(McpError::TooManyRequests(MAX_IN_FLIGHT));
+        }
+        if state.in_flight.contains_key(&key) {
+            return Err(McpError::InvalidRequest(
+                "a request with this id is already in flight in this session".into(),
+            ));
         }
         state.in_flight.insert(key.clone(), token.clone());
-        Some(InFlight {
+        Ok(InFlight {
             session: self,
             key,
             token,
@@ -229,5 +254,33 @@ impl Session {
     /// Forgets an outstanding ping.
     pub fn forget_ping(&self, id: &Value) {
         self.state().pings.remove(&id.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_request_counts_and_an_id_runs_once() {
+        let session = Session::new("s".into(), SessionTransport::Sse, None, 0);
+        let first = session.try_start_request(&json!(7)).unwrap();
+        // Before, a reused id replaced the entry: 200 requests under one id all ran.
+        assert!(matches!(
+            session.try_start_request(&json!(7)),
+            Err(McpError::InvalidRequest(_))
+        ));
+        assert!(session.try_start_request(&json!("7")).is_ok());
+        drop(first);
+        let again = session.try_start_request(&json!(7)).unwrap();
+        let others: Vec<_> = (0..MAX_IN_FLIGHT - 1)
+            .map(|n| session.try_start_request(&json!(format!("r{n}"))).unwrap())
+            .collect();
+        assert!(matches!(
+            session.try_start_request(&json!("one more")),
+            Err(McpError::TooManyRequests(_))
+        ));
+        drop((again, others));
     }
 }

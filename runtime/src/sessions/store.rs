@@ -33,6 +33,9 @@ fn now_unix() -> u64 {
 pub struct SessionSettings {
     /// A session with no request and no open stream for this long ends.
     pub idle_timeout: Duration,
+    /// A session with no request since its `initialize` and no open stream ends this soon (a
+    /// flood of `initialize` calls must not hold the table for `idle_timeout`).
+    pub unused_timeout: Duration,
     /// Most sessions open at once on this replica.
     pub max_sessions: usize,
     /// Interval of server pings on open streams; `None` disables them.
@@ -45,10 +48,19 @@ impl Default for SessionSettings {
     fn default() -> Self {
         Self {
             idle_timeout: Duration::from_secs(30 * 60),
+            unused_timeout: Duration::from_secs(30),
             max_sessions: 10_000,
             ping_interval: Some(Duration::from_secs(30)),
             ping_timeout: Duration::from_secs(10),
         }
+    }
+}
+
+impl SessionSettings {
+    /// How often idle and unused sessions are looked for.
+    pub fn sweep_interval(&self) -> Duration {
+        (self.idle_timeout.min(self.unused_timeout) / 4)
+            .clamp(Duration::from_millis(100), Duration::from_secs(30))
     }
 }
 
@@ -102,6 +114,11 @@ impl SessionStore {
         transport: SessionTransport,
         version: Option<LegacyVersion>,
     ) -> Result<Arc<Session>, McpError> {
+        // Refuse before sealing: at the limit, a refusal costs no cryptography.
+        if self.len() >= self.settings.max_sessions {
+            self.metrics.session_refused();
+            return Err(McpError::TooManySessions(self.settings.max_sessions));
+        }
         let sealed = SealedSession {
             version: version
                 .map(LegacyVersion::as_str)
@@ -147,6 +164,7 @@ impl SessionStore {
     pub fn find(&self, id: &str) -> Result<Option<Arc<Session>>, McpError> {
         if let Some(session) = self.sessions.get(id) {
             session.touch();
+            session.mark_used();
             return Ok(Some(session.clone()));
         }
         if self.ended.contains_key(id) {
@@ -169,6 +187,7 @@ impl SessionStore {
             Some(version),
             sealed.created,
         );
+        session.mark_used();
         self.insert(Arc::new(session)).map(Some)
     }
 
@@ -176,6 +195,7 @@ impl SessionStore {
     pub fn find_local(&self, id: &str) -> Option<Arc<Session>> {
         let session = self.sessions.get(id)?.clone();
         session.touch();
+        session.mark_used();
         Some(session)
     }
 
@@ -206,7 +226,13 @@ impl SessionStore {
             .sessions
             .iter()
             .filter(|s| {
-                (!s.has_stream() && s.idle_for() >= self.settings.idle_timeout)
+                let idle = s.idle_for();
+                let limit = if s.used() {
+                    self.settings.idle_timeout
+                } else {
+                    self.settings.unused_timeout.min(self.settings.idle_timeout)
+                };
+                (!s.has_stream() && idle >= limit)
                     || now_unix().saturating_sub(s.created) > MAX_SESSION_AGE.as_secs()
             })
             .map(|s| s.id.clone())
@@ -376,5 +402,29 @@ mod tests {
         assert!(session.ended.is_cancelled());
         assert!(store.find(&session.id).unwrap().is_none());
         assert!(store.is_empty());
+    }
+
+    #[test]
+    fn sessions_unused_since_initialize_expire_first() {
+        let store = store(
+            1,
+            SessionSettings {
+                unused_timeout: Duration::from_millis(50),
+                ..SessionSettings::default()
+            },
+        );
+        let version = Some(LegacyVersion::V2025_11_25);
+        let unused = store
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap();
+        let used = store
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap();
+        assert!(store.find(&used.id).unwrap().is_some());
+        std::thread::sleep(Duration::from_millis(80));
+        // Before, both held their place for the 30-minute idle timeout.
+        assert_eq!(store.expire_idle(), 1);
+        assert!(unused.ended.is_cancelled() && !used.ended.is_cancelled());
+        assert!(store.settings().sweep_interval() <= Duration::from_millis(100));
     }
 }
