@@ -83,7 +83,7 @@ impl Meter<'_> {
         if steps > self.max_steps {
             resume_unwind(Box::new(Stop::Steps));
         }
-        if steps % CANCEL_EVERY == 0 && self.cancel.load(Ordering::Relaxed) {
+        if steps.is_multiple_of(CANCEL_EVERY) && self.cancel.load(Ordering::Relaxed) {
             resume_unwind(Box::new(Stop::Cancelled));
         }
         // The stack grows down on every platform the runtime is built for; the address of a
