@@ -5,6 +5,7 @@ mod envelope;
 mod error;
 mod jsonrpc;
 mod version;
+mod weight;
 
 pub use error::McpError;
 pub use jsonrpc::{

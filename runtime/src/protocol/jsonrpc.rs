@@ -37,6 +37,7 @@ pub enum Incoming {
 
 /// Parses one message. Batches are refused (removed from the protocol in 2025-06-18).
 pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
+    super::weight::check(body)?;
     let message: Envelope =
         serde_json::from_slice(body).map_err(|err| McpError::Parse(err.to_string()))?;
     if !message.is_object {
