@@ -90,9 +90,9 @@ pub async fn serve(
     let shutdown = state.shutdown.clone();
     let reaper = tokio::spawn(expire_sessions(state.clone()));
     let app = router(state.clone());
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let mut server = std::pin::pin!(server.into_future());
+    let limits = crate::listener::ConnectionLimits::default();
+    let server = crate::listener::serve(listener, app, limits, shutdown.clone());
+    let mut server = std::pin::pin!(server);
     let result = tokio::select! {
         result = &mut server => result,
         () = async { shutdown.cancelled().await; tokio::time::sleep(drain).await } => {
