@@ -5,8 +5,8 @@ use crate::declaration::LogLevel;
 use crate::protocol::{LegacyVersion, McpError};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -14,6 +14,9 @@ use tokio_util::sync::CancellationToken;
 /// Most requests one session may have running at once (HTTP+SSE answers 202 before running a
 /// request, so nothing else would bound them).
 pub const MAX_IN_FLIGHT: usize = 64;
+
+/// Most bytes of posted messages one HTTP+SSE session may have waiting or running at once.
+pub const MAX_QUEUED_BYTES: usize = 8 << 20;
 
 /// A registered in-flight request; dropping it forgets the request.
 pub struct InFlight<'a> {
@@ -26,6 +29,20 @@ pub struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.session.state().in_flight.remove(&self.key);
+    }
+}
+
+/// Bytes counted by [`Session::queue_bytes`], released when dropped.
+pub struct Queued {
+    session: Arc<Session>,
+    bytes: usize,
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.session
+            .queued_bytes
+            .fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -61,6 +78,7 @@ pub struct Session {
     epoch: Instant,
     last_seen_ms: AtomicU64,
     used: AtomicBool,
+    queued_bytes: AtomicUsize,
     state: Mutex<State>,
 }
 
@@ -94,6 +112,7 @@ impl Session {
             epoch: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
             used: AtomicBool::new(false),
+            queued_bytes: AtomicUsize::new(0),
             state: Mutex::new(state),
         }
     }
@@ -117,6 +136,22 @@ impl Session {
     /// Whether the session served a request after the one that opened it.
     pub fn used(&self) -> bool {
         self.used.load(Ordering::Relaxed)
+    }
+
+    /// Counts `bytes` of a posted message against [`MAX_QUEUED_BYTES`] until the returned
+    /// guard drops; `None` when they would not fit.
+    pub fn queue_bytes(self: &Arc<Self>, bytes: usize) -> Option<Queued> {
+        self.queued_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                queued
+                    .checked_add(bytes)
+                    .filter(|total| *total <= MAX_QUEUED_BYTES)
+            })
+            .ok()?;
+        Some(Queued {
+            session: self.clone(),
+            bytes,
+        })
     }
 
     /// Time since the last activity.
@@ -282,5 +317,16 @@ mod tests {
             Err(McpError::TooManyRequests(_))
         ));
         drop((again, others));
+    }
+
+    #[test]
+    fn queued_bytes_are_bounded_and_released() {
+        let session = Arc::new(Session::new("s".into(), SessionTransport::Sse, None, 0));
+        let first = session.queue_bytes(MAX_QUEUED_BYTES - 10).unwrap();
+        assert!(session.queue_bytes(11).is_none());
+        let second = session.queue_bytes(10).unwrap();
+        drop(first);
+        assert!(session.queue_bytes(MAX_QUEUED_BYTES - 10).is_some());
+        drop(second);
     }
 }

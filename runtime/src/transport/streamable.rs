@@ -10,7 +10,7 @@ use crate::protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
 };
 use crate::server::{Notifier, RequestContext, initialize_result};
-use crate::sessions::{MAX_IN_FLIGHT, Session, SessionTransport};
+use crate::sessions::{Session, SessionTransport};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -152,9 +152,9 @@ pub async fn run(
     notifier: Option<Notifier>,
 ) -> Option<Value> {
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
-    let Some(in_flight) = session.start_request(id) else {
-        let err = McpError::TooManyRequests(MAX_IN_FLIGHT);
-        return Some(answer::error_body(Some(id), &err, era).0);
+    let in_flight = match session.try_start_request(id) {
+        Ok(in_flight) => in_flight,
+        Err(err) => return Some(answer::error_body(Some(id), &err, era).0),
     };
     if method == "resources/subscribe" && session.subscription_count() >= MAX_SUBSCRIPTIONS {
         let err = McpError::InvalidParams(format!(
