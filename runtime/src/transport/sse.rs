@@ -81,8 +81,7 @@ pub struct MessagesQuery {
 
 /// `POST /messages?sessionId=…`: 202, with the JSON-RPC response sent on the session's stream.
 /// A session whose posted messages would exceed [`crate::sessions::MAX_QUEUED_BYTES`] waiting
-/// or running, or
-/// whose client stops reading its stream, ends: later posts get 404.
+/// or running, or whose client stops reading its stream, ends: later posts get 404.
 pub async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
