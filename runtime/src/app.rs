@@ -1,7 +1,7 @@
 //! Running the runtime: load and compile the manifest, bind the MCP and admin ports, watch the
 //! manifest, and drain on SIGTERM or Ctrl-C. The CLI in `main.rs` fills [`RunConfig`].
 
-use crate::admin::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::admin::routes::{self, AdminState};
 use crate::declaration::CompileOptions;
 use crate::reload;

@@ -7,8 +7,8 @@ mod load;
 mod secrets;
 mod template;
 mod types;
-mod uri_template;
-mod url_template;
+mod resource_uri;
+mod upstream_url;
 mod value_template;
 
 pub use compile::{
@@ -22,6 +22,6 @@ pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use types::*;
-pub use uri_template::UriTemplate;
-pub use url_template::{UrlTemplate, lookup, same_origin, scalar_text};
+pub use resource_uri::UriTemplate;
+pub use upstream_url::{UrlTemplate, lookup, same_origin, scalar_text};
 pub use value_template::ValueTemplate;

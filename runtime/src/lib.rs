@@ -5,6 +5,7 @@ pub mod admin;
 pub mod app;
 pub mod backends;
 pub mod declaration;
+pub mod metrics;
 pub mod protocol;
 pub mod reload;
 pub mod server;

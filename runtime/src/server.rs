@@ -8,9 +8,9 @@ mod lifecycle;
 mod prompts;
 mod resources;
 mod tools;
-mod upstream;
+mod polling;
 
-use crate::admin::metrics::{Metrics, method_label};
+use crate::metrics::{Metrics, method_label};
 use crate::declaration::{Compiled, LogLevel};
 use crate::protocol::{Era, McpError, meta, object};
 use arc_swap::ArcSwap;
@@ -21,8 +21,8 @@ use tokio::sync::{broadcast, mpsc};
 
 pub use lifecycle::{initialize_result, parse_level};
 use tokio_util::sync::CancellationToken;
-pub use upstream::MAX_POLLED;
-use upstream::{Poller, ReadCache};
+pub use polling::MAX_POLLED;
+use polling::{Poller, ReadCache};
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
 const CHANGE_CAPACITY: usize = 64;

@@ -2,10 +2,10 @@
 //! sessions) and `/sse` + `/messages` (2024-11-05 HTTP+SSE). Transports know nothing of tools:
 //! they turn HTTP into [`Server::handle`] calls and results back into HTTP.
 
-mod answer;
+mod reply;
 mod guard;
-mod mcp;
-mod modern;
+mod mcp_post;
+mod stateless;
 mod session_stream;
 mod sse;
 mod streamable;
@@ -66,7 +66,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route(
             "/mcp",
-            post(mcp::post)
+            post(mcp_post::post)
                 .get(streamable::get)
                 .delete(streamable::delete),
         )

@@ -10,7 +10,7 @@ mod request;
 
 pub use mapping::{resource_contents, tool_reply};
 
-use crate::admin::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::declaration::{CompiledHttp, Templates};
 use reqwest::StatusCode;
 use serde_json::{Map, Value};

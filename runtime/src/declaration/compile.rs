@@ -14,7 +14,7 @@ pub use http_types::{
 use super::load::Manifest;
 use super::template::{DEFAULT_FUEL, Templates, Text};
 use super::types::{CachePolicy, ContentBlock, Declaration, LogLevel, Prompt, Resource, Tool};
-use super::uri_template::UriTemplate;
+use super::resource_uri::UriTemplate;
 use super::value_template::ValueTemplate;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};

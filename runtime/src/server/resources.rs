@@ -2,8 +2,8 @@
 //! upstream HTTP API, with an optional cache), and the legacy subscribe check. Upstream reads
 //! do network I/O; the rest is pure.
 
-use super::upstream::ReadCache;
-use crate::admin::metrics::Metrics;
+use super::polling::ReadCache;
+use crate::metrics::Metrics;
 use crate::backends::http;
 use crate::declaration::{Compiled, CompiledHttp};
 use crate::protocol::McpError;

@@ -2,7 +2,7 @@
 //! reply (declared content, or an upstream HTTP call), output validation, metrics, and shaping
 //! the result for the era.
 
-use crate::admin::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::backends::{ToolReply, content, http, text_block};
 use crate::declaration::{Compiled, CompiledTool};
 use crate::protocol::{Era, LegacyVersion, McpError, notification, object};

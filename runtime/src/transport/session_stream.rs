@@ -3,7 +3,7 @@
 //! session whose client stopped answering.
 
 use super::AppState;
-use super::answer::event;
+use super::reply::event;
 use crate::protocol::{notification, request};
 use crate::server::Changes;
 use crate::sessions::Session;

@@ -3,7 +3,7 @@
 //! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
 
 use super::AppState;
-use super::answer::{self, error};
+use super::reply::{self, error};
 use super::guard::check_content_type;
 use super::session_stream::{self, short};
 use super::streamable::{notification, run};
@@ -55,7 +55,7 @@ pub async fn get(State(state): State<Arc<AppState>>) -> Response {
         let _alive = &guard;
         event
     });
-    answer::sse(events, state.http.keepalive)
+    reply::sse(events, state.http.keepalive)
 }
 
 /// Ends an HTTP+SSE session when its stream is dropped (the client disconnected).

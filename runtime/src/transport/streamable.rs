@@ -1,10 +1,10 @@
 //! Legacy Streamable HTTP on `/mcp` (2025-03-26 … 2025-11-25): `initialize` opens a session,
 //! later requests carry `Mcp-Session-Id`, GET opens the server-to-client stream, DELETE ends it.
 
-use super::answer::{self, error};
+use super::reply::{self, error};
 use super::guard::accepts;
-use super::mcp::{SESSION_HEADER, VERSION_HEADER, missing_session};
-use super::modern::MAX_SUBSCRIPTIONS;
+use super::mcp_post::{SESSION_HEADER, VERSION_HEADER, missing_session};
+use super::stateless::MAX_SUBSCRIPTIONS;
 use super::{AppState, session_stream};
 use crate::protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
@@ -46,7 +46,7 @@ pub async fn post(
             let err = McpError::InvalidRequest(
                 "unsupported MCP-Protocol-Version header for this session".into(),
             );
-            return (StatusCode::BAD_REQUEST, answer::error_body(None, &err, ERA)).into_response();
+            return (StatusCode::BAD_REQUEST, reply::error_body(None, &err, ERA)).into_response();
         }
     }
     match message {
@@ -79,7 +79,7 @@ fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
     };
     let result = initialize_result(&state.server.declaration(), version);
     state.server.record("initialize", true, started);
-    let mut response = answer::json(success_response(id, result));
+    let mut response = reply::json(success_response(id, result));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }
@@ -92,7 +92,7 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Err((
             StatusCode::BAD_REQUEST,
-            answer::error_body(None, &missing_session(), ERA),
+            reply::error_body(None, &missing_session(), ERA),
         )
             .into_response());
     };
@@ -102,7 +102,7 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
             let err = McpError::InvalidRequest(
                 "session not found: it ended or expired; initialize again".into(),
             );
-            Err((StatusCode::NOT_FOUND, answer::error_body(None, &err, ERA)).into_response())
+            Err((StatusCode::NOT_FOUND, reply::error_body(None, &err, ERA)).into_response())
         }
         Err(err) => Err(error(None, &err, ERA)),
     }
@@ -128,17 +128,17 @@ async fn request(
     let keepalive = state.http.keepalive;
     let may_notify =
         session.log_level().is_some() || RequestContext::progress_token(&params).is_some();
-    let (notifier, notifications) = answer::notification_channel(may_notify);
+    let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
         let response = run(&state, &session, &id, &method, &params, notifier).await;
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());
-            answer::error_body(Some(&id), &err, ERA).0
+            reply::error_body(Some(&id), &err, ERA).0
         });
         (StatusCode::OK, response)
     };
-    answer::answer(outcome, notifications, accepts_sse, keepalive).await
+    reply::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// Runs a session request to its JSON-RPC response, honoring cancellation and applying the
@@ -154,13 +154,13 @@ pub async fn run(
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
     let Some(in_flight) = session.start_request(id) else {
         let err = McpError::TooManyRequests(MAX_IN_FLIGHT);
-        return Some(answer::error_body(Some(id), &err, era).0);
+        return Some(reply::error_body(Some(id), &err, era).0);
     };
     if method == "resources/subscribe" && session.subscription_count() >= MAX_SUBSCRIPTIONS {
         let err = McpError::InvalidParams(format!(
             "at most {MAX_SUBSCRIPTIONS} resource subscriptions per session; unsubscribe first"
         ));
-        return Some(answer::error_body(Some(id), &err, era).0);
+        return Some(reply::error_body(Some(id), &err, era).0);
     }
     let ctx = RequestContext::new(era, params, session.log_level(), notifier);
     let outcome = tokio::select! {
@@ -173,7 +173,7 @@ pub async fn run(
             apply_side_effects(state, session, method, params);
             success_response(id, result)
         }
-        Err(err) => answer::error_body(Some(id), &err, era).0,
+        Err(err) => reply::error_body(Some(id), &err, era).0,
     })
 }
 
@@ -223,7 +223,7 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             let priming = session
                 .version()
                 .is_some_and(|v| v >= LegacyVersion::V2025_11_25);
-            answer::sse(
+            reply::sse(
                 session_stream::events(messages, priming, None),
                 state.http.keepalive,
             )

@@ -3,7 +3,7 @@
 //! `args`, `status`, `headers`, `body` and `result`, and redaction of secrets. Calls `fetch`.
 
 use super::{Answer, CallError, fetch, redact};
-use crate::admin::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::backends::{ToolReply, text_block};
 use crate::declaration::{CompiledHttp, CompiledResponse, JqProgram, Secret, Templates};
 use crate::protocol::McpError;

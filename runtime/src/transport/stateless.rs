@@ -2,8 +2,8 @@
 //! dispatch; `subscriptions/listen` holds a stream of change notifications open.
 
 use super::AppState;
-use super::answer::{self, error};
-use super::mcp::VERSION_HEADER;
+use super::reply::{self, error};
+use super::mcp_post::VERSION_HEADER;
 use crate::declaration::LogLevel;
 use crate::protocol::{
     Era, Incoming, MODERN_VERSION, McpError, RequestId, meta, notification, success_response,
@@ -50,7 +50,7 @@ pub async fn post(
     }
     let keepalive = state.http.keepalive;
     let may_notify = log_level.is_some() || RequestContext::progress_token(&params).is_some();
-    let (notifier, notifications) = answer::notification_channel(may_notify);
+    let (notifier, notifications) = reply::notification_channel(may_notify);
     let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier);
     let outcome = async move {
         match state.server.handle(&ctx, &method, &params).await {
@@ -58,11 +58,11 @@ pub async fn post(
             Err(err) => {
                 let status = StatusCode::from_u16(err.http_status(Era::Modern))
                     .unwrap_or(StatusCode::BAD_REQUEST);
-                (status, answer::error_body(Some(&id), &err, Era::Modern).0)
+                (status, reply::error_body(Some(&id), &err, Era::Modern).0)
             }
         }
     };
-    answer::answer(outcome, notifications, accepts_sse, keepalive).await
+    reply::answer(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// The 2026-07-28 request checks, in order: version header present, `_meta` complete, header and
@@ -273,7 +273,7 @@ fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
         let _permit = permit;
         let _stop_watching = stop_watching;
         let ack = json!({"_meta": tag, "notifications": filter.honored()});
-        yield Ok(answer::event(&notification("notifications/subscriptions/acknowledged", ack), None));
+        yield Ok(reply::event(&notification("notifications/subscriptions/acknowledged", ack), None));
         loop {
             let changed = tokio::select! {
                 () = shutdown.cancelled() => break,
@@ -292,13 +292,13 @@ fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
                 if let Some(uri) = uri {
                     params["uri"] = json!(uri);
                 }
-                yield Ok(answer::event(&notification(method, params), None));
+                yield Ok(reply::event(&notification(method, params), None));
             }
         }
         let done = json!({"resultType": "complete", "_meta": tag});
-        yield Ok(answer::event(&success_response(&id, done), None));
+        yield Ok(reply::event(&success_response(&id, done), None));
     };
-    answer::sse(events, keepalive)
+    reply::sse(events, keepalive)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use super::Changes;
 use super::resources;
-use crate::admin::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::declaration::Compiled;
 use arc_swap::ArcSwap;
 use dashmap::DashMap;

@@ -2,9 +2,9 @@
 //! (or a non-legacy `MCP-Protocol-Version` header without a session) is served statelessly;
 //! `initialize` and session traffic go to the legacy Streamable HTTP path.
 
-use super::answer::error;
+use super::reply::error;
 use super::guard::{check_accept, check_content_type};
-use super::{AppState, modern, streamable};
+use super::{AppState, stateless, streamable};
 use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, meta, parse_message};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
@@ -37,7 +37,7 @@ pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> R
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
     if is_modern(&headers, &message) {
-        modern::post(state, headers, message, accepts.sse).await
+        stateless::post(state, headers, message, accepts.sse).await
     } else {
         streamable::post(state, headers, message, accepts.sse).await
     }
