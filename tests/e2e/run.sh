@@ -233,20 +233,10 @@ RT_PORT=$((ADMIN_PORT + 1))
   --admin-listen "127.0.0.1:$((RT_PORT + 1))" >"$E2E/runtime.log" 2>&1 &
 RUNTIME_PID=$!
 check "mcp-runtime serves the ConfigMap's manifest" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$((RT_PORT + 1))/readyz"
-# The Python client tests' venv when their pins exist (tests/run.sh keys it the same way), else
-# one with the SDK version the README names.
-if [[ -f $ROOT/tests/python/requirements.txt ]]; then
-  VENV=$CACHE/venv-$(sha256sum "$ROOT/tests/python/requirements.txt" | cut -c1-12)
-  REQUIREMENTS=(-r "$ROOT/tests/python/requirements.txt")
-else
-  VENV=$CACHE/venv-e2e-mcp-2.3.0
-  REQUIREMENTS=(mcp==2.3.0)
-fi
-PYTHON=$VENV/bin/python
-if ! "$PYTHON" -c 'import mcp' 2>/dev/null; then
-  log "installing the MCP Python SDK into $VENV"
-  python3 -m venv "$VENV" && "$VENV/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
-fi
+# The project's one Python venv (tests/lib/python-venv.sh).
+source "$ROOT/tests/lib/python-venv.sh"
+log "preparing the Python venv"
+python_venv
 check "the official MCP Python SDK gets the patched answer" \
   timeout 120 "$PYTHON" "$ROOT/tests/e2e/mcp_client_check.py" "http://127.0.0.1:$RT_PORT/mcp" Hi
 kill "$RUNTIME_PID" 2>/dev/null || true
