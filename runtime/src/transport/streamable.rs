@@ -1,16 +1,17 @@
 //! Legacy Streamable HTTP on `/mcp` (2025-03-26 … 2025-11-25): `initialize` opens a session,
 //! later requests carry `Mcp-Session-Id`, GET opens the server-to-client stream, DELETE ends it.
 
-use super::reply::{self, error};
 use super::guard::accepts;
-use super::mcp_post::{SESSION_HEADER, VERSION_HEADER, missing_session};
-use super::stateless::MAX_SUBSCRIPTIONS;
+use super::headers::{SESSION_HEADER, VERSION_HEADER};
+use super::legacy::{self, missing_session};
+use super::reply::{self, error};
 use super::{AppState, session_stream};
+use crate::protocol::methods;
 use crate::protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
 };
-use crate::server::{Notifier, RequestContext, initialize_result};
-use crate::sessions::{MAX_IN_FLIGHT, Session, SessionTransport};
+use crate::server::RequestContext;
+use crate::sessions::{Session, SessionTransport};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -27,7 +28,7 @@ pub async fn post(
     accepts_sse: bool,
 ) -> Response {
     if let Incoming::Request { id, method, params } = &message
-        && method == "initialize"
+        && method == methods::INITIALIZE
     {
         return initialize(&state, id, params);
     }
@@ -49,36 +50,25 @@ pub async fn post(
             return (StatusCode::BAD_REQUEST, reply::error_body(None, &err, ERA)).into_response();
         }
     }
-    match message {
-        Incoming::Request { id, method, params } => {
+    match legacy::take_request(&state, &session, message) {
+        Some((id, method, params)) => {
             request(state, session, id, method, params, accepts_sse).await
         }
-        Incoming::Notification { method, params } => {
-            notification(&session, &method, &params);
-            StatusCode::ACCEPTED.into_response()
-        }
-        Incoming::Response { id, .. } => {
-            session.answer(&id);
-            StatusCode::ACCEPTED.into_response()
-        }
+        None => StatusCode::ACCEPTED.into_response(),
     }
 }
 
+/// `initialize` opens a session: its id travels in the response header.
 fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
-    let started = std::time::Instant::now();
-    let version = LegacyVersion::negotiate(params);
-    let session = match state
-        .sessions
-        .open(SessionTransport::StreamableHttp, Some(version))
-    {
-        Ok(session) => session,
-        Err(err) => {
-            state.server.record("initialize", false, started);
-            return error(Some(id), &err, Era::Legacy(version));
-        }
+    let (version, outcome) = state.server.initialize(params, |version| {
+        state
+            .sessions
+            .open(SessionTransport::StreamableHttp, Some(version))
+    });
+    let (session, result) = match outcome {
+        Ok(opened) => opened,
+        Err(err) => return error(Some(id), &err, Era::Legacy(version)),
     };
-    let result = initialize_result(&state.server.declaration(), version);
-    state.server.record("initialize", true, started);
     let mut response = reply::json(success_response(id, result));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
@@ -108,15 +98,6 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
     }
 }
 
-/// Client notifications: cancellation stops an in-flight request; the rest need nothing.
-pub fn notification(session: &Session, method: &str, params: &Value) {
-    if method == "notifications/cancelled"
-        && let Some(id) = params.get("requestId")
-    {
-        session.cancel_request(id);
-    }
-}
-
 async fn request(
     state: Arc<AppState>,
     session: Arc<Session>,
@@ -130,7 +111,7 @@ async fn request(
         session.log_level().is_some() || RequestContext::progress_token(&params).is_some();
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
-        let response = run(&state, &session, &id, &method, &params, notifier).await;
+        let response = legacy::run(&state, &session, &id, &method, &params, notifier).await;
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());
@@ -138,67 +119,7 @@ async fn request(
         });
         (StatusCode::OK, response)
     };
-    reply::answer(outcome, notifications, accepts_sse, keepalive).await
-}
-
-/// Runs a session request to its JSON-RPC response, honoring cancellation and applying the
-/// session side effects of `logging/setLevel` and `resources/(un)subscribe`.
-pub async fn run(
-    state: &AppState,
-    session: &Session,
-    id: &RequestId,
-    method: &str,
-    params: &Value,
-    notifier: Option<Notifier>,
-) -> Option<Value> {
-    let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
-    let Some(in_flight) = session.start_request(id) else {
-        let err = McpError::TooManyRequests(MAX_IN_FLIGHT);
-        return Some(reply::error_body(Some(id), &err, era).0);
-    };
-    if method == "resources/subscribe" && session.subscription_count() >= MAX_SUBSCRIPTIONS {
-        let err = McpError::InvalidParams(format!(
-            "at most {MAX_SUBSCRIPTIONS} resource subscriptions per session; unsubscribe first"
-        ));
-        return Some(reply::error_body(Some(id), &err, era).0);
-    }
-    let ctx = RequestContext::new(era, params, session.log_level(), notifier);
-    let outcome = tokio::select! {
-        outcome = state.server.handle(&ctx, method, params) => outcome,
-        // A cancelled request gets no response, as the protocol asks.
-        () = in_flight.token.cancelled() => return None,
-    };
-    Some(match outcome {
-        Ok(result) => {
-            apply_side_effects(state, session, method, params);
-            success_response(id, result)
-        }
-        Err(err) => reply::error_body(Some(id), &err, era).0,
-    })
-}
-
-fn apply_side_effects(state: &AppState, session: &Session, method: &str, params: &Value) {
-    match method {
-        "logging/setLevel" => {
-            if let Ok(level) = crate::server::parse_level(params.get("level")) {
-                session.set_log_level(level);
-            }
-        }
-        "resources/subscribe" | "resources/unsubscribe" => {
-            if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                let on = method == "resources/subscribe";
-                session.subscribe(uri, on);
-                if on {
-                    state
-                        .server
-                        .watch_resource(uri, &session.id, session.ended.clone());
-                } else {
-                    state.server.unwatch_resource(uri, &session.id);
-                }
-            }
-        }
-        _ => {}
-    }
+    reply::respond(outcome, notifications, accepts_sse, keepalive).await
 }
 
 /// `GET /mcp`: the server-to-client stream of a session (405 without a session: stateless
