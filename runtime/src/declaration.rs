@@ -4,10 +4,10 @@ mod compile;
 mod jq;
 mod json_body;
 mod load;
+mod resource_uri;
 mod secrets;
 mod template;
 mod types;
-mod resource_uri;
 mod upstream_url;
 mod value_template;
 
@@ -19,9 +19,9 @@ pub use compile::{
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest};
+pub use resource_uri::UriTemplate;
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use types::*;
-pub use resource_uri::UriTemplate;
 pub use upstream_url::{UrlTemplate, lookup, same_origin, scalar_text};
 pub use value_template::ValueTemplate;
