@@ -239,8 +239,7 @@ async fn set_level_and_subscriptions_change_the_session() {
 #[test]
 fn initialize_negotiates_and_lets_the_transport_refuse() {
     let server = server();
-    let (version, outcome) =
-        server.initialize(&json!({"protocolVersion": "2025-06-18"}), |v| Ok(v));
+    let (version, outcome) = server.initialize(&json!({"protocolVersion": "2025-06-18"}), Ok);
     let (opened, result) = outcome.unwrap();
     assert_eq!(
         (version, opened),
