@@ -196,6 +196,12 @@ pub fn map(
                     ..Default::default()
                 });
             }
+            "cookie" if !is_token(name) => {
+                return Err(Reason::new(
+                    "unsupported parameter",
+                    format!("cookie `{name}` is not a valid cookie name"),
+                ));
+            }
             "cookie" => {
                 mapped.non_path = true;
                 cookies.push((name.to_owned(), arg.clone()));
@@ -342,17 +348,25 @@ fn literal(text: &str) -> String {
     out
 }
 
-/// One `Cookie` header value: `name=value` pairs of the present arguments, URL-encoded.
+/// One `Cookie` header value: `name=value` pairs of the present arguments, URL-encoded, joined
+/// by `; `. Names are HTTP tokens (checked by the caller), so they are safe in string literals.
 fn cookie_template(cookies: &[(String, String)]) -> String {
-    let parts: Vec<String> = cookies
+    let pairs: Vec<String> = cookies
         .iter()
-        .map(|(name, arg)| {
-            format!(
-                "{{% if args.{arg} is defined and args.{arg} is not none %}}{name}={{{{ args.{arg} | urlencode }}}}; {{% endif %}}"
-            )
-        })
+        .map(|(name, arg)| format!("[\"{name}\", args.{arg}]"))
         .collect();
-    parts.concat()
+    format!(
+        "{{% for name, value in [{}] if value is defined and value is not none %}}{{% if not loop.first %}}; {{% endif %}}{{{{ name }}}}={{{{ value | urlencode }}}}{{% endfor %}}",
+        pairs.join(", ")
+    )
+}
+
+/// Whether `name` is an HTTP token (RFC 9110), as cookie names must be.
+fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
 }
 
 #[cfg(test)]
@@ -407,7 +421,7 @@ paths:
                 .value
                 .as_ref()
                 .unwrap()
-                .contains("session={{ args.session | urlencode }}")
+                .contains(r#"[["session", args.session]]"#)
         );
         assert_eq!(mapped.required, ["item_id", "q"]);
         assert_eq!(
@@ -416,6 +430,17 @@ paths:
         );
         assert!(mapped.notes[0].contains("`Accept`"));
         assert!(mapped.non_path);
+    }
+
+    #[test]
+    fn the_cookie_header_holds_present_cookies_only() {
+        let mut templates = crate::declaration::Templates::new(crate::declaration::DEFAULT_FUEL);
+        let source = cookie_template(&[("a".into(), "a".into()), ("b-c".into(), "b_c".into())]);
+        let text = templates.compile("cookie", &source).unwrap();
+        let render = |args| templates.render(&text, &args).unwrap();
+        assert_eq!(render(json!({"a": "x y;", "b_c": 2})), "a=x%20y%3B; b-c=2");
+        assert_eq!(render(json!({"b_c": "z"})), "b-c=z");
+        assert_eq!(render(json!({"a": null})), "");
     }
 
     #[test]
