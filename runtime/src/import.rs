@@ -100,3 +100,6 @@ pub enum ImportError {
 pub fn import_openapi(docs: &Documents, options: &ImportOptions) -> Result<Imported, ImportError> {
     emit::import(docs, options)
 }
+
+#[cfg(test)]
+mod tests;

@@ -53,10 +53,12 @@ pub fn map(
         .collect();
     let pick = |wanted: &dyn Fn(&str) -> bool| types.iter().find(|(t, _)| wanted(t));
     let schema_of = |media: &Value| media.get("schema").cloned().unwrap_or(json!({}));
-    if let Some((media_type, media)) =
-        pick(&|t| t == "application/json").or_else(|| pick(&|t| t.ends_with("+json")))
+    if let Some((media_type, media)) = pick(&|t| t == "application/json")
+        .or_else(|| pick(&|t| t.ends_with("+json")))
+        .or_else(|| pick(&|t| t == "*/*" || t == "application/*"))
     {
-        let content_type = (media_type != "application/json").then(|| media_type.clone());
+        // A body that takes any type is sent as JSON.
+        let content_type = (media_type.ends_with("+json")).then(|| media_type.clone());
         return json_body(
             converter,
             names,
@@ -70,6 +72,18 @@ pub fn map(
     }
     if let Some((_, media)) = pick(&|t| t == "application/x-www-form-urlencoded") {
         return form_body(converter, names, &file, &schema_of(media), required).map(Some);
+    }
+    if let Some((media_type, media)) = pick(&|t| t.starts_with("text/")) {
+        return text_body(
+            converter,
+            names,
+            &file,
+            &schema_of(media),
+            required,
+            description,
+            media_type,
+        )
+        .map(Some);
     }
     let first = types.first().map(|(t, _)| t.as_str()).unwrap_or_default();
     if first.starts_with("multipart/") {
@@ -149,6 +163,38 @@ fn json_body(
     body.body = HttpBody {
         json: Some(json!({"$arg": arg})),
         content_type,
+        ..Default::default()
+    };
+    Ok(body)
+}
+
+/// A text body: one string argument sent as it is.
+fn text_body(
+    converter: &mut SchemaConverter,
+    names: &mut Names,
+    file: &Path,
+    schema: &Value,
+    required: bool,
+    description: Option<&str>,
+    media_type: &str,
+) -> Result<Body, Reason> {
+    let arg = names.arg("body", "request");
+    let mut converted = converter.inline(file, schema)?;
+    if let Value::Object(map) = &mut converted {
+        map.insert("type".into(), json!("string"));
+        if let Some(text) = description {
+            map.entry("description")
+                .or_insert_with(|| json!(clip(text)));
+        }
+    }
+    let mut body = Body::default();
+    body.properties.insert(arg.clone(), converted);
+    if required {
+        body.required.push(arg.clone());
+    }
+    body.body = HttpBody {
+        text: Some(format!("{{{{ args.{arg} }}}}")),
+        content_type: Some(media_type.to_owned()),
         ..Default::default()
     };
     Ok(body)
@@ -251,14 +297,14 @@ fn swagger2(
     {
         let json_type = consumes
             .iter()
-            .find(|t| *t == "application/json" || t.ends_with("+json"));
+            .find(|t| *t == "application/json" || t.ends_with("+json") || *t == "*/*");
         if json_type.is_none() && !consumes.is_empty() {
             return Err(Reason::new(
                 "unsupported body",
                 format!("request body of type `{}`", consumes[0]),
             ));
         }
-        let content_type = json_type.filter(|t| *t != "application/json").cloned();
+        let content_type = json_type.filter(|t| t.ends_with("+json")).cloned();
         let schema = param.get("schema").cloned().unwrap_or(json!({}));
         let required = param.get("required") == Some(&json!(true));
         let description = param.get("description").and_then(Value::as_str);
@@ -395,6 +441,29 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.kind, "multipart body");
+    }
+
+    #[test]
+    fn text_and_any_type_bodies() {
+        let body = run(
+            "openapi: 3.0.3\npaths:\n  /md:\n    post:\n      requestBody:\n        required: true\n        content:\n          \
+             text/plain: {schema: {type: string}}\n",
+            &[],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(body.body.text.as_deref(), Some("{{ args.body }}"));
+        assert_eq!(body.body.content_type.as_deref(), Some("text/plain"));
+        assert_eq!(body.required, ["body"]);
+        let body = run(
+            "swagger: '2.0'\nconsumes: ['*/*']\npaths:\n  /ns:\n    post:\n      parameters:\n        \
+             - {name: body, in: body, required: true, schema: {type: object}}\n",
+            &[],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(body.body.json, Some(json!({"$arg": "body"})));
+        assert_eq!(body.body.content_type, None);
     }
 
     #[test]
