@@ -14,7 +14,7 @@ pub enum ImportCommand {
     /// Print an MCPServer manifest with one tool per operation of an OpenAPI 3.0/3.1 or
     /// Swagger 2.0 description. The manifest is compiled before it is printed; what cannot be
     /// imported is listed, with the reason, in comments atop it and on stderr.
-    Openapi(ImportArgs),
+    Openapi(Box<ImportArgs>),
 }
 
 /// Flags of `import openapi`.
@@ -84,6 +84,7 @@ fn parse_secret(text: &str) -> Result<(String, SecretKeyRef), String> {
 /// Runs `import`: the manifest on stdout, the summary on stderr.
 pub fn run_cli(command: ImportCommand) -> ExitCode {
     let ImportCommand::Openapi(args) = command;
+    let args = *args;
     let spec_text = args.spec.to_string_lossy();
     if spec_text.starts_with("http://") || spec_text.starts_with("https://") {
         eprintln!(

@@ -125,8 +125,10 @@ pub fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built, Reaso
         ..Default::default()
     };
 
-    if ctx.resources && method == HttpMethod::Get && !mapped.non_path {
-        if let Some(item) = resource(
+    if ctx.resources
+        && method == HttpMethod::Get
+        && !mapped.non_path
+        && let Some(item) = resource(
             ctx,
             &name,
             &mapped.path,
@@ -134,9 +136,9 @@ pub fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built, Reaso
             description.clone(),
             &http,
             answers.output_schema.is_some(),
-        ) {
-            return Ok(Built { item, notes });
-        }
+        )
+    {
+        return Ok(Built { item, notes });
     }
 
     let read_only = matches!(method, HttpMethod::Get | HttpMethod::Head);
