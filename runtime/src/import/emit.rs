@@ -1,7 +1,6 @@
-//! The import pipeline: options checked against the spec, each selected operation built and
-//! compiled on its own (one that does not compile is skipped with the compiler's message), the
-//! manifest written as YAML and compiled again whole by the runtime's compiler before it is
-//! returned. Pure.
+//! The import pipeline: options checked against the spec, each selected operation built, the
+//! manifest written as YAML and compiled by the runtime's compiler from that very text before it
+//! is returned (an item the compiler refuses is dropped and skipped with its message). Pure.
 
 use super::load::{Documents, Version};
 use super::naming::{Names, clip, server_name, valid_server_name};
@@ -9,10 +8,9 @@ use super::operation::{Built, Context, Item, build};
 use super::select::{operations, selected};
 use super::summary::{Reason, Skipped, Summary};
 use super::{ImportError, ImportOptions, Imported, security};
-use crate::declaration::{
-    API_VERSION, CompileOptions, Declaration, KIND, Manifest, compile, parse_manifest,
-};
+use crate::declaration::{API_VERSION, CompileOptions, Declaration, KIND, compile, parse_manifest};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 /// Runs the import.
 pub fn import(docs: &Documents, options: &ImportOptions) -> Result<Imported, ImportError> {
@@ -53,11 +51,8 @@ pub fn import(docs: &Documents, options: &ImportOptions) -> Result<Imported, Imp
         ..Default::default()
     };
     let mut tool_names = Names::default();
-    let compile_options = CompileOptions {
-        read_files: false,
-        secrets_dir: None,
-        ..Default::default()
-    };
+    // Each list's operation labels, to name an item the compiler refuses.
+    let mut labels: [Vec<String>; 3] = Default::default();
     for op in &ops {
         if !selected(op, options) {
             summary.filtered += 1;
@@ -83,70 +78,98 @@ pub fn import(docs: &Documents, options: &ImportOptions) -> Result<Imported, Imp
             }
         };
         let Built { item, notes } = built;
-        let alone = match &item {
-            Item::Tool(tool) => Declaration {
-                tools: vec![(**tool).clone()],
-                ..Default::default()
-            },
-            Item::Resource(resource) => Declaration {
-                resources: vec![(**resource).clone()],
-                ..Default::default()
-            },
-            Item::Template(template) => Declaration {
-                resource_templates: vec![(**template).clone()],
-                ..Default::default()
-            },
-        };
-        let manifest = Manifest {
-            name: name_for_check(),
-            declaration: alone,
-            base_dir: Default::default(),
-        };
-        if let Err(invalid) = compile(&manifest, &compile_options) {
-            let first: Vec<String> = invalid
-                .errors
-                .iter()
-                .take(2)
-                .map(ToString::to_string)
-                .collect();
-            skip(
-                &mut summary,
-                Reason::new("does not compile", first.join("; ")),
-            );
-            continue;
-        }
         summary.notes.extend(notes);
         match item {
             Item::Tool(tool) => {
                 summary.tools += 1;
                 declaration.tools.push(*tool);
+                labels[0].push(op.label());
             }
             Item::Resource(resource) => {
                 summary.resources += 1;
                 declaration.resources.push(*resource);
+                labels[1].push(op.label());
             }
             Item::Template(template) => {
                 summary.resource_templates += 1;
                 declaration.resource_templates.push(*template);
+                labels[2].push(op.label());
             }
         }
     }
+    let yaml = compiled_yaml(&name, &mut declaration, &mut labels, &mut summary)?;
     if options.strict && !summary.skipped.is_empty() {
         return Err(ImportError::Strict(summary.line()));
     }
-    let yaml = manifest_yaml(&name, &declaration)?;
-    let manifest = parse_manifest(&yaml, Default::default())
-        .map_err(|err| ImportError::Compile(err.to_string()))?;
-    compile(&manifest, &compile_options).map_err(|err| ImportError::Compile(err.to_string()))?;
     Ok(Imported {
         yaml: format!("{}{yaml}", summary.comments()),
         summary,
     })
 }
 
-/// Any valid name: the per-operation check does not depend on it.
-fn name_for_check() -> String {
-    "import-check".into()
+/// Most rounds of dropping items that do not compile.
+const MAX_ROUNDS: usize = 3;
+
+/// Writes the manifest and compiles it as the runtime will read it. An item the compiler
+/// refuses is dropped and skipped with the compiler's message (the importer meant to write
+/// only what compiles, so this is the safety net), and the rest compiled again.
+fn compiled_yaml(
+    name: &str,
+    declaration: &mut Declaration,
+    labels: &mut [Vec<String>; 3],
+    summary: &mut Summary,
+) -> Result<String, ImportError> {
+    let options = CompileOptions {
+        read_files: false,
+        secrets_dir: None,
+        ..Default::default()
+    };
+    for _ in 0..MAX_ROUNDS {
+        let yaml = manifest_yaml(name, declaration)?;
+        let manifest = parse_manifest(&yaml, Default::default())
+            .map_err(|err| ImportError::Compile(err.to_string()))?;
+        let Err(invalid) = compile(&manifest, &options) else {
+            return Ok(yaml);
+        };
+        let mut culprits: BTreeMap<(usize, usize), Vec<String>> = BTreeMap::new();
+        for error in invalid.errors {
+            let item = ["spec.tools[", "spec.resources[", "spec.resourceTemplates["]
+                .iter()
+                .enumerate()
+                .find_map(|(list, prefix)| {
+                    let rest = error.path.strip_prefix(prefix)?;
+                    let index = rest.split(']').next()?.parse::<usize>().ok()?;
+                    Some((list, index))
+                })
+                .ok_or_else(|| ImportError::Compile(error.to_string()))?;
+            culprits.entry(item).or_default().push(error.to_string());
+        }
+        for ((list, index), errors) in culprits.into_iter().rev() {
+            match list {
+                0 if index < declaration.tools.len() => {
+                    declaration.tools.remove(index);
+                    summary.tools -= 1;
+                }
+                1 if index < declaration.resources.len() => {
+                    declaration.resources.remove(index);
+                    summary.resources -= 1;
+                }
+                2 if index < declaration.resource_templates.len() => {
+                    declaration.resource_templates.remove(index);
+                    summary.resource_templates -= 1;
+                }
+                _ => return Err(ImportError::Compile(errors.join("; "))),
+            }
+            let first: Vec<&str> = errors.iter().take(2).map(String::as_str).collect();
+            summary.skipped.push(Skipped {
+                operation: labels[list].remove(index),
+                reason: Reason::new("does not compile", first.join("; ")),
+            });
+        }
+    }
+    Err(ImportError::Compile(format!(
+        "still refused after {MAX_ROUNDS} rounds of dropping the failing items"
+    )))
 }
 
 /// The manifest document, `spec.secrets` listing every Secret the tools read.

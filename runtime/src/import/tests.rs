@@ -220,6 +220,23 @@ fn hostile_specs_give_errors_or_safe_output() {
         imported.summary.line(),
         "2 operations: 1 tools, 1 skipped: unresolvable $ref"
     );
+    // A schema the validator refuses (an invalid regex): that tool alone is dropped, named.
+    let bad_regex = "openapi: 3.1.0\nservers: [{url: 'http://127.0.0.1:1'}]\npaths:\n  /a:\n    get:\n      \
+        operationId: a\n      parameters: [{name: q, in: query, schema: {type: string, pattern: '['}}]\n  \
+        /b:\n    get: {operationId: b}\n";
+    let imported = import(bad_regex, &ImportOptions::default()).unwrap();
+    assert_eq!(
+        imported.summary.line(),
+        "2 operations: 1 tools, 1 skipped: does not compile"
+    );
+    assert!(
+        imported
+            .yaml
+            .contains("#   skipped GET /a (a): does not compile: spec.tools[0].inputSchema"),
+        "{}",
+        imported.yaml
+    );
+    assert!(imported.yaml.contains("- name: b\n"));
     // Huge descriptions are cut, odd names sanitised, odd characters stay out of comments.
     let huge = "x".repeat(10 << 20);
     let odd = format!(
