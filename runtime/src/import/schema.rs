@@ -179,6 +179,11 @@ impl<'d> SchemaConverter<'d> {
                 format!("`{reference}` points at nothing"),
             )
         })?;
+        // A chain of bare references must end somewhere: a loop of aliases would make a
+        // schema that refers to itself without ever constraining anything.
+        self.docs
+            .deref(&location.file, target)
+            .map_err(|err| Reason::new("unresolvable $ref", err.to_string()))?;
         let name = self.def_name(&location);
         self.names.insert(location.clone(), name.clone());
         // A placeholder first, so a reference back to this schema while converting it (a
@@ -350,6 +355,15 @@ mod tests {
         let validator = jsonschema::validator_for(&Value::Object(schema)).unwrap();
         assert!(validator.is_valid(&json!({"children": [{"children": [], "tag": "x"}]})));
         assert!(!validator.is_valid(&json!({"children": [{"tag": 1}]})));
+    }
+
+    #[test]
+    fn loops_of_bare_references_are_refused() {
+        let d =
+            docs("openapi: 3.1.0\nA: {$ref: '#/B'}\nB: {$ref: '#/A'}\ns: {items: {$ref: '#/A'}}\n");
+        let mut c = SchemaConverter::new(&d);
+        let err = c.inline(Path::new("<stdin>"), &d.root()["s"]).unwrap_err();
+        assert_eq!(err.kind, "unresolvable $ref");
     }
 
     #[test]
