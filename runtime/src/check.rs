@@ -225,6 +225,28 @@ mod tests {
     }
 
     #[test]
+    fn every_example_would_be_accepted() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let mut files = Vec::new();
+        let mut dirs = vec![examples];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "yaml") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() >= 2, "{files:?}");
+        for file in files {
+            let checked = check_file(&file);
+            assert!(checked.ok, "{checked:?}");
+        }
+    }
+
+    #[test]
     fn shape_errors_name_the_field() {
         let checked = check_text(
             "c.yaml",
