@@ -24,6 +24,11 @@ struct Cli {
 enum Command {
     /// Serve a manifest until SIGTERM or Ctrl-C (the manifest is reloaded live when it changes).
     Serve(Box<ServeArgs>),
+    /// Write an MCPServer manifest from an API description.
+    #[command(subcommand)]
+    Import(mcp_runtime::import::ImportCommand),
+    /// Compile manifests offline as the operator would; exit status 1 if any is refused.
+    Check(mcp_runtime::check::CheckArgs),
 }
 
 #[derive(Args)]
@@ -104,7 +109,11 @@ enum LogFormat {
 }
 
 fn main() -> ExitCode {
-    let Command::Serve(args) = Cli::parse().command;
+    let args = match Cli::parse().command {
+        Command::Serve(args) => args,
+        Command::Import(command) => return mcp_runtime::import::run_cli(command),
+        Command::Check(args) => return mcp_runtime::check::run_cli(args),
+    };
     init_logging(args.log_format, &args.log_level);
     let config = config(*args);
     let served = tokio::runtime::Builder::new_multi_thread()
