@@ -3,17 +3,23 @@
 
 pub mod apply;
 pub mod build;
+pub mod cache;
+pub mod memory;
+pub mod pods;
 pub mod status;
 pub mod validate;
 
 use crate::metrics::Metrics;
 use crate::resource::{MCPServer, MCPServerStatus};
-use apply::{ApplyError, FIELD_MANAGER};
+use apply::{ApplyError, FIELD_MANAGER, Target};
+use build::SERVER_LABEL;
+use cache::Stores;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Client, Resource, ResourceExt};
+use memory::Memory;
 use rand::Rng as _;
 use status::{Observation, Transition};
 use std::collections::HashMap;
@@ -30,6 +36,10 @@ pub struct Context {
     pub recorder: Recorder,
     /// The operator's metrics.
     pub metrics: Arc<Metrics>,
+    /// The watch caches of the children.
+    pub stores: Stores,
+    /// What the operator remembers of its own writes.
+    pub memory: Arc<Memory>,
     /// Consecutive failures per server, for backoff.
     failures: Mutex<HashMap<String, u32>>,
 }
@@ -41,12 +51,16 @@ impl Context {
         config: build::BuildConfig,
         recorder: Recorder,
         metrics: Arc<Metrics>,
+        stores: Stores,
+        memory: Arc<Memory>,
     ) -> Self {
         Self {
             client,
             config,
             recorder,
             metrics,
+            stores,
+            memory,
             failures: Mutex::default(),
         }
     }
@@ -64,15 +78,6 @@ pub enum Error {
     /// A child could not be written.
     #[error(transparent)]
     Apply(#[from] ApplyError),
-    /// The current Deployment could not be read.
-    #[error("cannot read Deployment {name}")]
-    ReadDeployment {
-        /// Name of the Deployment.
-        name: String,
-        /// The API server's answer.
-        #[source]
-        source: kube::Error,
-    },
     /// The status could not be written.
     #[error("cannot write the status of MCPServer {name}")]
     WriteStatus {
@@ -90,14 +95,21 @@ impl Error {
         match self {
             Self::NoNamespace { .. } => "no_namespace",
             Self::Apply(_) => "apply",
-            Self::ReadDeployment { .. } => "read",
             Self::WriteStatus { .. } => "status",
         }
     }
 }
 
-/// How long a healthy server waits before it is looked at again without any change.
-const RESYNC: Duration = Duration::from_secs(300);
+/// How long a server waits before it is looked at again without any change: long (every change
+/// is watched; this only repairs a missed event), and jittered so that servers created together
+/// do not all come back in the same second.
+fn resync() -> Duration {
+    Duration::from_secs(rand::rng().random_range(1800..2700))
+}
+
+/// How often a server whose children conflict with foreign objects looks again (those objects
+/// are not watched: they lack the operator's labels).
+const CONFLICT_RECHECK: Duration = Duration::from_secs(60);
 
 /// Reconciles one server; the controller calls this on every change of it or its children.
 pub async fn reconcile(server: Arc<MCPServer>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -146,69 +158,84 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
     let namespace = server
         .namespace()
         .ok_or_else(|| Error::NoNamespace { name: name.clone() })?;
+    if !ctx.stores.ready().await {
+        tracing::warn!(server = %format!("{namespace}/{name}"), "child caches not filled; reconciling without them");
+    }
+    let uid = server.uid().unwrap_or_default();
+    // The status as last written: the watch cache may not have seen the operator's last write.
+    let old = ctx
+        .memory
+        .status(&uid)
+        .or_else(|| server.status.clone())
+        .unwrap_or_default();
     let verdict = validate::validate(server);
     let url = build::url(server, &ctx.config);
     let mut apply_error = None;
-    let mut pruned = Vec::new();
-    let deployment = match &verdict {
+    let mut applied = apply::Applied::default();
+    match &verdict {
         Ok(accepted) => {
             let children = build::children(server, &accepted.manifest_yaml, &ctx.config);
-            let mut key = [0u8; 32];
-            rand::rng().fill(&mut key);
-            match apply::apply(
-                &ctx.client,
+            let target = Target {
+                client: &ctx.client,
+                stores: &ctx.stores,
+                memory: &ctx.memory,
                 server,
-                &children,
-                &build::session_key(server, key),
-            )
-            .await
-            {
-                Ok(applied) => {
-                    pruned = applied.pruned;
-                    applied.deployment
-                }
+            };
+            let session_key = || {
+                let mut key = [0u8; 32];
+                rand::rng().fill(&mut key);
+                build::session_key(server, key)
+            };
+            match apply::apply(&target, &children, session_key).await {
+                Ok(done) => applied = done,
                 Err(error) => {
-                    let current = apply::current_deployment(&ctx.client, server)
-                        .await
-                        .ok()
-                        .flatten();
+                    applied.deployment = apply::cached_deployment(&ctx.stores, server);
                     apply_error = Some(error);
-                    current
                 }
             }
         }
-        Err(_) => apply::current_deployment(&ctx.client, server)
-            .await
-            .map_err(|source| Error::ReadDeployment {
-                name: name.clone(),
-                source,
-            })?,
-    };
-
+        Err(_) => applied.deployment = apply::cached_deployment(&ctx.stores, server),
+    }
+    let pods = ctx.stores.pods.state_filter(|pod| {
+        pod.namespace().as_deref() == Some(namespace.as_str())
+            && pod.labels().get(SERVER_LABEL) == Some(&name)
+    });
     let seen = Observation {
         verdict: verdict.as_ref(),
         url,
         apply_error: apply_error.as_ref().map(ApplyError::message),
-        deployment: deployment.as_ref(),
+        conflicts: &applied.conflicts,
+        deployment: applied.deployment.as_ref(),
+        pod_problem: pods::problem(pods.iter().map(AsRef::as_ref)),
     };
-    let status = status::next_status(server, &seen, &Time(jiff::Timestamp::now()));
-    let mut events = status::transitions(server.status.as_ref(), &status);
-    events.extend(pruned.iter().map(|child| Transition {
+    let status = status::next_status(&old, server, &seen, &Time(jiff::Timestamp::now()));
+    let mut events = Vec::new();
+    if status != old || server.status.is_none() {
+        write_status(ctx, &namespace, &name, &status).await?;
+        ctx.memory.remember_status(&uid, status.clone());
+        // Events follow the status they describe, and only its transitions.
+        events = status::transitions(Some(&old), &status);
+        tracing::info!(
+            server = %format!("{namespace}/{name}"),
+            accepted = verdict.is_ok(),
+            ready = status.condition(status::READY).map(|c| c.reason.as_str()).unwrap_or_default(),
+            writes = applied.writes,
+            "status changed"
+        );
+    } else {
+        tracing::debug!(server = %format!("{namespace}/{name}"), writes = applied.writes, "reconciled; status unchanged");
+    }
+    events.extend(applied.pruned.iter().map(|child| Transition {
+        action: "Prune",
         warning: false,
         reason: "Pruned".into(),
         note: format!("deleted {child}: the spec no longer asks for it"),
     }));
     publish(ctx, server, &events).await;
-    write_status(ctx, &namespace, &name, &status).await?;
-    tracing::info!(
-        server = %format!("{namespace}/{name}"),
-        accepted = verdict.is_ok(),
-        ready = status.condition(status::READY).map(|c| c.reason.as_str()).unwrap_or_default(),
-        "reconciled"
-    );
     match apply_error {
         Some(error) => Err(error.into()),
-        None => Ok(Action::requeue(RESYNC)),
+        None if !applied.conflicts.is_empty() => Ok(Action::requeue(CONFLICT_RECHECK)),
+        None => Ok(Action::requeue(resync())),
     }
 }
 
@@ -250,7 +277,7 @@ async fn publish(ctx: &Context, server: &MCPServer, transitions: &[Transition]) 
             },
             reason: transition.reason.clone(),
             note: Some(truncate(&transition.note, 1000)),
-            action: "Reconcile".into(),
+            action: transition.action.into(),
             secondary: None,
         };
         if let Err(error) = ctx.recorder.publish(&event, &reference).await {

@@ -7,6 +7,7 @@ use crate::leader::{Elector, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::reconcile::Context;
 use crate::reconcile::build::BuildConfig;
+use crate::reconcile::memory::Memory;
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use std::net::SocketAddr;
@@ -120,12 +121,25 @@ async fn run_connected(
         controller: "mcp-operator".into(),
         instance: Some(config.instance.clone()),
     };
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        config.build.clone(),
-        Recorder::new(client.clone(), reporter),
-        state.metrics.clone(),
-    ));
+    let memory = Arc::new(Memory::default());
+    let context = {
+        let (client, build, metrics, memory) = (
+            client.clone(),
+            config.build.clone(),
+            state.metrics.clone(),
+            memory.clone(),
+        );
+        move |stores| {
+            Arc::new(Context::new(
+                client.clone(),
+                build,
+                Recorder::new(client, reporter),
+                metrics,
+                stores,
+                memory,
+            ))
+        }
+    };
     let stop = {
         let (shutdown, lost) = (shutdown.clone(), lost.clone());
         async move {
@@ -149,7 +163,7 @@ async fn run_connected(
             }
         };
         tokio::select! {
-            () = controller::run(ctx, config.namespace.as_deref(), stop) => {}
+            () = controller::run(client.clone(), config.namespace.as_deref(), memory, context, stop) => {}
             () = deadline => tracing::warn!(grace = ?SHUTDOWN_GRACE, "reconciles did not finish in time; stopping anyway"),
         }
     };

@@ -2,6 +2,8 @@
 //! said, the status to write and the events the change deserves. Condition times move only when
 //! a condition changes, so writing the same status twice is a no-op.
 
+use super::apply::Conflict;
+use super::pods::PodProblem;
 use super::validate::{Accepted, Refused};
 use crate::resource::{Condition, MCPServer, MCPServerStatus};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -11,6 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub const ACCEPTED: &str = "Accepted";
 /// Condition type: every replica is up to date and available.
 pub const READY: &str = "Ready";
+/// Condition type: a real MCP request found the pods serving the current declaration.
+pub const VERIFIED: &str = "Verified";
 
 /// What one reconcile found.
 #[derive(Debug)]
@@ -21,15 +25,28 @@ pub struct Observation<'a> {
     pub url: String,
     /// Why applying the children failed, if it did.
     pub apply_error: Option<String>,
+    /// Same-named objects the server does not control (nothing was applied).
+    pub conflicts: &'a [Conflict],
     /// The server's Deployment as last seen (the last good one when the spec is refused).
     pub deployment: Option<&'a Deployment>,
+    /// Why the pods do not start, when their containers say so.
+    pub pod_problem: Option<PodProblem>,
 }
 
-/// The status after this reconcile.
-pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MCPServerStatus {
-    let old = server.status.clone().unwrap_or_default();
+/// The status after this reconcile, from the status as last written (`old`: the operator's own
+/// memory of it, not the watch cache, which lags the operator's writes).
+pub fn next_status(
+    old: &MCPServerStatus,
+    server: &MCPServer,
+    seen: &Observation<'_>,
+    now: &Time,
+) -> MCPServerStatus {
     let generation = server.metadata.generation;
-    let desired = server.spec.deployment.replicas.unwrap_or(1);
+    // A refused spec was never applied: readiness is measured against the last applied one.
+    let desired = match seen.verdict {
+        Ok(_) => server.spec.deployment.replicas.unwrap_or(1),
+        Err(_) => seen.deployment.and_then(|d| d.spec.replicas).unwrap_or(1),
+    };
     let (accepted, url, counts) = match seen.verdict {
         Ok(accepted) => {
             let c = accepted.counts;
@@ -63,8 +80,8 @@ pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MC
     MCPServerStatus {
         observed_generation: generation,
         conditions: vec![
-            condition(&old, ACCEPTED, accepted, generation, now),
-            condition(&old, READY, ready, generation, now),
+            condition(old, ACCEPTED, accepted, generation, now),
+            condition(old, READY, ready, generation, now),
         ],
         url,
         replicas: Some(desired),
@@ -75,7 +92,7 @@ pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MC
 
 /// Status, reason and message of a condition.
 #[derive(Clone, Debug, PartialEq)]
-struct State {
+pub(crate) struct State {
     status: &'static str,
     reason: &'static str,
     message: String,
@@ -90,6 +107,9 @@ fn state(status: &'static str, reason: &'static str, message: String) -> State {
 }
 
 fn ready_state(seen: &Observation<'_>, desired: i32) -> State {
+    if !seen.conflicts.is_empty() {
+        return state("False", "ChildConflict", Conflict::message(seen.conflicts));
+    }
     if let Some(error) = &seen.apply_error {
         return state("False", "ApplyFailed", error.clone());
     }
@@ -144,11 +164,21 @@ fn ready_state(seen: &Observation<'_>, desired: i32) -> State {
             format!("{updated} of {desired} replicas updated, {available} available"),
         )
     } else if available < desired {
-        state(
-            "False",
-            "ReplicasUnavailable",
-            format!("{available} of {desired} replicas available"),
-        )
+        match &seen.pod_problem {
+            Some(problem) => state(
+                "False",
+                problem.reason,
+                format!(
+                    "{available} of {desired} replicas available: {}",
+                    problem.message
+                ),
+            ),
+            None => state(
+                "False",
+                "ReplicasUnavailable",
+                format!("{available} of {desired} replicas available"),
+            ),
+        }
     } else {
         state(
             "True",
@@ -183,6 +213,8 @@ fn condition(
 /// An event to publish about the server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transition {
+    /// The pipeline step the event is about (`Validate`, `Apply`, `Verify`, `Prune`).
+    pub action: &'static str,
     /// `Normal`, or `Warning` for a state a person should look at.
     pub warning: bool,
     /// The condition's new reason.
@@ -203,6 +235,11 @@ pub fn transitions(old: Option<&MCPServerStatus>, new: &MCPServerStatus) -> Vec<
             before.is_none_or(|b| b.status != c.status || b.reason != c.reason)
         })
         .map(|c| Transition {
+            action: match c.type_.as_str() {
+                ACCEPTED => "Validate",
+                VERIFIED => "Verify",
+                _ => "Apply",
+            },
             warning: c.status != "True" && !BENIGN_REASONS.contains(&c.reason.as_str()),
             reason: c.reason.clone(),
             note: format!("{} is {}: {}", c.type_, c.status, c.message),
@@ -216,6 +253,15 @@ mod tests {
     use crate::reconcile::test_support::server;
     use crate::reconcile::validate::validate;
     use crate::resource::Counts;
+
+    fn next(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MCPServerStatus {
+        next_status(
+            &server.status.clone().unwrap_or_default(),
+            server,
+            seen,
+            now,
+        )
+    }
 
     fn time(seconds: i64) -> Time {
         Time(jiff::Timestamp::from_second(1_800_000_000 + seconds).unwrap())
@@ -264,7 +310,9 @@ mod tests {
             verdict,
             url: "http://hello.tools.svc.cluster.local/mcp".into(),
             apply_error: None,
+            conflicts: &[],
             deployment,
+            pod_problem: None,
         }
     }
 
@@ -273,7 +321,7 @@ mod tests {
         let server = hello(2);
         let accepted = validate(&server).unwrap();
         let deployment = deployment(AVAILABLE);
-        let status = next_status(
+        let status = next(
             &server,
             &observe(Ok(&accepted), Some(&deployment)),
             &time(0),
@@ -286,12 +334,12 @@ mod tests {
         let good = hello(2);
         let accepted = validate(&good).unwrap();
         let deployment = deployment(AVAILABLE);
-        let before = next_status(&good, &observe(Ok(&accepted), Some(&deployment)), &time(0));
+        let before = next(&good, &observe(Ok(&accepted), Some(&deployment)), &time(0));
 
         let mut bad = broken();
         bad.status = Some(before.clone());
         let refused = validate(&bad).unwrap_err();
-        let after = next_status(&bad, &observe(Err(&refused), Some(&deployment)), &time(60));
+        let after = next(&bad, &observe(Err(&refused), Some(&deployment)), &time(60));
         let accepted_condition = after.condition(ACCEPTED).unwrap();
         assert_eq!(
             (
@@ -342,7 +390,7 @@ mod tests {
     fn a_spec_never_accepted_is_not_ready() {
         let bad = broken();
         let refused = validate(&bad).unwrap_err();
-        let status = next_status(&bad, &observe(Err(&refused), None), &time(0));
+        let status = next(&bad, &observe(Err(&refused), None), &time(0));
         let ready = status.condition(READY).unwrap();
         assert_eq!(
             (ready.status.as_str(), ready.reason.as_str()),
@@ -375,7 +423,7 @@ mod tests {
             let deployment = deployment(&format!(
                 "metadata: {{name: hello, generation: 2}}\nspec: {{selector: {{}}, template: {{}}}}\n{status_yaml}"
             ));
-            let status = next_status(
+            let status = next(
                 &server,
                 &observe(Ok(&accepted), Some(&deployment)),
                 &time(0),
@@ -395,7 +443,7 @@ mod tests {
         let server = hello(0);
         let accepted = validate(&server).unwrap();
         let deployment = deployment(AVAILABLE);
-        let status = next_status(
+        let status = next(
             &server,
             &observe(Ok(&accepted), Some(&deployment)),
             &time(0),
@@ -409,7 +457,7 @@ mod tests {
         let accepted = validate(&server).unwrap();
         let mut seen = observe(Ok(&accepted), None);
         seen.apply_error = Some("cannot apply Deployment hello: forbidden".into());
-        let status = next_status(&server, &seen, &time(0));
+        let status = next(&server, &seen, &time(0));
         let ready = status.condition(READY).unwrap();
         assert_eq!(
             (ready.reason.as_str(), ready.message.as_str()),
@@ -430,19 +478,83 @@ mod tests {
         let server = hello(2);
         let accepted = validate(&server).unwrap();
         let deployment = deployment(AVAILABLE);
-        let first = next_status(
+        let first = next(
             &server,
             &observe(Ok(&accepted), Some(&deployment)),
             &time(0),
         );
         let mut again = server.clone();
         again.status = Some(first.clone());
-        let second = next_status(
+        let second = next(
             &again,
             &observe(Ok(&accepted), Some(&deployment)),
             &time(30),
         );
         assert_eq!(first, second);
         assert!(transitions(Some(&first), &second).is_empty());
+    }
+
+    #[test]
+    fn a_foreign_child_is_a_conflict_naming_the_object() {
+        let server = hello(1);
+        let accepted = validate(&server).unwrap();
+        let conflicts = [crate::reconcile::apply::Conflict {
+            object: "Service/hello".into(),
+            holder: "not controlled by this MCPServer".into(),
+        }];
+        let mut seen = observe(Ok(&accepted), None);
+        seen.conflicts = &conflicts;
+        let ready = next(&server, &seen, &time(0))
+            .condition(READY)
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "ChildConflict")
+        );
+        assert!(
+            ready
+                .message
+                .starts_with("Service/hello exists and is not controlled by this MCPServer"),
+            "{}",
+            ready.message
+        );
+    }
+
+    #[test]
+    fn a_refused_spec_is_measured_against_the_last_applied_replicas() {
+        // The refused spec asks for 2 replicas; the applied Deployment has 1, available.
+        let mut bad = broken();
+        bad.status = None;
+        let refused = validate(&bad).unwrap_err();
+        let deployment = deployment(
+            "metadata: {name: hello, generation: 1}\nspec: {replicas: 1, selector: {}, template: {}}\nstatus: {observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1}",
+        );
+        let status = next(&bad, &observe(Err(&refused), Some(&deployment)), &time(0));
+        assert_eq!(status.condition(READY).unwrap().status, "True");
+        assert_eq!(status.replicas, Some(1));
+    }
+
+    #[test]
+    fn unavailable_pods_say_why() {
+        let server = hello(1);
+        let accepted = validate(&server).unwrap();
+        let deployment = deployment(
+            "metadata: {name: hello, generation: 1}\nspec: {selector: {}, template: {}}\nstatus: {observedGeneration: 1, replicas: 1, updatedReplicas: 1}",
+        );
+        let mut seen = observe(Ok(&accepted), Some(&deployment));
+        seen.pod_problem = Some(crate::reconcile::pods::PodProblem {
+            reason: "ImagePullBackOff",
+            message: "pod p container runtime: ImagePullBackOff: not found".into(),
+        });
+        let ready = next(&server, &seen, &time(0))
+            .condition(READY)
+            .unwrap()
+            .clone();
+        assert_eq!(ready.reason, "ImagePullBackOff");
+        assert_eq!(
+            ready.message,
+            "0 of 1 replicas available: pod p container runtime: ImagePullBackOff: not found"
+        );
     }
 }

@@ -24,6 +24,10 @@ pub struct Refused {
     pub errors: Vec<FieldError>,
 }
 
+/// Largest rendered manifest: a ConfigMap holds 1 MiB in all, and its metadata and key take a
+/// little of that.
+pub const MAX_MANIFEST_BYTES: usize = 1_000_000;
+
 /// Most problems quoted in a condition message; the rest are counted.
 const MAX_QUOTED_ERRORS: usize = 8;
 
@@ -111,6 +115,18 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
             message: format!("cannot be written as YAML: {err}"),
         }],
     })?;
+    if manifest_yaml.len() > MAX_MANIFEST_BYTES {
+        return Err(Refused {
+            errors: vec![FieldError {
+                path: "spec".into(),
+                message: format!(
+                    "renders to {} bytes, more than the {MAX_MANIFEST_BYTES} a ConfigMap can hold: \
+                     serve large contents from an upstream (`http`) instead of inline `text` or `blob`",
+                    manifest_yaml.len()
+                ),
+            }],
+        });
+    }
     Ok(Accepted {
         manifest_yaml,
         counts: counts(declaration),
@@ -331,5 +347,26 @@ mod tests {
             .collect();
         let message = Refused { errors }.message();
         assert!(message.ends_with("; and 4 more"), "{message}");
+    }
+
+    #[test]
+    fn a_declaration_too_big_for_a_config_map_is_refused() {
+        let big = "x".repeat(MAX_MANIFEST_BYTES);
+        let server = server(&format!(
+            "
+            metadata: {{name: big, namespace: tools}}
+            spec:
+              resources: [{{uri: 'docs://big', name: big, text: '{big}'}}]
+            "
+        ));
+        let refused = validate(&server).unwrap_err();
+        assert_eq!(refused.errors[0].path, "spec");
+        assert!(
+            refused.errors[0]
+                .message
+                .contains("more than the 1000000 a ConfigMap can hold"),
+            "{}",
+            refused.message()
+        );
     }
 }
