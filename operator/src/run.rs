@@ -149,22 +149,22 @@ async fn run_connected(
             }
         }
     };
-    // In-flight reconciles get a grace period; past it (or when a watch never listed anything,
-    // which holds kube's graceful shutdown forever) the controller is dropped, aborting them.
+    // On shutdown, in-flight reconciles get a grace period; past it (or when a watch never
+    // listed anything, which holds kube's graceful shutdown forever) the controller is dropped,
+    // aborting them. On a lost lease there is no grace: another replica may lead now, so every
+    // reconcile stops at once, mid-flight, and no further write is sent.
     let controller = async {
         let deadline = {
-            let (shutdown, lost) = (shutdown.clone(), lost.clone());
+            let shutdown = shutdown.clone();
             async move {
-                tokio::select! {
-                    () = shutdown.cancelled() => {}
-                    () = lost.cancelled() => {}
-                }
+                shutdown.cancelled().await;
                 tokio::time::sleep(SHUTDOWN_GRACE).await;
             }
         };
         tokio::select! {
             () = controller::run(client.clone(), config.namespace.as_deref(), memory, context, stop) => {}
             () = deadline => tracing::warn!(grace = ?SHUTDOWN_GRACE, "reconciles did not finish in time; stopping anyway"),
+            () = lost.cancelled() => tracing::error!("lost the lease: reconciles stopped"),
         }
     };
     match holder {

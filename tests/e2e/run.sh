@@ -167,7 +167,7 @@ observed() { holds mcpserver "$1" ".status.observedGeneration == $(generation "$
 check "status observes the generation" eventually 60 observed weather
 check "Accepted=True, reason Compiled" holds mcpserver weather \
   '.status.conditions[] | select(.type == "Accepted") | .status == "True" and .reason == "Compiled"'
-check "Ready=False with a reason and message (no kubelet: pods stay Pending)" holds mcpserver weather \
+check "Ready=False with a reason and message (no kubelet: pods stay Pending)" eventually 30 holds mcpserver weather \
   '.status.conditions[] | select(.type == "Ready") | .status == "False" and (.reason == "ReplicasUnavailable" or .reason == "RollingOut") and (.message | test("of 2 replicas"))'
 check "status url is the ingress URL" holds mcpserver weather '.status.url == "https://mcp.example.com/weather/mcp"'
 EXPECTED_COUNTS=$(kubectl -n "$NS" get mcpserver weather -o json | jq -c '.spec | {tools: (.tools // [] | length), resources: (.resources // [] | length), resourceTemplates: (.resourceTemplates // [] | length), prompts: (.prompts // [] | length)}')
@@ -211,6 +211,68 @@ check "the Ingress routes only the MCP endpoints, SSE-safe" holds ingress weathe
   '.spec.rules[0].http.paths[0].path == "/weather/(mcp|sse|messages)$" and .metadata.annotations["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"'
 events_with() { kubectl -n "$NS" get events --field-selector "involvedObject.name=weather" -o json | jq -e "[.items[] | select(.reason == \"$1\")] | length > 0" >/dev/null; }
 check "an event records the acceptance" eventually 20 events_with Compiled
+
+# ----------------------------------------------------------------------------------------------
+log "a steady server: reconciles without a transition change nothing, drift is put back"
+ready_reason() { kubectl -n "$NS" get mcpserver weather -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'; }
+condition_times() { kubectl -n "$NS" get mcpserver weather -o json | jq -c '[.status.conditions[] | {type, reason, lastTransitionTime}]'; }
+server_events() {
+  kubectl -n "$NS" get events --field-selector involvedObject.kind=MCPServer,involvedObject.name=weather -o json |
+    jq -c '[.items[] | {reason, count: (.count // 1), series: (.series.count // 0)}] | sort_by(.reason)'
+}
+reconciles() { curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '/^mcp_operator_reconciles_total/ {s += $2} END {print s + 0}'; }
+eventually 30 bash -c "[[ \$(kubectl -n $NS get mcpserver weather -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}') == ReplicasUnavailable ]]" || true
+sleep 3
+TIMES_BEFORE=$(condition_times)
+EVENTS_BEFORE=$(server_events)
+RECONCILES_BEFORE=$(reconciles)
+kubectl -n "$NS" patch service weather --type=json -p '[{"op": "replace", "path": "/spec/ports/0/targetPort", "value": 9999}]' >/dev/null
+kubectl -n "$NS" label configmap weather-manifest e2e-touched=1 >/dev/null
+check "a Service edited by hand is put back" eventually 30 holds service weather '.spec.ports[0].targetPort == "http"'
+sleep 4
+check "the edits were reconciled ($RECONCILES_BEFORE reconciles before, $(reconciles) after)" test "$(reconciles)" -gt "$RECONCILES_BEFORE"
+check "lastTransitionTime unchanged across reconciles without a transition" bash -c "[[ '$TIMES_BEFORE' == \$(kubectl -n $NS get mcpserver weather -o json | jq -c '[.status.conditions[] | {type, reason, lastTransitionTime}]') ]]"
+no_new_events() {
+  local now
+  now=$(server_events)
+  echo "before: $EVENTS_BEFORE"
+  echo "after:  $now"
+  [[ $now == "$EVENTS_BEFORE" ]] && jq -e 'all(.count == 1 and .series == 0) and (map(.reason) | length == (unique | length))' <<<"$now"
+}
+check "no duplicate Events for a steady server" no_new_events
+
+log "pods that cannot start say why (pod status driven by hand: no kubelet)"
+PODS=($(kubectl -n "$NS" get pods -l kube-mcp.io/server=weather -o jsonpath='{.items[*].metadata.name}'))
+waiting_pod() {
+  kubectl -n "$NS" patch pod "$1" --subresource=status --type=merge -p "{\"status\": {\"containerStatuses\": [{\"name\": \"mcp-runtime\", \"image\": \"ghcr.io/kube-mcp/kube-mcp:e2e\", \"imageID\": \"\", \"ready\": false, \"restartCount\": 0, \"state\": {\"waiting\": {\"reason\": \"$2\", \"message\": \"$3\"}}}]}}" >/dev/null
+}
+ready_is() { holds mcpserver weather ".status.conditions[] | select(.type == \"Ready\") | .status == \"False\" and .reason == \"$1\" and (.message | contains(\"$2\"))"; }
+check "the weather pods exist (${#PODS[@]})" test "${#PODS[@]}" -ge 1
+waiting_pod "${PODS[0]}" ImagePullBackOff 'Back-off pulling image \"ghcr.io/kube-mcp/kube-mcp:e2e\"'
+check "a failing image gives Ready=False ImagePullBackOff with the kubelet's message" eventually 30 ready_is ImagePullBackOff 'Back-off pulling image'
+waiting_pod "${PODS[0]}" CreateContainerConfigError 'secret \"upstream-token\" not found'
+check "a missing Secret gives Ready=False CreateContainerConfigError naming it" eventually 30 ready_is CreateContainerConfigError 'secret \"upstream-token\" not found'
+waiting_pod "${PODS[0]}" ContainerCreating ''
+check "and back to ReplicasUnavailable once the pod no longer names a problem" eventually 30 ready_is ReplicasUnavailable 'of 2 replicas available'
+check "a Warning event names each reason" bash -c "kubectl -n $NS get events --field-selector involvedObject.kind=MCPServer,involvedObject.name=weather -o json | jq -e '[.items[] | select(.type == \"Warning\") | .reason] | index(\"ImagePullBackOff\") and index(\"CreateContainerConfigError\")'"
+
+log "a same-named object someone else created is refused, not adopted"
+kubectl -n "$NS" create service clusterip clash --tcp=80:8080 >/dev/null
+foreign() { kubectl -n "$NS" get service clash -o json | jq -c '{selector: .spec.selector, owners: .metadata.ownerReferences, version: .metadata.resourceVersion, managers: [.metadata.managedFields[].manager]}'; }
+CLASH_BEFORE=$(foreign)
+kubectl -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: kube-mcp.io/v1alpha1
+kind: MCPServer
+metadata: {name: clash}
+spec:
+  tools: [{name: hi, content: [{type: text, text: hi}]}]
+EOF
+check "Ready=False, reason ChildConflict, naming the Service" eventually 30 holds mcpserver clash \
+  '.status.conditions[] | select(.type == "Ready") | .status == "False" and .reason == "ChildConflict" and (.message | test("Service/clash exists"))'
+check "the foreign Service is untouched" bash -c "[[ '$CLASH_BEFORE' == \$(kubectl -n $NS get service clash -o json | jq -c '{selector: .spec.selector, owners: .metadata.ownerReferences, version: .metadata.resourceVersion, managers: [.metadata.managedFields[].manager]}') ]]"
+check "nothing else is written for the refused server" bash -c "! kubectl -n $NS get deployment clash && ! kubectl -n $NS get configmap clash-manifest"
+kubectl -n "$NS" delete mcpserver clash --wait=true >/dev/null
+kubectl -n "$NS" delete service clash >/dev/null
 
 # ----------------------------------------------------------------------------------------------
 log "a declaration change reaches the ConfigMap, not the pod template"

@@ -225,14 +225,19 @@ pub struct Transition {
 
 /// Reasons that are part of normal operation even though the condition is False.
 const BENIGN_REASONS: &[&str] = &["Creating", "RollingOut", "ScaledToZero"];
+/// Steps of a rollout in progress: the status shows them, but they are not worth an event (a
+/// stuck rollout or a failing pod has its own reason, and that is one).
+const PROGRESS_REASONS: &[&str] = &["Creating", "RollingOut", "ReplicasUnavailable"];
 
-/// The events a status change deserves: one per condition whose status or reason changed.
+/// The events a status change deserves: one per condition whose status or reason changed,
+/// except to a step of a rollout in progress.
 pub fn transitions(old: Option<&MCPServerStatus>, new: &MCPServerStatus) -> Vec<Transition> {
     new.conditions
         .iter()
         .filter(|c| {
             let before = old.and_then(|o| o.condition(&c.type_));
             before.is_none_or(|b| b.status != c.status || b.reason != c.reason)
+                && !PROGRESS_REASONS.contains(&c.reason.as_str())
         })
         .map(|c| Transition {
             action: match c.type_.as_str() {
