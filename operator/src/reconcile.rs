@@ -8,12 +8,15 @@ pub mod memory;
 pub mod pods;
 pub mod status;
 pub mod validate;
+pub mod verify;
 
 use crate::metrics::Metrics;
 use crate::resource::{MCPServer, MCPServerStatus};
 use apply::{ApplyError, FIELD_MANAGER, Target};
 use build::SERVER_LABEL;
+use cache::Child as _;
 use cache::Stores;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -21,7 +24,7 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Client, Resource, ResourceExt};
 use memory::Memory;
 use rand::Rng as _;
-use status::{Observation, Transition};
+use status::{Observation, Transition, Verification};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -178,7 +181,8 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
     let mut applied = apply::Applied::default();
     match &verdict {
         Ok(accepted) => {
-            let children = build::children(server, &accepted.manifest_yaml, &ctx.config);
+            let children =
+                build::children(server, &accepted.manifest_yaml, &accepted.hash, &ctx.config);
             let target = Target {
                 client: &ctx.client,
                 stores: &ctx.stores,
@@ -204,6 +208,7 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         pod.namespace().as_deref() == Some(namespace.as_str())
             && pod.labels().get(SERVER_LABEL) == Some(&name)
     });
+    let (verification, verify_misses) = verify_step(ctx, server, &verdict, &old, &applied).await;
     let seen = Observation {
         verdict: verdict.as_ref(),
         url,
@@ -211,6 +216,7 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         conflicts: &applied.conflicts,
         deployment: applied.deployment.as_ref(),
         pod_problem: pods::problem(pods.iter().map(AsRef::as_ref)),
+        verification,
     };
     let status = status::next_status(&old, server, &seen, &Time(jiff::Timestamp::now()));
     // A server's first status waits for the Deployment controller's first look at the new
@@ -252,8 +258,70 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
     match apply_error {
         Some(error) => Err(error.into()),
         None if !applied.conflicts.is_empty() => Ok(Action::requeue(CONFLICT_RECHECK)),
+        // Not (yet) serving the current declaration: ask again, backing off.
+        None if verify_misses > 0 => Ok(Action::requeue(verify_backoff(verify_misses))),
         None => Ok(Action::requeue(resync())),
     }
+}
+
+/// Asks the pods which declaration they serve, when a replica is available and the current
+/// declaration has not been found served yet. Returns what was found and the misses in a row.
+async fn verify_step(
+    ctx: &Context,
+    server: &MCPServer,
+    verdict: &Result<validate::Accepted, validate::Refused>,
+    old: &MCPServerStatus,
+    applied: &apply::Applied,
+) -> (Verification, u32) {
+    let uid = server.uid().unwrap_or_default();
+    let namespace = server.namespace().unwrap_or_default();
+    let available = applied
+        .deployment
+        .as_ref()
+        .and_then(|d| d.status.as_ref())
+        .and_then(|s| s.available_replicas)
+        .unwrap_or(0);
+    // What should be served: the declaration applied last (the refused one never was).
+    let want = match verdict {
+        Ok(accepted) => Some((accepted.hash.clone(), accepted.counts)),
+        Err(_) => ConfigMap::cached(&ctx.stores, &namespace, &build::config_map_name(server))
+            .and_then(|c| c.annotations().get(validate::HASH_ANNOTATION).cloned())
+            .zip(old.counts),
+    };
+    let Some((want_hash, want_counts)) =
+        want.filter(|_| available > 0 && applied.conflicts.is_empty())
+    else {
+        return (Verification::NoReplica, 0);
+    };
+    if ctx.memory.verified(&uid).as_deref() == Some(want_hash.as_str()) {
+        return (Verification::Unchanged, 0);
+    }
+    let prefix = server
+        .spec
+        .deployment
+        .ingress
+        .as_ref()
+        .and_then(build::path_prefix)
+        .unwrap_or_default();
+    let verification = match verify::ask(&ctx.client, &namespace, &server.name_any(), prefix).await
+    {
+        Ok(served) => Verification::Answered {
+            served,
+            want_hash: want_hash.clone(),
+            want_counts,
+        },
+        Err(error) => Verification::Failed(error_chain(&error)),
+    };
+    let found = verification.verified().then_some(want_hash);
+    let misses = ctx.memory.remember_verify(&uid, found);
+    (verification, misses)
+}
+
+/// Wait before asking again after `misses` verify attempts in a row that did not find the
+/// current declaration: 10 s, doubling, at most 5 minutes.
+fn verify_backoff(misses: u32) -> Duration {
+    let seconds = 10u64.saturating_mul(1u64 << misses.saturating_sub(1).min(5));
+    Duration::from_secs(seconds.min(300))
 }
 
 /// Writes the status with server-side apply on the status subresource.

@@ -231,7 +231,14 @@ kubectl -n "$NS" label configmap weather-manifest e2e-touched=1 >/dev/null
 check "a Service edited by hand is put back" eventually 30 holds service weather '.spec.ports[0].targetPort == "http"'
 sleep 4
 check "the edits were reconciled ($RECONCILES_BEFORE reconciles before, $(reconciles) after)" test "$(reconciles)" -gt "$RECONCILES_BEFORE"
-check "lastTransitionTime unchanged across reconciles without a transition" bash -c "[[ '$TIMES_BEFORE' == \$(kubectl -n $NS get mcpserver weather -o json | jq -c '[.status.conditions[] | {type, reason, lastTransitionTime}]') ]]"
+same_times() {
+  local now
+  now=$(condition_times)
+  echo "before: $TIMES_BEFORE"
+  echo "after:  $now"
+  [[ $now == "$TIMES_BEFORE" ]]
+}
+check "lastTransitionTime unchanged across reconciles without a transition" same_times
 no_new_events() {
   local now
   now=$(server_events)
@@ -258,7 +265,7 @@ check "a Warning event names each reason" bash -c "kubectl -n $NS get events --f
 
 log "a same-named object someone else created is refused, not adopted"
 kubectl -n "$NS" create service clusterip clash --tcp=80:8080 >/dev/null
-foreign() { kubectl -n "$NS" get service clash -o json | jq -c '{selector: .spec.selector, owners: .metadata.ownerReferences, version: .metadata.resourceVersion, managers: [.metadata.managedFields[].manager]}'; }
+foreign() { kubectl -n "$NS" get service clash -o json --show-managed-fields | jq -c '{selector: .spec.selector, owners: .metadata.ownerReferences, version: .metadata.resourceVersion, managers: [.metadata.managedFields[].manager]}'; }
 CLASH_BEFORE=$(foreign)
 kubectl -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: kube-mcp.io/v1alpha1
@@ -269,7 +276,14 @@ spec:
 EOF
 check "Ready=False, reason ChildConflict, naming the Service" eventually 30 holds mcpserver clash \
   '.status.conditions[] | select(.type == "Ready") | .status == "False" and .reason == "ChildConflict" and (.message | test("Service/clash exists"))'
-check "the foreign Service is untouched" bash -c "[[ '$CLASH_BEFORE' == \$(kubectl -n $NS get service clash -o json | jq -c '{selector: .spec.selector, owners: .metadata.ownerReferences, version: .metadata.resourceVersion, managers: [.metadata.managedFields[].manager]}') ]]"
+untouched_foreign() {
+  local now
+  now=$(foreign)
+  echo "before: $CLASH_BEFORE"
+  echo "after:  $now"
+  [[ $now == "$CLASH_BEFORE" ]]
+}
+check "the foreign Service is untouched" untouched_foreign
 check "nothing else is written for the refused server" bash -c "! kubectl -n $NS get deployment clash && ! kubectl -n $NS get configmap clash-manifest"
 kubectl -n "$NS" delete mcpserver clash --wait=true >/dev/null
 kubectl -n "$NS" delete service clash >/dev/null

@@ -5,7 +5,8 @@
 use super::apply::Conflict;
 use super::pods::PodProblem;
 use super::validate::{Accepted, Refused};
-use crate::resource::{Condition, MCPServer, MCPServerStatus};
+use super::verify::Served;
+use crate::resource::{Condition, Counts, MCPServer, MCPServerStatus};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -31,6 +32,90 @@ pub struct Observation<'a> {
     pub deployment: Option<&'a Deployment>,
     /// Why the pods do not start, when their containers say so.
     pub pod_problem: Option<PodProblem>,
+    /// What asking the pods found.
+    pub verification: Verification,
+}
+
+/// What the verify step found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// Nothing to ask: no replica is available (or nothing was ever accepted).
+    NoReplica,
+    /// Already verified for this declaration: the condition stays as it is.
+    Unchanged,
+    /// A replica answered; `want` is the declaration it should serve.
+    Answered {
+        /// What it serves.
+        served: Served,
+        /// The hash of the declaration applied last.
+        want_hash: String,
+        /// What that declaration holds.
+        want_counts: Counts,
+    },
+    /// The question went unanswered.
+    Failed(String),
+}
+
+impl Verification {
+    /// Whether the answer shows the current declaration served.
+    pub fn verified(&self) -> bool {
+        matches!(self, Self::Answered { served, want_hash, want_counts }
+            if served.hash.as_deref() == Some(want_hash.as_str()) && served.counts == *want_counts)
+    }
+}
+
+fn describe_counts(c: &Counts) -> String {
+    format!(
+        "{} tools, {} resources, {} resource templates, {} prompts",
+        c.tools, c.resources, c.resource_templates, c.prompts
+    )
+}
+
+fn verified_state(old: &MCPServerStatus, verification: &Verification) -> State {
+    match verification {
+        Verification::NoReplica => state(
+            "Unknown",
+            "NotReady",
+            "no replica is available to ask".into(),
+        ),
+        Verification::Unchanged => match old.condition(VERIFIED) {
+            Some(c) if c.status == "True" => state("True", "Serving", c.message.clone()),
+            _ => state(
+                "Unknown",
+                "NotReady",
+                "no replica is available to ask".into(),
+            ),
+        },
+        Verification::Answered {
+            want_hash,
+            want_counts,
+            ..
+        } if verification.verified() => state(
+            "True",
+            "Serving",
+            format!(
+                "a replica serves declaration {want_hash} ({})",
+                describe_counts(want_counts)
+            ),
+        ),
+        Verification::Answered {
+            served,
+            want_hash,
+            want_counts,
+        } => state(
+            "False",
+            "StaleDeclaration",
+            format!(
+                "a replica serves declaration {} ({}), not {want_hash} ({}): a ConfigMap update \
+                 reaches pods within about a minute, or the runtime refused to reload it (see \
+                 its log)",
+                served.hash.as_deref().unwrap_or("without hash"),
+                describe_counts(&served.counts),
+                describe_counts(want_counts)
+            ),
+        ),
+        Verification::Failed(error) => state("False", "Unreachable", error.clone()),
+    }
 }
 
 /// The status after this reconcile, from the status as last written (`old`: the operator's own
@@ -82,6 +167,13 @@ pub fn next_status(
         conditions: vec![
             condition(old, ACCEPTED, accepted, generation, now),
             condition(old, READY, ready, generation, now),
+            condition(
+                old,
+                VERIFIED,
+                verified_state(old, &seen.verification),
+                generation,
+                now,
+            ),
         ],
         url,
         replicas: Some(desired),
@@ -227,7 +319,7 @@ pub struct Transition {
 const BENIGN_REASONS: &[&str] = &["Creating", "RollingOut", "ScaledToZero"];
 /// Steps of a rollout in progress: the status shows them, but they are not worth an event (a
 /// stuck rollout or a failing pod has its own reason, and that is one).
-const PROGRESS_REASONS: &[&str] = &["Creating", "RollingOut", "ReplicasUnavailable"];
+const PROGRESS_REASONS: &[&str] = &["Creating", "RollingOut", "ReplicasUnavailable", "NotReady"];
 
 /// The events a status change deserves: one per condition whose status or reason changed,
 /// except to a step of a rollout in progress.
@@ -318,6 +410,7 @@ mod tests {
             conflicts: &[],
             deployment,
             pod_problem: None,
+            verification: Verification::NoReplica,
         }
     }
 
@@ -561,5 +654,58 @@ mod tests {
             ready.message,
             "0 of 1 replicas available: pod p container runtime: ImagePullBackOff: not found"
         );
+    }
+
+    #[test]
+    fn verified_follows_what_a_replica_serves() {
+        let server = hello(2);
+        let accepted = validate(&server).unwrap();
+        let deployment = deployment(AVAILABLE);
+        let served = |hash: &str, tools| Served {
+            hash: Some(hash.into()),
+            counts: Counts {
+                tools,
+                ..Default::default()
+            },
+        };
+        let answered = |s| Verification::Answered {
+            served: s,
+            want_hash: accepted.hash.clone(),
+            want_counts: accepted.counts,
+        };
+        let cases = [
+            (answered(served(&accepted.hash, 1)), "True", "Serving"),
+            (answered(served("0123", 1)), "False", "StaleDeclaration"),
+            (
+                answered(served(&accepted.hash, 3)),
+                "False",
+                "StaleDeclaration",
+            ),
+            (
+                Verification::Failed("no MCP answer".into()),
+                "False",
+                "Unreachable",
+            ),
+            (Verification::NoReplica, "Unknown", "NotReady"),
+        ];
+        for (verification, status, reason) in cases {
+            let mut seen = observe(Ok(&accepted), Some(&deployment));
+            seen.verification = verification.clone();
+            let first = next(&server, &seen, &time(0));
+            let verified = first.condition(VERIFIED).unwrap();
+            assert_eq!(
+                (verified.status.as_str(), verified.reason.as_str()),
+                (status, reason),
+                "{verification:?}"
+            );
+            // Already verified: the condition is carried over without asking again.
+            if status == "True" {
+                let mut again = server.clone();
+                again.status = Some(first.clone());
+                let mut seen = observe(Ok(&accepted), Some(&deployment));
+                seen.verification = Verification::Unchanged;
+                assert_eq!(next(&again, &seen, &time(9)), first);
+            }
+        }
     }
 }
