@@ -175,8 +175,8 @@ check "status counts what is declared ($EXPECTED_COUNTS)" holds mcpserver weathe
   ".status.counts == $EXPECTED_COUNTS and .status.replicas == 2 and .status.readyReplicas == 0"
 check "kubectl explain reads the field docs" bash -c \
   "kubectl explain mcpservers.spec.containerResources | grep -q 'CPU and memory of the runtime container' && kubectl explain mcpservers.spec.tools.content | grep -q 'MCP content block'"
-check "printer columns show Ready, URL and Tools" bash -c \
-  "kubectl -n $NS get mcps weather | tee /dev/stderr | grep -E '^weather +False +https://mcp.example.com/weather/mcp +$(jq .tools <<<"$EXPECTED_COUNTS") '"
+check "printer columns show Ready, Verified, URL and Tools" bash -c \
+  "kubectl -n $NS get mcps weather | tee /dev/stderr | grep -E '^weather +False +Unknown +https://mcp.example.com/weather/mcp +$(jq .tools <<<"$EXPECTED_COUNTS") '"
 
 UID_WEATHER=$(kubectl -n "$NS" get mcpserver weather -o jsonpath='{.metadata.uid}')
 owned() {
