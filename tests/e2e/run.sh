@@ -74,8 +74,12 @@ absent() { ! kubectl -n "$NS" get "$@" >/dev/null 2>&1; }
 OPERATOR_PID=
 RUNTIME_PID=
 STANDBY_PID=
+PROXY_PID=
+PARTITIONED_PID=
 cleanup() {
   local rc=$?
+  [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
+  [[ -n $PARTITIONED_PID ]] && kill "$PARTITIONED_PID" 2>/dev/null || true
   [[ -n $STANDBY_PID ]] && kill "$STANDBY_PID" 2>/dev/null || true
   [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
   [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
@@ -428,6 +432,55 @@ check "a new operator takes the released Lease at once" eventually 15 bash -c \
   "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-operator_'"
 check "the Lease counts the transition" test "$(transitions)" -gt "$TRANSITIONS"
 check "and reconciles what changed meanwhile" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]offline[)]")'
+
+# ----------------------------------------------------------------------------------------------
+log "leader partition: a leader cut off from the API server stops before another takes over"
+check "SIGTERM hands the Lease over" bash -c "kill -TERM $OPERATOR_PID; for i in \$(seq 100); do kill -0 $OPERATOR_PID 2>/dev/null || exit 0; sleep 0.2; done; exit 1"
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=
+API_PORT=$(KUBECONFIG=$SA_KUBECONFIG kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}' | sed 's/.*://')
+PROXY_PORT=$((ADMIN_PORT + 5))
+python3 "$ROOT/tests/e2e/cut_proxy.py" "$PROXY_PORT" "$API_PORT" >"$E2E/proxy.log" 2>&1 &
+PROXY_PID=$!
+sed "s#server: https://127.0.0.1:$API_PORT#server: https://127.0.0.1:$PROXY_PORT#" "$SA_KUBECONFIG" >"$E2E/partitioned.kubeconfig"
+KUBECONFIG=$E2E/partitioned.kubeconfig POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-partitioned \
+  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$((ADMIN_PORT + 6))" --lease-name "$LEASE" \
+  --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json >>"$E2E/partitioned.log" 2>&1 &
+PARTITIONED_PID=$!
+check "the replica behind the proxy leads" eventually 30 bash -c "[[ \$(kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}') == e2e-partitioned_* ]]"
+KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-survivor \
+  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$((ADMIN_PORT + 7))" --lease-name "$LEASE" \
+  --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json >>"$E2E/survivor.log" 2>&1 &
+OPERATOR_PID=$!
+sleep 6
+kill -USR1 "$PROXY_PID"
+check "the other replica takes the Lease of the partitioned one" eventually 60 bash -c "[[ \$(kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}') == e2e-survivor_* ]]"
+TAKEOVER=$(kubectl -n "$SYSTEM_NS" get lease "$LEASE" -o jsonpath='{.spec.acquireTime}')
+check "the partitioned leader stepped down and exited on its own" eventually 10 bash -c "! kill -0 $PARTITIONED_PID 2>/dev/null"
+stepped_down_first() {
+  local down
+  down=$(jq -r 'select(.message | test("could not renew the lease in time")) | .timestamp' "$E2E/partitioned.log" | head -1)
+  echo "stepped down at ${down:-never}, the other replica acquired at $TAKEOVER"
+  [[ -n $down ]] && jq -en --arg a "$down" --arg b "$TAKEOVER" \
+    '($a | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) < ($b | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) or ($a < $b)'
+}
+check "it stepped down before the takeover (its own clock and the Lease's)" stepped_down_first
+kill -USR2 "$PROXY_PID"
+sleep 3
+kubectl -n "$NS" patch mcpserver weather --type=merge -p '{"spec": {"title": "Weather (after the partition)"}}' >/dev/null
+check "the new leader reconciles" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]after the partition[)]")'
+nothing_after_takeover() {
+  local takeover sent
+  takeover=$(jq -rn --arg b "$TAKEOVER" '$b | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601')
+  sent=$(awk -v t="$takeover" '$1 >= t && (/ forwarded / || / connection from / && !/black-holed/)' "$E2E/proxy.log" | wc -l)
+  echo "requests through the proxy after the takeover: $sent"
+  tail -n 5 "$E2E/proxy.log"
+  ((sent == 0))
+}
+check "the partitioned replica sent nothing to the API server after the takeover" nothing_after_takeover
+kill "$PROXY_PID" 2>/dev/null || true
+PROXY_PID=
+PARTITIONED_PID=
 
 # ----------------------------------------------------------------------------------------------
 log "deleting the MCPServer collects its children"
