@@ -219,16 +219,21 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         verification,
     };
     let status = status::next_status(&old, server, &seen, &Time(jiff::Timestamp::now()));
-    // A server's first status waits for the Deployment controller's first look at the new
-    // Deployment (its status write is watched, and comes within a second or two): the status
-    // "waiting for the Deployment controller" would be superseded at once, so it is not written.
+    // A server's first status waits once, at most FIRST_LOOK, for the Deployment controller's
+    // first look at the Deployment just written (its status write is watched, and usually comes
+    // within a second or two): "waiting for the Deployment controller" would be superseded at
+    // once, so it is not written. A reconcile that did not write the Deployment writes status.
     let deployment_unseen = applied.deployment.as_ref().is_some_and(|d| {
         d.status
             .as_ref()
             .and_then(|s| s.observed_generation)
             .is_none()
     });
-    if old.conditions.is_empty() && deployment_unseen && apply_error.is_none() {
+    if old.conditions.is_empty()
+        && applied.deployment_written
+        && deployment_unseen
+        && apply_error.is_none()
+    {
         tracing::debug!(server = %format!("{namespace}/{name}"), "first status waits for the Deployment controller");
         return Ok(Action::requeue(FIRST_LOOK));
     }

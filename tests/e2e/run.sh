@@ -442,14 +442,15 @@ API_PORT=$(KUBECONFIG=$SA_KUBECONFIG kubectl config view --minify -o jsonpath='{
 PROXY_PORT=$((ADMIN_PORT + 5))
 python3 "$ROOT/tests/e2e/cut_proxy.py" "$PROXY_PORT" "$API_PORT" >"$E2E/proxy.log" 2>&1 &
 PROXY_PID=$!
-sed "s#server: https://127.0.0.1:$API_PORT#server: https://127.0.0.1:$PROXY_PORT#" "$SA_KUBECONFIG" >"$E2E/partitioned.kubeconfig"
+sed "s#https://127.0.0.1:$API_PORT#https://127.0.0.1:$PROXY_PORT#" "$SA_KUBECONFIG" >"$E2E/partitioned.kubeconfig"
 KUBECONFIG=$E2E/partitioned.kubeconfig POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-partitioned \
   "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$((ADMIN_PORT + 6))" --lease-name "$LEASE" \
   --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json >>"$E2E/partitioned.log" 2>&1 &
 PARTITIONED_PID=$!
+check "the partitioned replica's kubeconfig goes through the proxy" grep -q "127.0.0.1:$PROXY_PORT" "$E2E/partitioned.kubeconfig"
 check "the replica behind the proxy leads" eventually 30 bash -c "[[ \$(kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}') == e2e-partitioned_* ]]"
 KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-survivor \
-  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$((ADMIN_PORT + 7))" --lease-name "$LEASE" \
+  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name "$LEASE" \
   --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json >>"$E2E/survivor.log" 2>&1 &
 OPERATOR_PID=$!
 sleep 6

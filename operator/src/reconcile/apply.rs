@@ -118,6 +118,8 @@ pub struct Applied {
     pub conflicts: Vec<Conflict>,
     /// API writes made.
     pub writes: u32,
+    /// Whether this apply wrote the Deployment.
+    pub deployment_written: bool,
 }
 
 /// What an apply works with.
@@ -183,7 +185,9 @@ pub async fn apply(
     }
     apply_one(target, &children.config_map, &mut applied.writes).await?;
     apply_one(target, &children.service, &mut applied.writes).await?;
+    let before = applied.writes;
     applied.deployment = Some(apply_one(target, &children.deployment, &mut applied.writes).await?);
+    applied.deployment_written = applied.writes > before;
     match &children.ingress {
         Some(ingress) => drop(apply_one(target, ingress, &mut applied.writes).await?),
         None => prune::<Ingress>(target, &mut applied).await?,
