@@ -51,7 +51,13 @@ pub fn fingerprint<K: Resource>(object: &K) -> u64 {
     }
     meta.uid.hash(&mut hasher);
     meta.labels.hash(&mut hasher);
-    meta.annotations.hash(&mut hasher);
+    // The Deployment controller's own bookkeeping (`deployment.kubernetes.io/revision`) is not
+    // a change of what the operator applied.
+    for (key, value) in meta.annotations.iter().flatten() {
+        if !key.starts_with("deployment.kubernetes.io/") {
+            (key, value).hash(&mut hasher);
+        }
+    }
     for owner in object.owner_references() {
         (&owner.uid, owner.controller).hash(&mut hasher);
     }
