@@ -119,8 +119,10 @@ audit_writes() { jq -r 'select(.stage == "ResponseComplete" and (.verb | test("^
 requests_since() {
   jq -r --argjson t "$1" 'select(.stage == "ResponseComplete" and (.requestReceivedTimestamp | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) >= $t) | "\(.verb) \(.objectRef.resource // "-")"' "$WORK/audit.log" 2>/dev/null
 }
+# Servers with Accepted=True (jq, not a kubectl JSONPath filter: that fails on a server with no
+# status yet).
 accepted() {
-  kubectl -n "$NS" get mcpservers -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Accepted")].status}{"\n"}{end}' | grep -c '^True$' || true
+  kubectl -n "$NS" get mcpservers -o json | jq '[.items[] | select(any(.status.conditions[]?; .type == "Accepted" and .status == "True"))] | length'
 }
 children() { kubectl -n "$NS" get "$1" -l app.kubernetes.io/managed-by=mcp-operator --no-headers 2>/dev/null | wc -l; }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
