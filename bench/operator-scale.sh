@@ -87,7 +87,11 @@ fresh_cluster() {
   "$CP" start
   eval "$("$CP" env)"
   "$OPERATOR_BIN" crd | kubectl apply -f - >/dev/null
-  kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s >/dev/null
+  # `kubectl wait` fails (not waits) while the new CRD has no conditions yet: retry.
+  for _ in $(seq 30); do
+    kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s >/dev/null 2>&1 && break
+    sleep 1
+  done
   kubectl create namespace "$SYSTEM_NS" >/dev/null
   kubectl create namespace "$NS" >/dev/null
   kubectl -n "$SYSTEM_NS" create serviceaccount "$SA" >/dev/null
