@@ -4,8 +4,11 @@
 pub mod admin;
 pub mod app;
 pub mod backends;
+pub mod check;
 pub mod declaration;
+pub mod import;
 pub mod listener;
+pub mod metrics;
 pub mod protocol;
 pub mod reload;
 pub mod server;

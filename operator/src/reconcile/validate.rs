@@ -15,6 +15,23 @@ pub struct Accepted {
     pub manifest_yaml: String,
     /// What it declares.
     pub counts: Counts,
+    /// [`declaration_hash`] of it, stamped into the manifest (the runtime reports the hash it
+    /// serves, so the operator can tell whether pods serve this declaration).
+    pub hash: String,
+}
+
+/// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash.
+pub const HASH_ANNOTATION: &str = "kube-mcp.io/declaration-hash";
+
+/// A short stable hash of the rendered declaration: FNV-1a (64 bits) of its YAML, in hex. Not
+/// for security: it tells versions of one server's declaration apart.
+pub fn declaration_hash(rendered: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in rendered.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
 }
 
 /// A declaration the runtime would refuse, with every problem located by its field path.
@@ -23,6 +40,10 @@ pub struct Refused {
     /// The problems, in declaration order.
     pub errors: Vec<FieldError>,
 }
+
+/// Largest rendered manifest: a ConfigMap holds 1 MiB in all, and its metadata and key take a
+/// little of that.
+pub const MAX_MANIFEST_BYTES: usize = 1_000_000;
 
 /// Most problems quoted in a condition message; the rest are counted.
 const MAX_QUOTED_ERRORS: usize = 8;
@@ -59,6 +80,8 @@ struct RuntimeManifest<'a> {
 #[derive(Serialize)]
 struct RuntimeMetadata<'a> {
     name: &'a str,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    annotations: std::collections::BTreeMap<&'static str, String>,
 }
 
 /// Compiles the declaration of `server` as the runtime will, without reading files.
@@ -99,21 +122,41 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         }
         return Err(Refused { errors });
     }
-    let document = RuntimeManifest {
-        api_version: API_VERSION,
-        kind: KIND,
-        metadata: RuntimeMetadata { name: &name },
-        spec: declaration,
+    let render = |annotations| {
+        let document = RuntimeManifest {
+            api_version: API_VERSION,
+            kind: KIND,
+            metadata: RuntimeMetadata {
+                name: &name,
+                annotations,
+            },
+            spec: declaration,
+        };
+        serde_yaml_ng::to_string(&document).map_err(|err| Refused {
+            errors: vec![FieldError {
+                path: "spec".into(),
+                message: format!("cannot be written as YAML: {err}"),
+            }],
+        })
     };
-    let manifest_yaml = serde_yaml_ng::to_string(&document).map_err(|err| Refused {
-        errors: vec![FieldError {
-            path: "spec".into(),
-            message: format!("cannot be written as YAML: {err}"),
-        }],
-    })?;
+    let hash = declaration_hash(&render(Default::default())?);
+    let manifest_yaml = render([(HASH_ANNOTATION, hash.clone())].into())?;
+    if manifest_yaml.len() > MAX_MANIFEST_BYTES {
+        return Err(Refused {
+            errors: vec![FieldError {
+                path: "spec".into(),
+                message: format!(
+                    "renders to {} bytes, more than the {MAX_MANIFEST_BYTES} a ConfigMap can hold: \
+                     serve large contents from an upstream (`http`) instead of inline `text` or `blob`",
+                    manifest_yaml.len()
+                ),
+            }],
+        });
+    }
     Ok(Accepted {
         manifest_yaml,
         counts: counts(declaration),
+        hash,
     })
 }
 
@@ -331,5 +374,26 @@ mod tests {
             .collect();
         let message = Refused { errors }.message();
         assert!(message.ends_with("; and 4 more"), "{message}");
+    }
+
+    #[test]
+    fn a_declaration_too_big_for_a_config_map_is_refused() {
+        let big = "x".repeat(MAX_MANIFEST_BYTES);
+        let server = server(&format!(
+            "
+            metadata: {{name: big, namespace: tools}}
+            spec:
+              resources: [{{uri: 'docs://big', name: big, text: '{big}'}}]
+            "
+        ));
+        let refused = validate(&server).unwrap_err();
+        assert_eq!(refused.errors[0].path, "spec");
+        assert!(
+            refused.errors[0]
+                .message
+                .contains("more than the 1000000 a ConfigMap can hold"),
+            "{}",
+            refused.message()
+        );
     }
 }
