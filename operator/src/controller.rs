@@ -34,6 +34,7 @@ pub async fn run(
     stop: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let client = ctx.client.clone();
+    let metrics = ctx.metrics.clone();
     // Only the operator's children are watched (and cached), not every ConfigMap of the cluster.
     let children =
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
@@ -48,16 +49,27 @@ pub async fn run(
     .owns(scoped::<PodDisruptionBudget>(&client, namespace), children)
     .graceful_shutdown_on(stop)
     .run(reconcile, error_policy, ctx)
-    .for_each(|result| async move {
-        match result {
-            Ok(_) => {}
-            // Already logged by the error policy, or harmless (an object deleted meanwhile).
-            Err(
-                error @ (controller::Error::ReconcilerFailed(..)
-                | controller::Error::ObjectNotFound(_)),
-            ) => tracing::debug!(error = %error_chain(&error), "controller"),
-            // A watch failed: a missing CRD or permission shows here; the watch retries.
-            Err(error) => tracing::warn!(error = %error_chain(&error), "watch failed; retrying"),
+    .for_each(|result| {
+        let metrics = metrics.clone();
+        async move {
+            match result {
+                Ok(_) => {}
+                // Reconciles are not called for deleted servers; their series go here.
+                Err(controller::Error::ObjectNotFound(object)) => {
+                    metrics.forget_server(
+                        object.namespace.as_deref().unwrap_or_default(),
+                        &object.name,
+                    );
+                }
+                // Already logged by the error policy.
+                Err(error @ controller::Error::ReconcilerFailed(..)) => {
+                    tracing::debug!(error = %error_chain(&error), "controller");
+                }
+                // A watch failed: a missing CRD or permission shows here; the watch retries.
+                Err(error) => {
+                    tracing::warn!(error = %error_chain(&error), "watch failed; retrying")
+                }
+            }
         }
     })
     .await;

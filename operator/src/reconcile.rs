@@ -200,6 +200,14 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
     }));
     publish(ctx, server, &events).await;
     write_status(ctx, &namespace, &name, &status).await?;
+    ctx.metrics.set_conditions(
+        &namespace,
+        &name,
+        status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str())),
+    );
     tracing::info!(
         server = %format!("{namespace}/{name}"),
         accepted = verdict.is_ok(),
