@@ -3,7 +3,7 @@
 #
 # Stages: lint (fmt, clippy) -> Rust tests (unit, snapshot, socket) -> official conformance suite
 # -> official Python SDK and Inspector clients -> cluster end-to-end (real control plane + helm),
-# when present. Each stage installs what it needs (npm, PyPI, Go modules); caches live under
+# when present -> monitoring (promtool rule tests, dashboards and rules against live metrics). Each stage installs what it needs (npm, PyPI, Go modules); caches live under
 # $HOME/.cache/kube-mcp-test. Every stage runs even if an earlier one failed; the exit status is
 # non-zero if any failed.
 set -uo pipefail
@@ -61,6 +61,7 @@ fi
 if [[ -x tests/e2e/run.sh ]]; then
   stage "cluster end-to-end" tests/e2e/run.sh
 fi
+stage "monitoring: alert rules, dashboards, monitors" tests/monitoring/run.sh
 
 echo
 if ((failed > 0)); then

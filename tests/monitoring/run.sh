@@ -13,7 +13,7 @@
 # Usage: tests/monitoring/run.sh   Prints `ok - ...` / `not ok - ...`, ends with `N passed, N failed`.
 # I/O: builds into $KUBE_MCP_TEST_CACHE; a control plane in $KUBE_MCP_TEST_RUN (default
 # /tmp/kube-mcp-monitoring), an mcp-runtime, an mcp-operator and a Python HTTP server, all on
-# 127.0.0.1 and all stopped on exit.
+# 127.0.0.1 and all stopped on exit; logs in a temporary directory it names at the end.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -24,9 +24,10 @@ CP="$ROOT/tests/control-plane.sh"
 MOD=$ROOT/tests/monitoring/promql-check
 CHART=$ROOT/charts/kube-mcp
 RULES=$CHART/monitoring/rules.yaml
-WORK=$KUBE_MCP_TEST_RUN/monitoring
+# Outside the control plane's run dir, which `start` wipes; kept afterwards for its logs.
+WORK=$(mktemp -d -t kube-mcp-monitoring.XXXXXX)
 PROMETHEUS_OPERATOR_VERSION=v0.85.0 # the newest root module of prometheus-operator on the proxy
-RECIPE=1                            # bump when the build below changes
+RECIPE=2                            # bump when the build below changes
 PASSED=0
 FAILED=0
 
@@ -86,7 +87,8 @@ if [[ ! -x $TOOLS/promtool ]]; then
   log "building promtool $PROMETHEUS_VERSION (cold: several minutes on 2 cores)"
   # remove_all_sd leaves out the service-discovery plugins (cloud SDKs): rules need none of them,
   # and they are most of the build.
-  (cd "$MOD" && nice -n 15 go build -tags remove_all_sd -trimpath -ldflags "-s -w" -o "$TOOLS/.promtool" \
+  (cd "$MOD" && nice -n 15 go build -tags remove_all_sd -trimpath -o "$TOOLS/.promtool" \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}" \
     github.com/prometheus/prometheus/cmd/promtool) && mv "$TOOLS/.promtool" "$TOOLS/promtool"
 fi
 if [[ ! -f $TOOLS/crds/monitoring.coreos.com_prometheusrules.yaml ]]; then
@@ -110,6 +112,16 @@ log "alert rules: promtool"
 check "promtool check rules accepts $(basename "$RULES")" "$PROMTOOL" check rules "$RULES"
 check "promtool test rules: every alert fires (and stays quiet) as its unit tests say" \
   "$PROMTOOL" test rules tests/monitoring/rules.test.yaml
+# The rule tests must be able to fail: with a threshold changed, an alert no longer fires.
+rule_tests_can_fail() {
+  local copy=$WORK/rules-copy
+  mkdir -p "$copy/charts/kube-mcp/monitoring" "$copy/tests/monitoring"
+  sed 's/> 0.05$/> 0.5/' "$RULES" >"$copy/charts/kube-mcp/monitoring/rules.yaml"
+  cp tests/monitoring/rules.test.yaml "$copy/tests/monitoring/"
+  ! "$PROMTOOL" test rules "$copy/tests/monitoring/rules.test.yaml" >"$WORK/rules-copy.log" 2>&1 &&
+    grep -q MCPUpstreamServerErrors "$WORK/rules-copy.log"
+}
+check "promtool test rules fails when an alert's threshold changes" rule_tests_can_fail
 every_alert_tested() {
   local alert missing=0
   for alert in $(sed -n 's/^[[:space:]]*- alert: //p' "$RULES"); do
@@ -134,8 +146,11 @@ log "control plane with the Prometheus Operator CRDs"
 eval "$("$CP" env)"
 kubectl apply --server-side -f "$TOOLS/crds/" >/dev/null
 kubectl apply --server-side -f crds/ >/dev/null
-kubectl wait --for condition=Established --timeout=60s crd --all >/dev/null
-kubectl create namespace kube-mcp-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+# Right after creation a CRD has no conditions yet, which `kubectl wait` treats as an error.
+eventually 60 kubectl wait --for condition=Established --timeout=5s crd --all >/dev/null 2>&1
+for ns in kube-mcp-system demo quota; do
+  kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+done
 
 ALL_ON=(--set metrics.serviceMonitor.enabled=true --set metrics.podMonitor.enabled=true
   --set metrics.prometheusRule.enabled=true --set metrics.dashboards.enabled=true)
@@ -200,9 +215,6 @@ POD_NAMESPACE=kube-mcp-system POD_NAME=monitoring-operator target/debug/mcp-oper
   --runtime-image ghcr.io/kube-mcp/kube-mcp:monitoring >"$WORK/operator.log" 2>&1 &
 PIDS+=($!)
 check "mcp-operator is ready" eventually 60 curl -fsS --max-time 2 "http://127.0.0.1:$OP_ADMIN/readyz"
-for ns in demo quota; do
-  kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-done
 kubectl -n quota create quota no-services --hard=services=0 --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 # The quota admission only refuses once the quota controller has written the quota's status.
 eventually 60 bash -c "[[ -n \$(kubectl -n quota get resourcequota no-services -o jsonpath='{.status.hard.services}') ]]"
@@ -223,7 +235,7 @@ promql_check() {
   for d in "$CHART"/monitoring/dashboards/*.json; do dashboards+=(-dashboard "$d"); done
   "$TOOLS/promql-check" -scrape "http://127.0.0.1:$RT_ADMIN/metrics|$RUNTIME_TARGET" \
     -scrape "http://127.0.0.1:$OP_ADMIN/metrics|$OPERATOR_TARGET" \
-    -rules "$RULES" -rules "$WORK/rendered-rules.json" "${dashboards[@]}"
+    -rules "$RULES" -rules "$WORK/rendered-rules.json" "${dashboards[@]}" | tee "$WORK/promql-check.log"
 }
 check "promql-check: every metric and label in the dashboards and rules is exported" promql_check
 # The checker must be able to fail: a dashboard with an unknown label and an unknown metric.
@@ -237,5 +249,6 @@ broken_is_refused() {
 }
 check "promql-check refuses an unknown label and an unknown metric" broken_is_refused
 
+log "logs: $WORK"
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))
