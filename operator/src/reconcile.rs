@@ -192,14 +192,7 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         deployment: deployment.as_ref(),
     };
     let status = status::next_status(server, &seen, &Time(jiff::Timestamp::now()));
-    let mut events = status::transitions(server.status.as_ref(), &status);
-    events.extend(pruned.iter().map(|child| Transition {
-        warning: false,
-        reason: "Pruned".into(),
-        note: format!("deleted {child}: the spec no longer asks for it"),
-    }));
-    publish(ctx, server, &events).await;
-    write_status(ctx, &namespace, &name, &status).await?;
+    // Exported whether or not the status needs writing (after a restart it may not).
     ctx.metrics.set_conditions(
         &namespace,
         &name,
@@ -208,6 +201,14 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
             .iter()
             .map(|c| (c.type_.as_str(), c.status.as_str())),
     );
+    let mut events = status::transitions(server.status.as_ref(), &status);
+    events.extend(pruned.iter().map(|child| Transition {
+        warning: false,
+        reason: "Pruned".into(),
+        note: format!("deleted {child}: the spec no longer asks for it"),
+    }));
+    publish(ctx, server, &events).await;
+    write_status(ctx, &namespace, &name, &status).await?;
     tracing::info!(
         server = %format!("{namespace}/{name}"),
         accepted = verdict.is_ok(),

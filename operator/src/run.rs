@@ -7,6 +7,7 @@ use crate::leader::{Elector, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::reconcile::Context;
 use crate::reconcile::build::BuildConfig;
+use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -81,7 +82,7 @@ async fn run_connected(
     state: &AdminState,
     shutdown: &CancellationToken,
 ) -> Result<(), RunError> {
-    let client = crate::api_metrics::client(state.metrics.clone())
+    let client: Client = crate::api_metrics::client(state.metrics.clone())
         .await
         .map_err(RunError::Client)?;
     // Ready once the API server answers; until then the operator could do nothing useful.
