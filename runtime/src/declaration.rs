@@ -1,5 +1,6 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
+mod cluster_rules;
 mod compile;
 mod jq;
 mod json_body;
@@ -11,10 +12,11 @@ mod types;
 mod upstream_url;
 mod value_template;
 
+pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CompileOptions, Compiled, CompiledBody, CompiledHttp, CompiledParam, CompiledPrompt,
     CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, FieldError,
-    InvalidDeclaration, ParamValue, Retry, StatusMatch, compile,
+    InvalidDeclaration, ParamValue, RESERVED_HEADERS, Retry, StatusMatch, compile,
 };
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
