@@ -28,32 +28,11 @@ RULES=$CHART/monitoring/rules.yaml
 WORK=$(mktemp -d -t kube-mcp-monitoring.XXXXXX)
 PROMETHEUS_OPERATOR_VERSION=v0.85.0 # the newest root module of prometheus-operator on the proxy
 RECIPE=2                            # bump when the build below changes
-PASSED=0
-FAILED=0
+
+source "$ROOT/tests/lib/checks.sh"
+CHECK_LOG=$WORK/last-check.log
 
 log() { printf '[monitoring %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-check() {
-  local name=$1
-  shift
-  if "$@" >"$WORK/last-check.log" 2>&1; then
-    PASSED=$((PASSED + 1))
-    echo "ok - $name"
-  else
-    FAILED=$((FAILED + 1))
-    echo "not ok - $name"
-    sed 's/^/    /' "$WORK/last-check.log" | tail -n 40
-  fi
-}
-
-eventually() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.5
-  done
-}
 
 PIDS=()
 cleanup() {
