@@ -6,8 +6,8 @@
 #
 # Stages: lint (fmt, clippy, module cycles) -> rust (unit, snapshot, socket tests) -> conformance
 # (the official suite) -> python (official Python SDK and Inspector clients) -> e2e (real control
-# plane + helm). Each stage installs what it needs (npm, PyPI, Go modules); caches live under
-# $HOME/.cache/kube-mcp-test. Every stage runs even if an earlier one failed; the exit status is
+# plane + helm) -> monitoring (promtool rule tests, dashboards and rules against live metrics).
+# Each stage installs what it needs (npm, PyPI, Go modules); caches live under $HOME/.cache/kube-mcp-test. Every stage runs even if an earlier one failed; the exit status is
 # non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +56,7 @@ STAGES=(
   "conformance|the official MCP conformance suite|tests/conformance/run.sh"
   "python|official Python SDK and Inspector clients|python_clients"
   "e2e|cluster end to end: control plane, operator, helm|tests/e2e/run.sh"
+  "monitoring|alert rules, dashboards, monitors vs live metrics|tests/monitoring/run.sh"
 )
 
 if [[ ${1:-} == --list || ${1:-} == -l ]]; then

@@ -143,25 +143,6 @@ pub async fn run(
         .reflect(writer);
         (reader, stream)
     };
-    let forget = memory.clone();
-    let server_changes = changes(
-        server_events,
-        Filter {
-            // Status writes (the operator's own) do not change the generation.
-            key: |server: &MCPServer| {
-                let mut hasher = std::collections::hash_map::DefaultHasher::new();
-                (server.metadata.generation, server.uid()).hash(&mut hasher);
-                hasher.finish()
-            },
-            echo: |_: &MCPServer| false,
-            baseline: None,
-            on_delete: move |server: &MCPServer| {
-                forget.forget_server(&server.uid().unwrap_or_default());
-                false
-            },
-        },
-    );
-
     let (config_maps, config_map_events) = cached_watch::<ConfigMap>(&client, namespace);
     let (services, service_events) = cached_watch::<Service>(&client, namespace);
     let (deployments, deployment_events) = cached_watch::<Deployment>(&client, namespace);
@@ -177,6 +158,28 @@ pub async fn run(
         pods,
     };
     let ctx = context(stores);
+
+    let forget = memory.clone();
+    let metrics = ctx.metrics.clone();
+    let server_changes = changes(
+        server_events,
+        Filter {
+            // Status writes (the operator's own) do not change the generation.
+            key: |server: &MCPServer| {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                (server.metadata.generation, server.uid()).hash(&mut hasher);
+                hasher.finish()
+            },
+            echo: |_: &MCPServer| false,
+            baseline: None,
+            on_delete: move |server: &MCPServer| {
+                forget.forget_server(&server.uid().unwrap_or_default());
+                // Reconciles are not called for deleted servers; their series go here.
+                metrics.forget_server(&server.namespace().unwrap_or_default(), &server.name_any());
+                false
+            },
+        },
+    );
 
     let (m1, m2, m3, m4, m5) = (
         memory.clone(),

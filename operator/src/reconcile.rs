@@ -219,6 +219,15 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         verification,
     };
     let status = status::next_status(&old, server, &seen, &Time(jiff::Timestamp::now()));
+    // Exported whether or not the status needs writing (after a restart it may not).
+    ctx.metrics.set_conditions(
+        &namespace,
+        &name,
+        status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str())),
+    );
     // A server's first status waits once, at most FIRST_LOOK, for the Deployment controller's
     // first look at the Deployment just written (its status write is watched, and usually comes
     // within a second or two): "waiting for the Deployment controller" would be superseded at

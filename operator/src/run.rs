@@ -83,7 +83,9 @@ async fn run_connected(
     state: &AdminState,
     shutdown: &CancellationToken,
 ) -> Result<(), RunError> {
-    let client = Client::try_default().await.map_err(RunError::Client)?;
+    let client: Client = crate::api_metrics::client(state.metrics.clone())
+        .await
+        .map_err(RunError::Client)?;
     // Ready once the API server answers; until then the operator could do nothing useful.
     loop {
         match client.apiserver_version().await {

@@ -2,7 +2,7 @@
 //! accepting them (no secret or resource files read), and reports every problem with its field
 //! path, as text or JSON, with an exit status for CI and GitOps pipelines. Reads the manifests.
 
-use crate::declaration::{CompileOptions, FieldError, compile, parse_manifest};
+use crate::declaration::{CompileOptions, FieldError, cluster_problems, compile, parse_manifest};
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
@@ -86,7 +86,13 @@ pub fn check_text(file: &str, text: &str) -> Checked {
         Ok(_) => Vec::new(),
         Err(invalid) => invalid.errors,
     };
-    errors.extend(cluster_problems(text, declaration));
+    // `spec.secrets` is a deployment field, so the declaration types do not hold it.
+    let listed: Vec<String> = serde_yaml_ng::from_str::<Value>(text)
+        .ok()
+        .and_then(|doc| doc.pointer("/spec/secrets").cloned())
+        .and_then(|s| serde_json::from_value(s).ok())
+        .unwrap_or_default();
+    errors.extend(cluster_problems(declaration, &listed));
     checked.ok = errors.is_empty();
     checked.errors = errors
         .into_iter()
@@ -96,38 +102,6 @@ pub fn check_text(file: &str, text: &str) -> Checked {
         })
         .collect();
     checked
-}
-
-/// What the operator refuses beyond compiling: `file` resources (only the manifest is
-/// mounted) and Secrets that `spec.secrets` does not list (they would not be mounted).
-fn cluster_problems(text: &str, declaration: &crate::declaration::Declaration) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    for (i, resource) in declaration.resources.iter().enumerate() {
-        if resource.file.is_some() {
-            errors.push(FieldError {
-                path: format!("spec.resources[{i}].file"),
-                message:
-                    "is not available in a cluster: declare the contents with `text` or `blob`"
-                        .into(),
-            });
-        }
-    }
-    let listed: Vec<String> = serde_yaml_ng::from_str::<Value>(text)
-        .ok()
-        .and_then(|doc| doc.pointer("/spec/secrets").cloned())
-        .and_then(|s| serde_json::from_value(s).ok())
-        .unwrap_or_default();
-    for name in declaration.secret_refs() {
-        if !listed.contains(&name) {
-            errors.push(FieldError {
-                path: "spec.secrets".into(),
-                message: format!(
-                    "does not list Secret `{name}`, which a secretKeyRef names: add it so the pods mount it"
-                ),
-            });
-        }
-    }
-    errors
 }
 
 fn check_file(path: &Path) -> Checked {
@@ -221,7 +195,8 @@ mod tests {
         let paths: Vec<&str> = checked.errors.iter().map(|e| e.path.as_str()).collect();
         assert!(paths.contains(&"spec.tools[0].name"), "{paths:?}");
         assert!(paths.contains(&"spec.tools[1].http.url"), "{paths:?}");
-        assert!(paths.contains(&"spec.secrets"), "{paths:?}");
+        // The unlisted Secret is reported where it is referenced, as the operator reports it.
+        assert!(paths.contains(&"spec.tools[1].http"), "{paths:?}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
 mod bounded_yaml;
+mod cluster_rules;
 mod compile;
 mod files;
 mod jq;
@@ -13,10 +14,11 @@ mod types;
 mod upstream_url;
 mod value_template;
 
+pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CompileOptions, Compiled, CompiledBody, CompiledHttp, CompiledParam, CompiledPrompt,
     CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, FieldError,
-    InvalidDeclaration, ParamValue, Retry, StatusMatch, compile,
+    InvalidDeclaration, ParamValue, RESERVED_HEADERS, Retry, StatusMatch, compile,
 };
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;

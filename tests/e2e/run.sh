@@ -25,37 +25,11 @@ NS=e2e-demo
 RELEASE=kube-mcp
 SA=kube-mcp
 LEASE=kube-mcp-leader
-PASSED=0
-FAILED=0
+
+source "$ROOT/tests/lib/checks.sh"
+CHECK_LOG=$E2E/last-check.log
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# check NAME CMD...: runs one assertion; never stops the run.
-check() {
-  local name=$1
-  shift
-  if "$@" >"$E2E/last-check.log" 2>&1; then
-    PASSED=$((PASSED + 1))
-    echo "ok - $name"
-  else
-    FAILED=$((FAILED + 1))
-    echo "not ok - $name"
-    sed 's/^/    /' "$E2E/last-check.log" | tail -n 20
-  fi
-}
-
-# eventually SECONDS CMD...: retries CMD until it succeeds or the time is up.
-eventually() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || {
-      "$@" || true
-      return 1
-    }
-    sleep 0.5
-  done
-}
 
 # jq_true JSON_COMMAND... -- FILTER: the command's JSON satisfies the jq filter.
 obj() { kubectl -n "$NS" get "$@" -o json --show-managed-fields; }

@@ -4,7 +4,7 @@
 use crate::resource::{Counts, MCPServer};
 use kube::ResourceExt;
 use mcp_runtime::declaration::{
-    API_VERSION, CompileOptions, Declaration, FieldError, KIND, Manifest, compile,
+    API_VERSION, CompileOptions, Declaration, FieldError, KIND, Manifest, cluster_problems, compile,
 };
 use serde::Serialize;
 
@@ -101,19 +101,10 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         Ok(_) => Vec::new(),
         Err(invalid) => invalid.errors,
     };
-    // A `file` resource names a path inside the pod; the operator mounts only the manifest, so
-    // such a resource could never load.
-    for (i, resource) in declaration.resources.iter().enumerate() {
-        if resource.file.is_some() {
-            errors.push(FieldError {
-                path: format!("spec.resources[{i}].file"),
-                message:
-                    "is not available in a cluster: declare the contents with `text` or `blob`"
-                        .into(),
-            });
-        }
-    }
-    errors.extend(unmounted_secrets(server));
+    errors.extend(cluster_problems(
+        declaration,
+        &server.spec.deployment.secrets,
+    ));
     if !errors.is_empty() {
         for error in &mut errors {
             if let Some(item) = named_item(declaration, &error.path) {
@@ -158,52 +149,6 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         counts: counts(declaration),
         hash,
     })
-}
-
-/// Secrets a `secretKeyRef` names that `spec.secrets` does not list: the pods would not mount
-/// them, so the runtime could not read them. Listing one is a deployment change (it rolls the
-/// pods, as a new volume must); a declaration change alone never does.
-fn unmounted_secrets(server: &MCPServer) -> Vec<FieldError> {
-    let declaration = &server.spec.declaration;
-    let listed = &server.spec.deployment.secrets;
-    let only = |d: Declaration| d.secret_refs();
-    let mut by_item: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
-    for (i, tool) in declaration.tools.iter().enumerate() {
-        by_item.push((
-            format!("spec.tools[{i}].http"),
-            only(Declaration {
-                tools: vec![tool.clone()],
-                ..Default::default()
-            }),
-        ));
-    }
-    for (i, resource) in declaration.resources.iter().enumerate() {
-        by_item.push((
-            format!("spec.resources[{i}].http"),
-            only(Declaration {
-                resources: vec![resource.clone()],
-                ..Default::default()
-            }),
-        ));
-    }
-    for (i, template) in declaration.resource_templates.iter().enumerate() {
-        by_item.push((
-            format!("spec.resourceTemplates[{i}].http"),
-            only(Declaration {
-                resource_templates: vec![template.clone()],
-                ..Default::default()
-            }),
-        ));
-    }
-    by_item
-        .into_iter()
-        .flat_map(|(path, names)| names.into_iter().map(move |name| (path.clone(), name)))
-        .filter(|(_, name)| !listed.contains(name))
-        .map(|(path, name)| FieldError {
-            path,
-            message: format!("references Secret `{name}`, which spec.secrets does not list: add it there so the pods mount it"),
-        })
-        .collect()
 }
 
 /// The tool, resource or prompt a field path points into, by name: `spec.tools[2].content` ->

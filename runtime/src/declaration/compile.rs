@@ -6,6 +6,7 @@
 
 mod http;
 mod http_params;
+pub use http_params::RESERVED_HEADERS;
 mod http_types;
 mod output;
 mod prompts;

@@ -7,23 +7,12 @@ use super::naming::{Names, clip};
 use super::schema::SchemaConverter;
 use super::select::Operation;
 use super::summary::Reason;
-use crate::declaration::HttpParam;
+use crate::declaration::{HttpParam, RESERVED_HEADERS};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 
 /// Headers OpenAPI says to ignore as parameters (the request sets them).
 const IGNORED_HEADERS: &[&str] = &["accept", "content-type", "authorization"];
-/// Headers the `http` backend refuses to take from a declaration.
-const RESERVED_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-    "te",
-    "trailer",
-    "cookie",
-];
 /// Swagger 2.0 parameter fields that are schema keywords.
 const SWAGGER_SCHEMA_FIELDS: &[&str] = &[
     "type",
@@ -114,7 +103,10 @@ pub fn map(
             continue;
         }
         if location == "header"
+            // A `Cookie` header parameter would clash with the cookie parameters, which the
+            // importer joins into one `Cookie` header of its own.
             && (RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str())
+                || name.eq_ignore_ascii_case("cookie")
                 || http::HeaderName::from_bytes(name.as_bytes()).is_err())
         {
             if required {
