@@ -36,9 +36,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
+{{/* The repository of the image MCPServer pods run when their spec names none. */}}
+{{- define "kube-mcp.runtimeRepository" -}}
+{{- default .Values.image.repository .Values.runtimeImage.repository -}}
+{{- end -}}
+
 {{/* The image MCPServer pods run when their spec names none. */}}
 {{- define "kube-mcp.runtimeImage" -}}
-{{- $repository := default .Values.image.repository .Values.runtimeImage.repository -}}
+{{- $repository := include "kube-mcp.runtimeRepository" . -}}
 {{- $tag := default (default .Chart.AppVersion .Values.image.tag) .Values.runtimeImage.tag -}}
 {{- printf "%s:%s" $repository $tag -}}
 {{- end -}}
