@@ -37,28 +37,32 @@ pub async fn run(
     // Only the operator's children are watched (and cached), not every ConfigMap of the cluster.
     let children =
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
-    Controller::new(
+    let servers = Controller::new(
         scoped::<MCPServer>(&client, namespace),
         watcher::Config::default().any_semantic(),
-    )
-    .owns(scoped::<Deployment>(&client, namespace), children.clone())
-    .owns(scoped::<ConfigMap>(&client, namespace), children.clone())
-    .owns(scoped::<Service>(&client, namespace), children.clone())
-    .owns(scoped::<Ingress>(&client, namespace), children.clone())
-    .owns(scoped::<PodDisruptionBudget>(&client, namespace), children)
-    .graceful_shutdown_on(stop)
-    .run(reconcile, error_policy, ctx)
-    .for_each(|result| async move {
-        match result {
-            Ok(_) => {}
-            // Already logged by the error policy, or harmless (an object deleted meanwhile).
-            Err(
-                error @ (controller::Error::ReconcilerFailed(..)
-                | controller::Error::ObjectNotFound(_)),
-            ) => tracing::debug!(error = %error_chain(&error), "controller"),
-            // A watch failed: a missing CRD or permission shows here; the watch retries.
-            Err(error) => tracing::warn!(error = %error_chain(&error), "watch failed; retrying"),
-        }
-    })
-    .await;
+    );
+    let _ = ctx.servers.set(servers.store());
+    crate::host_claims::watch(servers, scoped::<MCPServer>(&client, namespace))
+        .owns(scoped::<Deployment>(&client, namespace), children.clone())
+        .owns(scoped::<ConfigMap>(&client, namespace), children.clone())
+        .owns(scoped::<Service>(&client, namespace), children.clone())
+        .owns(scoped::<Ingress>(&client, namespace), children.clone())
+        .owns(scoped::<PodDisruptionBudget>(&client, namespace), children)
+        .graceful_shutdown_on(stop)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            match result {
+                Ok(_) => {}
+                // Already logged by the error policy, or harmless (an object deleted meanwhile).
+                Err(
+                    error @ (controller::Error::ReconcilerFailed(..)
+                    | controller::Error::ObjectNotFound(_)),
+                ) => tracing::debug!(error = %error_chain(&error), "controller"),
+                // A watch failed: a missing CRD or permission shows here; the watch retries.
+                Err(error) => {
+                    tracing::warn!(error = %error_chain(&error), "watch failed; retrying")
+                }
+            }
+        })
+        .await;
 }

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod controller;
+pub mod host_claims;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;

@@ -32,6 +32,9 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Consecutive failures per server, for backoff.
     failures: Mutex<HashMap<String, u32>>,
+    /// The controller's cache of every watched server (set when the controller starts), for
+    /// host and path conflicts.
+    pub servers: std::sync::OnceLock<kube::runtime::reflector::Store<MCPServer>>,
 }
 
 impl Context {
@@ -48,6 +51,7 @@ impl Context {
             recorder,
             metrics,
             failures: Mutex::default(),
+            servers: std::sync::OnceLock::new(),
         }
     }
 }
@@ -147,6 +151,7 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         .namespace()
         .ok_or_else(|| Error::NoNamespace { name: name.clone() })?;
     let verdict = validate::validate(server);
+    let verdict = crate::host_claims::check(server, ctx.servers.get(), verdict);
     let url = build::url(server, &ctx.config);
     let mut apply_error = None;
     let mut pruned = Vec::new();

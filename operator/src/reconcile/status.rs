@@ -45,7 +45,7 @@ pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MC
         }
         // The last accepted declaration keeps serving: keep what describes it.
         Err(refused) => (
-            state("False", "InvalidDeclaration", refused.message()),
+            state("False", refused.reason.as_str(), refused.message()),
             old.url.clone(),
             old.counts,
         ),

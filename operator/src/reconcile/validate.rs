@@ -17,17 +17,46 @@ pub struct Accepted {
     pub counts: Counts,
 }
 
-/// A declaration the runtime would refuse, with every problem located by its field path.
+/// A spec the operator will not serve, with every problem located by its field path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Refused {
     /// The problems, in declaration order.
     pub errors: Vec<FieldError>,
+    /// The reason of the `Accepted=False` condition.
+    pub reason: RefusalReason,
+}
+
+/// Why a spec is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// The runtime would refuse the declaration.
+    InvalidDeclaration,
+    /// An older `MCPServer` already claims the same host and path.
+    HostConflict,
+}
+
+impl RefusalReason {
+    /// The condition reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidDeclaration => "InvalidDeclaration",
+            Self::HostConflict => "HostConflict",
+        }
+    }
 }
 
 /// Most problems quoted in a condition message; the rest are counted.
 const MAX_QUOTED_ERRORS: usize = 8;
 
 impl Refused {
+    /// A declaration the runtime would refuse.
+    pub fn invalid(errors: Vec<FieldError>) -> Self {
+        Self {
+            errors,
+            reason: RefusalReason::InvalidDeclaration,
+        }
+    }
+
     /// One line for the `Accepted` condition: the failing fields and what is wrong with them.
     pub fn message(&self) -> String {
         let mut parts: Vec<String> = self
@@ -97,7 +126,7 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
                 error.path = format!("{} ({item})", error.path);
             }
         }
-        return Err(Refused { errors });
+        return Err(Refused::invalid(errors));
     }
     let document = RuntimeManifest {
         api_version: API_VERSION,
@@ -105,11 +134,11 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         metadata: RuntimeMetadata { name: &name },
         spec: declaration,
     };
-    let manifest_yaml = serde_yaml_ng::to_string(&document).map_err(|err| Refused {
-        errors: vec![FieldError {
+    let manifest_yaml = serde_yaml_ng::to_string(&document).map_err(|err| {
+        Refused::invalid(vec![FieldError {
             path: "spec".into(),
             message: format!("cannot be written as YAML: {err}"),
-        }],
+        }])
     })?;
     Ok(Accepted {
         manifest_yaml,
@@ -329,7 +358,7 @@ mod tests {
                 message: "bad".into(),
             })
             .collect();
-        let message = Refused { errors }.message();
+        let message = Refused::invalid(errors).message();
         assert!(message.ends_with("; and 4 more"), "{message}");
     }
 }

@@ -1,0 +1,216 @@
+//! Host and path claims between `MCPServer`s: two servers exposed on the same host and path
+//! prefix would share (and fight over) one route, possibly across namespaces and teams. The
+//! older claim wins; the newer is refused with `HostConflict` naming the other server. Decided
+//! from the controller's cache of servers, so it costs no API call. Pure, except [`watch`],
+//! which wires the controller so a refused server is looked at again when a claim is released.
+
+use crate::reconcile::build::{BuildConfig, url};
+use crate::reconcile::validate::{Accepted, RefusalReason, Refused};
+use crate::resource::MCPServer;
+use kube::runtime::Controller;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+use mcp_runtime::declaration::FieldError;
+use std::sync::Arc;
+
+/// What a server claims on the shared ingress or gateway: a host and a path prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// Field that declares the claim, for messages.
+    pub field: &'static str,
+    /// Host name, lower case.
+    pub host: String,
+    /// Path prefix, `/` at the root.
+    pub path: String,
+}
+
+/// The claim of `server`, when it is exposed outside the cluster.
+pub fn claim(server: &MCPServer) -> Option<Claim> {
+    let ingress = server.spec.deployment.ingress.as_ref()?;
+    let path = ingress
+        .path
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or("/");
+    Some(Claim {
+        field: "spec.ingress",
+        host: ingress.host.to_ascii_lowercase(),
+        path: path.to_owned(),
+    })
+}
+
+/// Order of precedence between two claims of the same route: a server already serving it (its
+/// status URL is the claimed one) first, then the older object; namespace and name break ties,
+/// so every reconcile decides the same way.
+fn precedence(server: &MCPServer) -> (bool, Option<jiff::Timestamp>, String, String) {
+    let serving =
+        server.status.as_ref().and_then(|s| s.url.as_deref()) == Some(claimed_url(server).as_str());
+    (
+        !serving,
+        server.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        server.namespace().unwrap_or_default(),
+        server.name_any(),
+    )
+}
+
+/// The URL status reports for the claim (the cluster domain plays no part in an external URL).
+fn claimed_url(server: &MCPServer) -> String {
+    url(server, &BuildConfig::default())
+}
+
+/// The server whose claim beats `server`'s on the same host and path, if any.
+pub fn winner<'a>(
+    server: &MCPServer,
+    others: impl IntoIterator<Item = &'a MCPServer>,
+) -> Option<&'a MCPServer> {
+    let mine = claim(server)?;
+    let my_rank = precedence(server);
+    others
+        .into_iter()
+        .filter(|other| {
+            other.metadata.deletion_timestamp.is_none()
+                && !(other.namespace() == server.namespace()
+                    && other.name_any() == server.name_any())
+                && claim(other)
+                    .is_some_and(|theirs| theirs.host == mine.host && theirs.path == mine.path)
+        })
+        .min_by_key(|other| precedence(other))
+        .filter(|other| precedence(other) < my_rank)
+}
+
+/// The validate verdict, refused with `HostConflict` when an older claim holds the route.
+pub fn check(
+    server: &MCPServer,
+    servers: Option<&Store<MCPServer>>,
+    verdict: Result<Accepted, Refused>,
+) -> Result<Accepted, Refused> {
+    let accepted = verdict?;
+    let Some(store) = servers else {
+        return Ok(accepted);
+    };
+    let all: Vec<Arc<MCPServer>> = store.state();
+    let Some(other) = winner(server, all.iter().map(Arc::as_ref)) else {
+        return Ok(accepted);
+    };
+    let Some(mine) = claim(server) else {
+        return Ok(accepted);
+    };
+    Err(Refused {
+        errors: vec![FieldError {
+            path: mine.field.into(),
+            message: format!(
+                "host `{}` path `{}` is already claimed by MCPServer {}/{} (the older claim wins): \
+                 choose another host or path, or remove the other server's claim",
+                mine.host,
+                mine.path,
+                other.namespace().unwrap_or_default(),
+                other.name_any()
+            ),
+        }],
+        reason: RefusalReason::HostConflict,
+    })
+}
+
+/// Servers to look at again when `changed` changed or was deleted: every server refused for a
+/// host conflict, since `changed` may have released the route it waits for.
+fn waiting(store: &Store<MCPServer>, changed: &MCPServer) -> Vec<ObjectRef<MCPServer>> {
+    store
+        .state()
+        .iter()
+        .filter(|server| server.uid() != changed.uid())
+        .filter(|server| {
+            server
+                .status
+                .as_ref()
+                .and_then(|s| s.condition("Accepted"))
+                .is_some_and(|c| c.reason == RefusalReason::HostConflict.as_str())
+        })
+        .map(|server| ObjectRef::from_obj(server.as_ref()))
+        .collect()
+}
+
+/// Adds to `controller` a watch of every server (`api`) that re-queues the servers waiting for
+/// a route when another server changes or goes away.
+pub fn watch(controller: Controller<MCPServer>, api: Api<MCPServer>) -> Controller<MCPServer> {
+    let store = controller.store();
+    controller.watches(api, watcher::Config::default(), move |changed| {
+        waiting(&store, &changed)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::test_support::server;
+
+    fn exposed(name: &str, namespace: &str, created: &str, host: &str, path: &str) -> MCPServer {
+        server(&format!(
+            r#"
+            metadata: {{name: {name}, namespace: {namespace}, creationTimestamp: "{created}"}}
+            spec:
+              tools: [{{name: hi, content: [{{type: text, text: hi}}]}}]
+              ingress: {{host: {host}, path: {path}}}
+            "#
+        ))
+    }
+
+    #[test]
+    fn the_older_claim_wins_across_namespaces() {
+        let old = exposed(
+            "a",
+            "team-a",
+            "2026-01-01T00:00:00Z",
+            "mcp.example.com",
+            "/x",
+        );
+        let new = exposed(
+            "b",
+            "team-b",
+            "2026-02-01T00:00:00Z",
+            "MCP.example.com",
+            "/x",
+        );
+        let all = [old.clone(), new.clone()];
+        assert_eq!(
+            winner(&new, &all).map(ResourceExt::name_any),
+            Some("a".into())
+        );
+        assert!(winner(&old, &all).is_none());
+    }
+
+    #[test]
+    fn another_path_or_host_is_no_conflict() {
+        let old = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
+        let path = exposed("b", "t", "2026-02-01T00:00:00Z", "mcp.example.com", "/y");
+        let host = exposed("c", "t", "2026-02-01T00:00:00Z", "other.example.com", "/x");
+        let all = [old, path.clone(), host.clone()];
+        assert!(winner(&path, &all).is_none());
+        assert!(winner(&host, &all).is_none());
+    }
+
+    #[test]
+    fn a_server_already_serving_the_route_keeps_it() {
+        // `b` is newer but serves the route; `a` moved onto it later.
+        let a = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
+        let mut b = exposed("b", "t", "2026-02-01T00:00:00Z", "mcp.example.com", "/x");
+        b.status = Some(crate::resource::MCPServerStatus {
+            url: Some("http://mcp.example.com/x/mcp".into()),
+            ..Default::default()
+        });
+        let all = [a.clone(), b.clone()];
+        assert_eq!(
+            winner(&a, &all).map(ResourceExt::name_any),
+            Some("b".into())
+        );
+        assert!(winner(&b, &all).is_none());
+    }
+
+    #[test]
+    fn a_server_being_deleted_releases_its_claim() {
+        let mut old = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
+        old.metadata.deletion_timestamp = old.metadata.creation_timestamp.clone();
+        let new = exposed("b", "t", "2026-02-01T00:00:00Z", "mcp.example.com", "/x");
+        assert!(winner(&new, &[old, new.clone()]).is_none());
+    }
+}
