@@ -61,6 +61,10 @@ fi
 if [[ -x tests/e2e/run.sh ]]; then
   stage "cluster end-to-end" tests/e2e/run.sh
 fi
+# Tenant isolation (admission policy, host conflicts, exposure): its own fresh control plane.
+if [[ -x tests/e2e/tenant.sh ]]; then
+  stage "cluster tenant isolation" tests/e2e/tenant.sh
+fi
 
 echo
 if ((failed > 0)); then
