@@ -150,6 +150,10 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
     let namespace = server
         .namespace()
         .ok_or_else(|| Error::NoNamespace { name: name.clone() })?;
+    if let Some(status) = crate::suspend::status(server, &Time(jiff::Timestamp::now())) {
+        write_status(ctx, &namespace, &name, &status).await?;
+        return Ok(Action::await_change());
+    }
     let verdict = validate::validate(server);
     let verdict = crate::host_claims::check(server, ctx.servers.get(), verdict);
     let url = build::url(server, &ctx.config);

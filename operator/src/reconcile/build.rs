@@ -10,7 +10,7 @@ pub use deployment::{
 };
 pub use exposure::{ingress, pod_disruption_budget, service, url};
 pub use meta::{
-    MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, selector_labels,
+    MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, pod_selector, selector_labels,
     session_key_name,
 };
 
@@ -56,6 +56,17 @@ pub struct Children {
     pub ingress: Option<Ingress>,
     /// The PodDisruptionBudget, when there is more than one replica.
     pub pod_disruption_budget: Option<PodDisruptionBudget>,
+}
+
+/// Replicas the server should have: its spec's, else what the Deployment has been scaled to
+/// (the operator does not force a count the spec leaves unset), else 1.
+pub fn desired_replicas(server: &MCPServer, deployment: Option<&Deployment>) -> i32 {
+    server
+        .spec
+        .deployment
+        .replicas
+        .or_else(|| deployment.and_then(|d| d.spec.replicas))
+        .unwrap_or(1)
 }
 
 /// Key of the runtime manifest in the ConfigMap.

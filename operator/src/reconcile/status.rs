@@ -29,7 +29,7 @@ pub struct Observation<'a> {
 pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MCPServerStatus {
     let old = server.status.clone().unwrap_or_default();
     let generation = server.metadata.generation;
-    let desired = server.spec.deployment.replicas.unwrap_or(1);
+    let desired = super::build::desired_replicas(server, seen.deployment);
     let (accepted, url, counts) = match seen.verdict {
         Ok(accepted) => {
             let c = accepted.counts;
@@ -68,6 +68,7 @@ pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MC
         ],
         url,
         replicas: Some(desired),
+        selector: Some(super::build::pod_selector(server)),
         ready_replicas: Some(available.unwrap_or(0)),
         counts,
     }
