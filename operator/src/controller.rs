@@ -8,7 +8,7 @@ use futures_util::StreamExt as _;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::{Controller, controller, watcher};
 use kube::{Api, Client, Resource};
@@ -47,7 +47,11 @@ pub async fn run(
         .owns(scoped::<ConfigMap>(&client, namespace), children.clone())
         .owns(scoped::<Service>(&client, namespace), children.clone())
         .owns(scoped::<Ingress>(&client, namespace), children.clone())
-        .owns(scoped::<PodDisruptionBudget>(&client, namespace), children)
+        .owns(
+            scoped::<PodDisruptionBudget>(&client, namespace),
+            children.clone(),
+        )
+        .owns(scoped::<NetworkPolicy>(&client, namespace), children)
         .graceful_shutdown_on(stop)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {

@@ -4,7 +4,7 @@
 //! from the controller's cache of servers, so it costs no API call. Pure, except [`watch`],
 //! which wires the controller so a refused server is looked at again when a claim is released.
 
-use crate::reconcile::build::{BuildConfig, url};
+use crate::reconcile::build::{BuildConfig, public_endpoint, url};
 use crate::reconcile::validate::{Accepted, RefusalReason, Refused};
 use crate::resource::MCPServer;
 use kube::runtime::Controller;
@@ -27,16 +27,11 @@ pub struct Claim {
 
 /// The claim of `server`, when it is exposed outside the cluster.
 pub fn claim(server: &MCPServer) -> Option<Claim> {
-    let ingress = server.spec.deployment.ingress.as_ref()?;
-    let path = ingress
-        .path
-        .as_deref()
-        .filter(|p| !p.is_empty())
-        .unwrap_or("/");
+    let endpoint = public_endpoint(server)?;
     Some(Claim {
-        field: "spec.ingress",
-        host: ingress.host.to_ascii_lowercase(),
-        path: path.to_owned(),
+        field: endpoint.field,
+        host: endpoint.host.to_ascii_lowercase(),
+        path: endpoint.prefix.unwrap_or("/").to_owned(),
     })
 }
 

@@ -2,6 +2,7 @@
 //! -> status. This file runs the steps in order; each step lives in its own module.
 
 pub mod apply;
+pub mod apply_platform;
 pub mod build;
 pub mod status;
 pub mod validate;

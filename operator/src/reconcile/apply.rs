@@ -109,6 +109,8 @@ pub async fn apply(
             .pruned
             .extend(prune::<PodDisruptionBudget>(client, server).await?),
     }
+    let pruned = super::apply_platform::apply(client, server, children).await?;
+    applied.pruned.extend(pruned);
     Ok(applied)
 }
 

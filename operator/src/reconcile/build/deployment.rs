@@ -1,7 +1,7 @@
 //! The runtime Deployment: one hardened container serving the mounted manifest. Only deployment
 //! fields reach the pod template, so a declaration change never rolls pods. Pure.
 
-use super::exposure::path_prefix;
+use super::exposure::public_endpoint;
 use super::meta::{child_meta, config_map_name, labels, selector_labels, session_key_name};
 use super::{BuildConfig, MANIFEST_KEY};
 use crate::resource::MCPServer;
@@ -231,11 +231,12 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         args.push(name.into());
         args.push(value);
     };
-    // Host names clients may use: the ingress host, the Service's DNS names, and localhost
+    // Host names clients may use: the public host, the Service's DNS names, and localhost
     // (for `kubectl port-forward`). Any other Host header is refused (DNS rebinding).
+    let public = public_endpoint(server);
     let mut hosts = Vec::new();
-    if let Some(ingress) = &spec.ingress {
-        hosts.push(ingress.host.clone());
+    if let Some(endpoint) = &public {
+        hosts.push(endpoint.host.to_owned());
     }
     hosts.extend([
         name.clone(),
@@ -247,14 +248,10 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
     for host in hosts {
         flag("--allowed-host", host);
     }
-    if let Some(ingress) = &spec.ingress {
-        let scheme = if ingress.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        flag("--allowed-origin", format!("{scheme}://{}", ingress.host));
-        if let Some(prefix) = path_prefix(ingress) {
+    if let Some(endpoint) = &public {
+        let scheme = if endpoint.https { "https" } else { "http" };
+        flag("--allowed-origin", format!("{scheme}://{}", endpoint.host));
+        if let Some(prefix) = endpoint.prefix {
             flag("--path-prefix", prefix.to_owned());
         }
     }
