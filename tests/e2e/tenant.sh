@@ -16,6 +16,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export KUBE_MCP_TEST_RUN=${KUBE_MCP_TEST_RUN:-/tmp/kube-mcp-e2e}
+CACHE=${KUBE_MCP_TEST_CACHE:-$HOME/.cache/kube-mcp-test}
 CP="$ROOT/tests/control-plane.sh"
 E2E=$KUBE_MCP_TEST_RUN/tenant
 E2E_NAME=tenant
@@ -30,9 +31,11 @@ DOMAIN=tenants.example.com
 source "$ROOT/tests/lib/e2e.sh"
 
 OPERATOR_PID=
+RUNTIME_PID=
 cleanup() {
   local rc=$?
   [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
+  [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
   if [[ ${KEEP_CLUSTER:-} == 1 ]]; then
     log "control plane left running: eval \"\$(KUBE_MCP_TEST_RUN=$KUBE_MCP_TEST_RUN $CP env)\""
   else
@@ -41,12 +44,12 @@ cleanup() {
   exit "$rc"
 }
 
-if ! command -v jq >/dev/null; then
-  log "installing jq"
-  apt-get update -qq && apt-get install -y -qq jq >/dev/null
+if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
+  log "installing jq and curl"
+  apt-get update -qq && apt-get install -y -qq jq curl >/dev/null
 fi
-log "building mcp-operator"
-(cd "$ROOT" && nice cargo build --quiet -p mcp-operator)
+log "building mcp-operator and mcp-runtime"
+(cd "$ROOT" && nice cargo build --quiet -p mcp-operator -p mcp-runtime)
 OPERATOR_BIN=$ROOT/target/debug/mcp-operator
 
 # A fresh control plane: this script's objects must not meet another script's.
@@ -67,6 +70,36 @@ check "helm install with the admission policy" \
 POLICY=$RELEASE.kube-mcp.io
 check "the API server type-checked the policy without warnings" eventually 30 bash -c \
   "kubectl get validatingadmissionpolicy $POLICY -o json | jq -e '.status.observedGeneration == .metadata.generation and ((.status.typeChecking.expressionWarnings // []) | length == 0)'"
+
+log "chart: every new value set renders, lints and passes a server-side dry run"
+DIGEST=sha256:$(printf '%064d' 7)
+ALL_VALUES=(--set operator.replicas=2 --set image.digest=$DIGEST --set runtimeImage.digest=$DIGEST
+  --set networkPolicy.enabled=true --set 'networkPolicy.ingressNamespaces={ingress-nginx,gateway-system}'
+  --set 'networkPolicy.monitoringNamespaces={monitoring}' --set rbac.aggregateToDefaultRoles=true
+  --set test.image=registry.k8s.io/kubectl:v1.37.2 --set 'admissionPolicy.validationActions={Warn,Audit}'
+  --set 'admissionPolicy.namespaceSelector.matchLabels.tenant=yes'
+  --set 'admissionPolicy.rules.images.allowed={registry.example.com/mcp/}'
+  --set 'admissionPolicy.rules.ingressAnnotations.allowed={example.com/*}'
+  --set 'admissionPolicy.rules.serviceTypes.allowed={ClusterIP,NodePort}'
+  --set 'admissionPolicy.rules.tolerations.allowedKeys={dedicated}' "${POLICY_VALUES[@]}")
+check "helm lint --strict with every new value set" helm lint --strict "$CHART" "${ALL_VALUES[@]}"
+# A server-side dry run creates nothing, and a Pod's ServiceAccount must exist: create the test's.
+kubectl -n "$SYSTEM_NS" create serviceaccount other-kube-mcp-test >/dev/null
+helm template other "$CHART" -n "$SYSTEM_NS" "${ALL_VALUES[@]}" >"$E2E/all.yaml" 2>"$E2E/all.err" || cat "$E2E/all.err"
+check "kubectl apply --dry-run=server accepts every rendered object, helm test hooks included" \
+  kubectl apply --dry-run=server -f "$E2E/all.yaml"
+check "the rendering pulls both images by digest and has the operator's PDB" bash -c \
+  "grep -q 'image: \"ghcr.io/kube-mcp/kube-mcp@$DIGEST\"' $E2E/all.yaml &&
+   grep -q -- '--runtime-image=ghcr.io/kube-mcp/kube-mcp@$DIGEST' $E2E/all.yaml && grep -q '^kind: PodDisruptionBudget' $E2E/all.yaml"
+check "replicas > 1 without leader election is refused" bash -c \
+  "! helm template x '$CHART' --set operator.replicas=2 --set operator.leaderElection=false 2>$E2E/replicas.err; grep -q 'needs operator.leaderElection' $E2E/replicas.err"
+check "aggregated roles: namespace editors manage and scale MCPServers, viewers read them" bash -c "
+  kubectl -n $T2 create rolebinding carol-edit --clusterrole=edit --user=carol >/dev/null &&
+  kubectl -n $T2 create rolebinding dave-view --clusterrole=view --user=dave >/dev/null &&
+  for i in \$(seq 30); do [[ \$(kubectl auth can-i create mcpservers.kube-mcp.io -n $T2 --as carol) == yes ]] && break; sleep 0.5; done &&
+  [[ \$(kubectl auth can-i update mcpservers.kube-mcp.io/scale -n $T2 --as carol) == yes ]] &&
+  [[ \$(kubectl auth can-i list mcpservers.kube-mcp.io -n $T2 --as dave) == yes ]] &&
+  [[ \$(kubectl auth can-i create mcpservers.kube-mcp.io -n $T2 --as dave) == no ]]"
 
 log "a tenant with MCPServer rights in $T1 and one readable Secret"
 kubectl -n "$T1" create role mcp-author --verb=get,list,watch,create,update,patch,delete \
@@ -112,6 +145,11 @@ check "refused: an env secretKeyRef to a Secret the tenant cannot get" refused s
   "spec.env[].valueFrom.secretKeyRef" "rule secrets"
 check "refused: a readable and an unreadable Secret together" refused s-both \
   '{"secrets": ["upstream", "platform"]}' "rule secrets"
+check "refused: an imagePullSecret the tenant cannot get" refused s-pull \
+  '{"imagePullSecrets": [{"name": "platform"}]}' "spec.imagePullSecrets" "rule secrets"
+check "refused: a gateway host outside the allowed domains" refused s-gateway \
+  '{"exposure": "gateway", "gateway": {"host": "mcp.example.com", "parentRefs": [{"name": "shared"}]}}' \
+  "spec.gateway.host" "rule ingressHosts"
 check "refused: an image outside the allow-list" refused s-image \
   '{"image": "registry.evil.example/runtime:1"}' "spec.image" "rule images" "registry.evil.example/runtime:1"
 check "refused: a look-alike repository of the allowed one" refused s-lookalike \
@@ -127,7 +165,7 @@ check "refused: Service type LoadBalancer" refused s-lb \
   '{"service": {"type": "LoadBalancer"}}' "spec.service.type" "rule serviceTypes" "LoadBalancer"
 check "refused: a toleration of every taint" refused s-toleration \
   '{"tolerations": [{"operator": "Exists"}]}' "spec.tolerations" "rule tolerations"
-for name in s-secret s-env s-both s-image s-lookalike s-host s-host2 s-annotation s-lb s-toleration; do
+for name in s-secret s-env s-both s-pull s-gateway s-image s-lookalike s-host s-host2 s-annotation s-lb s-toleration; do
   absent "$T1" mcpserver "$name" || { echo "refused $name exists" && FAILED=$((FAILED + 1)); }
 done
 
@@ -175,6 +213,7 @@ ADMIN_PORT=$((20000 + RANDOM % 10000))
 KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=tenant-operator \
   "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name kube-mcp-leader \
   --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json \
+  --network-policies=true --ingress-namespace ingress-nginx,gateway-system --monitoring-namespace monitoring \
   --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
 OPERATOR_PID=$!
 check "operator /readyz answers" eventually 60 curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/readyz"
@@ -206,6 +245,122 @@ check "the newer server recovers: Accepted=True and its own Ingress" eventually 
 claim "$T1" first /tools
 check "the old name, created again, is now the newer claim and waits" eventually 60 \
   holds "$T1" mcpserver first '.status.conditions[] | select(.type == "Accepted") | .reason == "HostConflict" and (.message | contains("'"$T2"'/second"))'
+
+
+# ----------------------------------------------------------------------------------------------
+log "Gateway API: the CRDs from the sigs.k8s.io/gateway-api Go module (cached by version)"
+GATEWAY_API_VERSION=v1.6.3
+GATEWAY_CRDS=$CACHE/gateway-api-$GATEWAY_API_VERSION
+if [[ ! -f $GATEWAY_CRDS/gateway.networking.k8s.io_httproutes.yaml ]]; then
+  dir=$(GOTOOLCHAIN=local GOPATH=$CACHE/go GOMODCACHE=$CACHE/go/pkg/mod GOFLAGS=-modcacherw \
+    go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" | jq -r .Dir)
+  mkdir -p "$GATEWAY_CRDS.tmp" && cp "$dir"/config/crd/standard/gateway.networking.k8s.io_*.yaml "$GATEWAY_CRDS.tmp/" &&
+    rm -rf "$GATEWAY_CRDS" && mv "$GATEWAY_CRDS.tmp" "$GATEWAY_CRDS"
+fi
+check "the standard-channel Gateway API CRDs install" bash -c \
+  "kubectl apply --server-side -f '$GATEWAY_CRDS' >/dev/null && kubectl wait --for=condition=Established crd/httproutes.gateway.networking.k8s.io --timeout=60s"
+# The weather example, exposed through a gateway under a path prefix.
+expose_weather() { # expose_weather NAMESPACE JSON_MERGED_INTO_SPEC (null values are removed)
+  kubectl create --dry-run=client -o json -f "$ROOT/examples/weather.yaml" |
+    jq --argjson extra "$2" 'del(.metadata.namespace) | .spec += $extra | del(.spec[] | nulls)' |
+    kubectl -n "$1" apply -f - >/dev/null
+}
+GATEWAY_SPEC='{"exposure": "gateway", "gateway": {"host": "gw.'$DOMAIN'", "path": "/weather",
+  "parentRefs": [{"name": "shared", "namespace": "gateway-system", "sectionName": "https"}]}}'
+check "apply the weather example with exposure: gateway" expose_weather "$T2" "$GATEWAY_SPEC"
+check "the API server accepted the operator's HTTPRoute" eventually 60 holds "$T2" httproute weather \
+  '.spec.hostnames == ["gw.'$DOMAIN'"] and .spec.parentRefs[0].name == "shared" and
+   ([.spec.rules[0].matches[].path.value] == ["/weather/mcp", "/weather/sse", "/weather/messages", "/.well-known/oauth-protected-resource/weather/mcp"]) and
+   .spec.rules[0].timeouts.request == "0s" and .spec.rules[0].backendRefs[0].name == "weather" and
+   .metadata.ownerReferences[0].kind == "MCPServer"'
+check "status url is the gateway URL, and no Ingress exists" eventually 30 bash -c \
+  "[[ \$(kubectl -n $T2 get mcps weather -o jsonpath='{.status.url}') == https://gw.$DOMAIN/weather/mcp ]] && ! kubectl -n $T2 get ingress weather"
+check "the API server refuses exposure: gateway without spec.gateway" bash -c \
+  "! kubectl -n $T2 patch mcps weather --type=json -p '[{\"op\": \"remove\", \"path\": \"/spec/gateway\"}]' 2>$E2E/gw.err; grep -q 'needs spec.gateway' $E2E/gw.err"
+
+log "the runtime serves under the prefix itself (no rewriting anywhere)"
+kubectl -n "$T2" get configmap weather-manifest -o jsonpath='{.data.manifest\.yaml}' >"$E2E/weather.yaml"
+PREFIX=$(kubectl -n "$T2" get deployment weather -o json | jq -r '.spec.template.spec.containers[0].args as $a | $a[($a | index("--path-prefix")) + 1]')
+check "the Deployment passes --path-prefix /weather" test "$PREFIX" = /weather
+RT_PORT=$((ADMIN_PORT + 1))
+"$ROOT/target/debug/mcp-runtime" serve --manifest "$E2E/weather.yaml" --listen "127.0.0.1:$RT_PORT" \
+  --admin-listen "127.0.0.1:$((RT_PORT + 1))" --path-prefix "$PREFIX" >"$E2E/runtime.log" 2>&1 &
+RUNTIME_PID=$!
+check "mcp-runtime is ready" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$((RT_PORT + 1))/readyz"
+check "GET /weather/sse announces /weather/messages" bash -c \
+  "curl -sN --max-time 2 'http://127.0.0.1:$RT_PORT/weather/sse' | grep -m1 -q '^data: /weather/messages?sessionId='"
+if [[ -f $ROOT/tests/python/requirements.txt ]]; then
+  VENV=$CACHE/venv-$(sha256sum "$ROOT/tests/python/requirements.txt" | cut -c1-12)
+  REQUIREMENTS=(-r "$ROOT/tests/python/requirements.txt")
+else
+  VENV=$CACHE/venv-e2e-mcp-2.3.0
+  REQUIREMENTS=(mcp==2.3.0)
+fi
+if ! "$VENV/bin/python" -c 'import mcp' 2>/dev/null; then
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
+fi
+check "the official MCP Python SDK works at /weather/mcp" \
+  timeout 120 "$VENV/bin/python" "$ROOT/tests/e2e/mcp_client_check.py" "http://127.0.0.1:$RT_PORT/weather/mcp" Hello
+kill "$RUNTIME_PID" 2>/dev/null || true
+wait "$RUNTIME_PID" 2>/dev/null || true
+RUNTIME_PID=
+
+check "back to exposure: ingress prunes the HTTPRoute and writes an Ingress with exact paths" bash -c "
+  kubectl -n $T2 patch mcps weather --type=json -p '[{\"op\": \"remove\", \"path\": \"/spec/gateway\"}, {\"op\": \"replace\", \"path\": \"/spec/exposure\", \"value\": \"ingress\"}, {\"op\": \"add\", \"path\": \"/spec/ingress\", \"value\": {\"host\": \"gw.$DOMAIN\", \"path\": \"/weather\"}}]' >/dev/null &&
+  for i in \$(seq 60); do
+    ! kubectl -n $T2 get httproute weather >/dev/null 2>&1 && kubectl -n $T2 get ingress weather -o json 2>/dev/null |
+      jq -e '[.spec.rules[0].http.paths[] | .path + \" \" + .pathType] == [\"/weather/mcp Exact\", \"/weather/sse Exact\", \"/weather/messages Exact\"] and (.metadata.annotations | keys | map(select(test(\"rewrite|regex\"))) | length == 0)' && exit 0
+    sleep 1
+  done; exit 1"
+
+# ----------------------------------------------------------------------------------------------
+log "NetworkPolicy per server"
+check "the server has a NetworkPolicy admitting the ingress namespaces, the operator and monitoring" \
+  eventually 30 holds "$T2" networkpolicy weather '
+    .spec.podSelector.matchLabels["kube-mcp.io/server"] == "weather" and .spec.policyTypes == ["Ingress"] and
+    ([.spec.ingress[0].from[].namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["ingress-nginx", "gateway-system", "'"$SYSTEM_NS"'"]) and
+    .spec.ingress[0].ports[0].port == "http" and .spec.ingress[1].ports[0].port == "admin" and
+    .spec.ingress[1].from[0].namespaceSelector.matchLabels["kubernetes.io/metadata.name"] == "monitoring"'
+check "spec.networkPolicy.from adds peers" bash -c "
+  kubectl -n $T2 patch mcps weather --type=merge -p '{\"spec\": {\"networkPolicy\": {\"from\": [{\"podSelector\": {\"matchLabels\": {\"role\": \"agent\"}}}]}}}' >/dev/null &&
+  for i in \$(seq 60); do kubectl -n $T2 get networkpolicy weather -o json | jq -e '.spec.ingress[0].from[-1].podSelector.matchLabels.role == \"agent\"' >/dev/null && exit 0; sleep 0.5; done; exit 1"
+check "opting out prunes it" bash -c "
+  kubectl -n $T2 patch mcps weather --type=merge -p '{\"spec\": {\"networkPolicy\": {\"enabled\": false}}}' >/dev/null &&
+  for i in \$(seq 60); do kubectl -n $T2 get networkpolicy weather >/dev/null 2>&1 || exit 0; sleep 0.5; done; exit 1"
+
+# ----------------------------------------------------------------------------------------------
+log "scale subresource; an unset replicas is left to whoever scales the Deployment"
+deployment_replicas() { [[ $(kubectl -n "$1" get deployment "$2" -o jsonpath='{.spec.replicas}') == "$3" ]]; }
+check "kubectl scale mcps/weather --replicas 3" kubectl -n "$T2" scale mcps/weather --replicas 3
+check "the Deployment follows (3)" eventually 30 deployment_replicas "$T2" weather 3
+check "status.replicas and the scale subresource's selector" eventually 30 holds "$T2" mcps weather \
+  '.status.replicas == 3 and .status.selector == "app.kubernetes.io/name=mcp-server,kube-mcp.io/server=weather"'
+check "kubectl get --subresource=scale reads it" bash -c \
+  "kubectl -n $T2 get mcps weather --subresource=scale -o json | jq -e '.spec.replicas == 3 and .status.replicas == 3 and (.status.selector | contains(\"kube-mcp.io/server=weather\"))'"
+expose_weather "$T1" '{"replicas": null}'
+check "a server without replicas starts with 1" eventually 60 deployment_replicas "$T1" weather 1
+check "something else scales its Deployment to 4" kubectl -n "$T1" scale deployment weather --replicas 4
+check "a spec change is reconciled" kubectl -n "$T1" patch mcps weather --type=merge -p '{"spec": {"title": "Scaled elsewhere"}}'
+observed_generation() { [[ $(kubectl -n "$1" get mcps "$2" -o jsonpath='{.status.observedGeneration}') == $(kubectl -n "$1" get mcps "$2" -o jsonpath='{.metadata.generation}') ]]; }
+check "status observes it" eventually 30 observed_generation "$T1" weather
+check "and the Deployment keeps 4 replicas, which status reports" bash -c \
+  "sleep 2; [[ \$(kubectl -n $T1 get deployment weather -o jsonpath='{.spec.replicas}') == 4 && \$(kubectl -n $T1 get mcps weather -o jsonpath='{.status.replicas}') == 4 ]]"
+
+# ----------------------------------------------------------------------------------------------
+log "suspend"
+CM_BEFORE=$(kubectl -n "$T1" get configmap weather-manifest -o jsonpath='{.metadata.resourceVersion}')
+check "suspend: true" kubectl -n "$T1" patch mcps weather --type=merge -p '{"spec": {"suspend": true, "title": "While suspended"}}'
+check "status says Suspended" eventually 30 holds "$T1" mcps weather \
+  '.status.conditions[] | select(.type == "Suspended") | .status == "True"'
+check "the ConfigMap was not touched" bash -c \
+  "sleep 2; [[ \$(kubectl -n $T1 get configmap weather-manifest -o jsonpath='{.metadata.resourceVersion}') == $CM_BEFORE ]]"
+check "resuming applies what changed and drops the condition" bash -c "
+  kubectl -n $T1 patch mcps weather --type=merge -p '{\"spec\": {\"suspend\": false}}' >/dev/null &&
+  for i in \$(seq 60); do
+    kubectl -n $T1 get configmap weather-manifest -o jsonpath='{.data.manifest\\.yaml}' | grep -q 'While suspended' &&
+      kubectl -n $T1 get mcps weather -o json | jq -e '[.status.conditions[] | select(.type == \"Suspended\")] | length == 0' >/dev/null && exit 0
+    sleep 0.5
+  done; exit 1"
 
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))
