@@ -109,7 +109,7 @@ pub fn check(
 
 /// Servers to look at again when `changed` changed or was deleted: every server refused for a
 /// host conflict, since `changed` may have released the route it waits for.
-fn waiting(store: &Store<MCPServer>, changed: &MCPServer) -> Vec<ObjectRef<MCPServer>> {
+pub fn waiting(store: &Store<MCPServer>, changed: &MCPServer) -> Vec<ObjectRef<MCPServer>> {
     store
         .state()
         .iter()
