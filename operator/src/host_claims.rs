@@ -202,6 +202,26 @@ mod tests {
     }
 
     #[test]
+    fn a_gateway_claim_and_an_ingress_claim_of_one_route_conflict() {
+        let ingress = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
+        let gateway = server(
+            r#"
+            metadata: {name: g, namespace: u, creationTimestamp: "2026-02-01T00:00:00Z"}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              exposure: gateway
+              gateway: {host: mcp.example.com, path: /x, parentRefs: [{name: shared}]}
+            "#,
+        );
+        assert_eq!(claim(&gateway).unwrap().field, "spec.gateway");
+        let all = [ingress, gateway.clone()];
+        assert_eq!(
+            winner(&gateway, &all).map(ResourceExt::name_any),
+            Some("a".into())
+        );
+    }
+
+    #[test]
     fn a_server_being_deleted_releases_its_claim() {
         let mut old = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
         old.metadata.deletion_timestamp = old.metadata.creation_timestamp.clone();
