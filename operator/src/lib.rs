@@ -5,8 +5,8 @@
 //! the API server. `run` is the process: admin endpoints, leader election, the controller.
 
 pub mod admin;
+pub mod api_metrics;
 pub mod controller;
-pub mod host_claims;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;

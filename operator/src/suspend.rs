@@ -8,12 +8,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 /// Condition type of a suspended server.
 pub const SUSPENDED: &str = "Suspended";
 
-/// The status to write instead of reconciling, when `server` is suspended.
-pub fn status(server: &MCPServer, now: &Time) -> Option<MCPServerStatus> {
+/// The status to write instead of reconciling, when `server` is suspended; `old` is the status
+/// as last written.
+pub fn status(old: &MCPServerStatus, server: &MCPServer, now: &Time) -> Option<MCPServerStatus> {
     if server.spec.deployment.suspend != Some(true) {
         return None;
     }
-    let mut status = server.status.clone().unwrap_or_default();
+    let mut status = old.clone();
     let since = status
         .condition(SUSPENDED)
         .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
@@ -39,7 +40,7 @@ mod tests {
     fn only_a_suspended_server_gets_the_condition_and_keeps_the_others() {
         let now = Time(jiff::Timestamp::UNIX_EPOCH);
         let running = server("metadata: {name: a, namespace: t}\nspec: {tools: []}\n");
-        assert!(status(&running, &now).is_none());
+        assert!(status(&MCPServerStatus::default(), &running, &now).is_none());
         let mut suspended =
             server("metadata: {name: a, namespace: t}\nspec: {tools: [], suspend: true}\n");
         suspended.status = Some(MCPServerStatus {
@@ -54,7 +55,8 @@ mod tests {
             }],
             ..Default::default()
         });
-        let written = status(&suspended, &now).unwrap();
+        let old = suspended.status.clone().unwrap_or_default();
+        let written = status(&old, &suspended, &now).unwrap();
         let types: Vec<&str> = written
             .conditions
             .iter()

@@ -4,7 +4,10 @@
 pub mod admin;
 pub mod app;
 pub mod backends;
+pub mod check;
 pub mod declaration;
+pub mod import;
+pub mod metrics;
 pub mod protocol;
 pub mod reload;
 pub mod server;

@@ -206,6 +206,19 @@ check "helm upgrade back to Deny" \
   helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e "${POLICY_VALUES[@]}"
 
 # ----------------------------------------------------------------------------------------------
+# Before the operator starts: it watches HTTPRoutes only when the API server serves them then.
+log "Gateway API: the CRDs from the sigs.k8s.io/gateway-api Go module (cached by version)"
+GATEWAY_API_VERSION=v1.6.3
+GATEWAY_CRDS=$CACHE/gateway-api-$GATEWAY_API_VERSION
+if [[ ! -f $GATEWAY_CRDS/gateway.networking.k8s.io_httproutes.yaml ]]; then
+  dir=$(GOTOOLCHAIN=local GOPATH=$CACHE/go GOMODCACHE=$CACHE/go/pkg/mod GOFLAGS=-modcacherw \
+    go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" | jq -r .Dir)
+  mkdir -p "$GATEWAY_CRDS.tmp" && cp "$dir"/config/crd/standard/gateway.networking.k8s.io_*.yaml "$GATEWAY_CRDS.tmp/" &&
+    rm -rf "$GATEWAY_CRDS" && mv "$GATEWAY_CRDS.tmp" "$GATEWAY_CRDS"
+fi
+check "the standard-channel Gateway API CRDs install" bash -c \
+  "kubectl apply --server-side -f '$GATEWAY_CRDS' >/dev/null && kubectl wait --for=condition=Established crd/httproutes.gateway.networking.k8s.io --timeout=60s"
+
 log "the operator runs locally as the chart's ServiceAccount"
 SA_KUBECONFIG=$E2E/operator.kubeconfig
 "$CP" sa-kubeconfig "$SYSTEM_NS" "$SA" "$SA_KUBECONFIG"
@@ -248,17 +261,6 @@ check "the old name, created again, is now the newer claim and waits" eventually
 
 
 # ----------------------------------------------------------------------------------------------
-log "Gateway API: the CRDs from the sigs.k8s.io/gateway-api Go module (cached by version)"
-GATEWAY_API_VERSION=v1.6.3
-GATEWAY_CRDS=$CACHE/gateway-api-$GATEWAY_API_VERSION
-if [[ ! -f $GATEWAY_CRDS/gateway.networking.k8s.io_httproutes.yaml ]]; then
-  dir=$(GOTOOLCHAIN=local GOPATH=$CACHE/go GOMODCACHE=$CACHE/go/pkg/mod GOFLAGS=-modcacherw \
-    go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" | jq -r .Dir)
-  mkdir -p "$GATEWAY_CRDS.tmp" && cp "$dir"/config/crd/standard/gateway.networking.k8s.io_*.yaml "$GATEWAY_CRDS.tmp/" &&
-    rm -rf "$GATEWAY_CRDS" && mv "$GATEWAY_CRDS.tmp" "$GATEWAY_CRDS"
-fi
-check "the standard-channel Gateway API CRDs install" bash -c \
-  "kubectl apply --server-side -f '$GATEWAY_CRDS' >/dev/null && kubectl wait --for=condition=Established crd/httproutes.gateway.networking.k8s.io --timeout=60s"
 # The weather example, exposed through a gateway under a path prefix.
 expose_weather() { # expose_weather NAMESPACE JSON_MERGED_INTO_SPEC (null values are removed)
   kubectl create --dry-run=client -o json -f "$ROOT/examples/weather.yaml" |

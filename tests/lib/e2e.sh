@@ -1,42 +1,17 @@
-# tests/lib/e2e.sh: assertion helpers for cluster test scripts (sourced; no I/O of its own
-# beyond kubectl calls and the log file under $E2E).
+# tests/lib/e2e.sh: kubectl assertion helpers for cluster test scripts, on top of
+# tests/lib/checks.sh (`check`, `eventually`); sourced, no I/O of its own beyond kubectl calls
+# and the check log under $E2E.
 #
-# check NAME CMD...        runs one assertion, prints `ok - NAME` or `not ok - NAME` and the
-#                          command's output; never stops the run (counts in PASSED / FAILED)
-# eventually SECONDS CMD...  retries CMD every half second until it succeeds or time is up
 # holds NS KIND/NAME... FILTER  the object's JSON satisfies the jq filter (prints it if not)
 # absent NS KIND NAME      the object does not exist
 # condition NS NAME TYPE   prints `STATUS REASON` of an MCPServer condition
 
-PASSED=0
-FAILED=0
+# The caller sets E2E (its log directory) before the first check.
+# shellcheck source=tests/lib/checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
+CHECK_LOG=${CHECK_LOG:-$E2E/last-check.log}
 
 log() { printf '[%s %s] %s\n' "${E2E_NAME:-e2e}" "$(date +%H:%M:%S)" "$*" >&2; }
-
-check() {
-  local name=$1
-  shift
-  if "$@" >"$E2E/last-check.log" 2>&1; then
-    PASSED=$((PASSED + 1))
-    echo "ok - $name"
-  else
-    FAILED=$((FAILED + 1))
-    echo "not ok - $name"
-    sed 's/^/    /' "$E2E/last-check.log" | tail -n 20
-  fi
-}
-
-eventually() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || {
-      "$@" || true
-      return 1
-    }
-    sleep 0.5
-  done
-}
 
 holds() {
   local namespace=$1 filter=${*: -1}

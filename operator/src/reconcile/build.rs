@@ -11,22 +11,23 @@ pub use deployment::{
     ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, SECRETS_DIR, SESSION_KEY_DIR, deployment,
 };
 pub use exposure::{
-    PublicEndpoint, endpoint_paths, ingress, pod_disruption_budget, public_endpoint, service, url,
+    PublicEndpoint, endpoint_paths, ingress, path_prefix, pod_disruption_budget, public_endpoint,
+    service, url,
 };
 pub use meta::{
     MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, pod_selector, selector_labels,
     session_key_name,
 };
 pub use network::{NetworkConfig, network_policy};
-pub use route::{GATEWAY_GROUP, http_route, http_route_resource};
+pub use route::{GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, http_route};
 
+use super::validate::HASH_ANNOTATION;
 use crate::resource::MCPServer;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::DynamicObject;
 use std::collections::BTreeMap;
 
 /// Settings of the operator that shape what it builds.
@@ -69,7 +70,7 @@ pub struct Children {
     /// The NetworkPolicy, unless turned off.
     pub network_policy: Option<NetworkPolicy>,
     /// The Gateway API HTTPRoute, with `exposure: gateway`.
-    pub http_route: Option<DynamicObject>,
+    pub http_route: Option<HttpRoute>,
 }
 
 /// Replicas the server should have: its spec's, else what the Deployment has been scaled to
@@ -86,10 +87,21 @@ pub fn desired_replicas(server: &MCPServer, deployment: Option<&Deployment>) -> 
 /// Key of the runtime manifest in the ConfigMap.
 pub const MANIFEST_KEY: &str = "manifest.yaml";
 
-/// Builds the children of `server` from its validated manifest.
-pub fn children(server: &MCPServer, manifest_yaml: &str, config: &BuildConfig) -> Children {
+/// Builds the children of `server` from its validated manifest and the manifest's hash.
+pub fn children(
+    server: &MCPServer,
+    manifest_yaml: &str,
+    hash: &str,
+    config: &BuildConfig,
+) -> Children {
+    let mut config_map = config_map(server, manifest_yaml);
+    config_map
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(HASH_ANNOTATION.to_owned(), hash.to_owned());
     Children {
-        config_map: config_map(server, manifest_yaml),
+        config_map,
         deployment: deployment(server, config),
         service: service(server),
         ingress: ingress(server),
@@ -176,7 +188,12 @@ mod tests {
 
     fn build(server: &MCPServer) -> Children {
         let accepted = validate(server).unwrap();
-        children(server, &accepted.manifest_yaml, &BuildConfig::default())
+        children(
+            server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &BuildConfig::default(),
+        )
     }
 
     #[test]
@@ -296,7 +313,7 @@ mod tests {
         let mut config = BuildConfig::default();
         let accepted = validate(&weather()).unwrap();
         assert_eq!(
-            children(&weather(), &accepted.manifest_yaml, &config).network_policy,
+            children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy,
             None
         );
         config.network = NetworkConfig {
@@ -305,7 +322,8 @@ mod tests {
             monitoring_namespaces: vec!["monitoring".into()],
             operator_namespace: Some("kube-mcp-system".into()),
         };
-        let policy = children(&weather(), &accepted.manifest_yaml, &config).network_policy;
+        let policy =
+            children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy;
         insta::assert_yaml_snapshot!("weather_network_policy", policy);
 
         // Nobody listed for a port: no rule for it (an empty rule would admit everyone).
@@ -313,7 +331,7 @@ mod tests {
             enabled: true,
             ..Default::default()
         };
-        let policy = children(&weather(), &accepted.manifest_yaml, &config)
+        let policy = children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config)
             .network_policy
             .unwrap();
         assert_eq!(policy.spec.unwrap().ingress, Some(vec![]));
@@ -324,7 +342,7 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(
-            children(&opted_out, &accepted.manifest_yaml, &config).network_policy,
+            children(&opted_out, &accepted.manifest_yaml, &accepted.hash, &config).network_policy,
             None
         );
     }

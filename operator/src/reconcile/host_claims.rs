@@ -1,18 +1,22 @@
 //! Host and path claims between `MCPServer`s: two servers exposed on the same host and path
 //! prefix would share (and fight over) one route, possibly across namespaces and teams. The
 //! older claim wins; the newer is refused with `HostConflict` naming the other server. Decided
-//! from the controller's cache of servers, so it costs no API call. Pure, except [`watch`],
-//! which wires the controller so a refused server is looked at again when a claim is released.
+//! from the controller's cache of servers, so it costs no API call. Pure, except [`requeue`],
+//! which gives the controller the servers to look at again when a claim may have been released.
 
 use crate::reconcile::build::{BuildConfig, public_endpoint, url};
 use crate::reconcile::validate::{Accepted, RefusalReason, Refused};
 use crate::resource::MCPServer;
-use kube::runtime::Controller;
+use futures_util::Stream;
+use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
 use mcp_runtime::declaration::FieldError;
 use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Server changes queued for [`requeue`] at most: past this, a change is dropped (the periodic
+/// resync looks at every server again anyway).
+const QUEUE: usize = 1024;
 
 /// What a server claims on the shared ingress or gateway: a host and a path prefix.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,13 +81,10 @@ pub fn winner<'a>(
 /// The validate verdict, refused with `HostConflict` when an older claim holds the route.
 pub fn check(
     server: &MCPServer,
-    servers: Option<&Store<MCPServer>>,
+    store: &Store<MCPServer>,
     verdict: Result<Accepted, Refused>,
 ) -> Result<Accepted, Refused> {
     let accepted = verdict?;
-    let Some(store) = servers else {
-        return Ok(accepted);
-    };
     let all: Vec<Arc<MCPServer>> = store.state();
     let Some(other) = winner(server, all.iter().map(Arc::as_ref)) else {
         return Ok(accepted);
@@ -109,11 +110,11 @@ pub fn check(
 
 /// Servers to look at again when `changed` changed or was deleted: every server refused for a
 /// host conflict, since `changed` may have released the route it waits for.
-pub fn waiting(store: &Store<MCPServer>, changed: &MCPServer) -> Vec<ObjectRef<MCPServer>> {
+pub fn waiting(store: &Store<MCPServer>, changed_uid: &str) -> Vec<ObjectRef<MCPServer>> {
     store
         .state()
         .iter()
-        .filter(|server| server.uid() != changed.uid())
+        .filter(|server| server.uid().as_deref() != Some(changed_uid))
         .filter(|server| {
             server
                 .status
@@ -125,13 +126,31 @@ pub fn waiting(store: &Store<MCPServer>, changed: &MCPServer) -> Vec<ObjectRef<M
         .collect()
 }
 
-/// Adds to `controller` a watch of every server (`api`) that re-queues the servers waiting for
-/// a route when another server changes or goes away.
-pub fn watch(controller: Controller<MCPServer>, api: Api<MCPServer>) -> Controller<MCPServer> {
-    let store = controller.store();
-    controller.watches(api, watcher::Config::default(), move |changed| {
-        waiting(&store, &changed)
-    })
+/// A queue of changed or deleted servers (fed with [`changed`]) and the stream of servers to
+/// look at again because of them: those waiting for a route, read from `store` when the change
+/// is taken off the queue.
+pub fn requeue(
+    store: Store<MCPServer>,
+) -> (
+    mpsc::Sender<String>,
+    impl Stream<Item = ObjectRef<MCPServer>> + Send + 'static,
+) {
+    let (sender, receiver) = mpsc::channel::<String>(QUEUE);
+    let stream = futures_util::stream::unfold(receiver, move |mut receiver| {
+        let store = store.clone();
+        async move {
+            let uid = receiver.recv().await?;
+            Some((futures_util::stream::iter(waiting(&store, &uid)), receiver))
+        }
+    });
+    (sender, futures_util::StreamExt::flatten(stream))
+}
+
+/// Queues `server` as changed or deleted, for [`requeue`]; a full queue drops it.
+pub fn changed(queue: &mpsc::Sender<String>, server: &MCPServer) {
+    if let Err(error) = queue.try_send(server.uid().unwrap_or_default()) {
+        tracing::debug!(%error, "host claim change dropped");
+    }
 }
 
 #[cfg(test)]
