@@ -5,7 +5,7 @@ use mcp_runtime::app::{RunConfig, run};
 use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR};
 use mcp_runtime::server::ServerSettings;
 use mcp_runtime::sessions::SessionSettings;
-use mcp_runtime::transport::{HttpSettings, OriginPolicy};
+use mcp_runtime::transport::{HttpSettings, OriginPolicy, check_path_prefix};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,9 +51,10 @@ struct ServeArgs {
     /// 127.0.0.1, [::1].
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
-    /// Path prefix under which an ingress exposes this server, such as /weather (used in the
-    /// HTTP+SSE endpoint event).
-    #[arg(long, value_name = "PATH", default_value = "")]
+    /// Path prefix under which an ingress or gateway exposes this server, such as /weather: the
+    /// endpoints are served under it (as well as at the root) and the HTTP+SSE endpoint event
+    /// points there.
+    #[arg(long, value_name = "PATH", default_value = "", value_parser = check_path_prefix)]
     path_prefix: String,
     /// Largest accepted request body, in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_body_bytes)]
@@ -155,7 +156,7 @@ fn config(args: ServeArgs) -> RunConfig {
         admin_listen: args.admin_listen,
         http: HttpSettings {
             origins,
-            path_prefix: args.path_prefix.trim_end_matches('/').to_owned(),
+            path_prefix: args.path_prefix,
             max_body_bytes: args.max_body_bytes,
             keepalive: args.sse_keepalive.into(),
         },

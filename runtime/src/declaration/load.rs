@@ -29,6 +29,16 @@ pub const DEPLOYMENT_FIELDS: &[&str] = &[
     "sessions",
     "logLevel",
     "secrets",
+    "exposure",
+    "gateway",
+    "networkPolicy",
+    "podAnnotations",
+    "podLabels",
+    "serviceAccountName",
+    "imagePullSecrets",
+    "priorityClassName",
+    "topologySpreadConstraints",
+    "suspend",
 ];
 
 /// A parsed manifest: the server's name and what it declares.
