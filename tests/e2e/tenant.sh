@@ -31,6 +31,8 @@ T2=tenant-b
 DOMAIN=tenants.example.com
 # shellcheck source=tests/lib/e2e.sh
 source "$ROOT/tests/lib/e2e.sh"
+# shellcheck source=tests/lib/cluster.sh
+source "$ROOT/tests/lib/cluster.sh"
 
 OPERATOR_PID=
 RUNTIME_PID=
@@ -38,21 +40,11 @@ cleanup() {
   local rc=$?
   [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
   [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
-  if [[ ${KEEP_CLUSTER:-} == 1 ]]; then
-    log "control plane left running: eval \"\$(KUBE_MCP_TEST_RUN=$KUBE_MCP_TEST_RUN $CP env)\""
-  else
-    "$CP" stop || true
-  fi
+  cluster_stop
   exit "$rc"
 }
 
-if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
-  log "installing jq and curl"
-  apt-get update -qq && apt-get install -y -qq jq curl >/dev/null
-fi
-log "building mcp-operator and mcp-runtime"
-(cd "$ROOT" && nice cargo build --quiet -p mcp-operator -p mcp-runtime)
-OPERATOR_BIN=$ROOT/target/debug/mcp-operator
+cluster_prerequisites
 
 # A fresh control plane: this script's objects must not meet another script's.
 "$CP" stop >/dev/null 2>&1 || true
@@ -291,7 +283,7 @@ kubectl -n "$T2" get configmap weather-manifest -o jsonpath='{.data.manifest\.ya
 PREFIX=$(kubectl -n "$T2" get deployment weather -o json | jq -r '.spec.template.spec.containers[0].args as $a | $a[($a | index("--path-prefix")) + 1]')
 check "the Deployment passes --path-prefix /weather" test "$PREFIX" = /weather
 RT_PORT=$((ADMIN_PORT + 1))
-"$ROOT/target/debug/mcp-runtime" serve --manifest "$E2E/weather.yaml" --listen "127.0.0.1:$RT_PORT" \
+"$RUNTIME_BIN" serve --manifest "$E2E/weather.yaml" --listen "127.0.0.1:$RT_PORT" \
   --admin-listen "127.0.0.1:$((RT_PORT + 1))" --path-prefix "$PREFIX" >"$E2E/runtime.log" 2>&1 &
 RUNTIME_PID=$!
 check "mcp-runtime is ready" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$((RT_PORT + 1))/readyz"
