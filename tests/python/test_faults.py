@@ -78,7 +78,9 @@ class Outcome:
 def call_tool(base: str, session: str | None, id_: int, tool: str, started: float) -> Outcome:
     """One call on a fresh connection (so the proxy spreads calls over the replicas)."""
     out = Outcome(id_, tool, started)
-    body = {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": tool, "arguments": {"name": f"n{id_}"}}}
+    # The progress token makes the declared delays happen (they pace progress notifications).
+    params = {"name": tool, "arguments": {"name": f"n{id_}"}, "_meta": {"progressToken": id_}}
+    body = {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
     headers = dict(JSON_AND_SSE, Connection="close")
     if session:
         headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY})
