@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// `_meta` key under which the runtime reports the declaration it serves.
-pub const SERVED_META: &str = "kube-mcp.io/declaration";
+pub use mcp_runtime::declaration::SERVED_META;
 /// The protocol version of the request (stateless era: no session to open or close).
 const PROTOCOL_VERSION: &str = "2026-07-28";
 /// Longest wait for the answer.
