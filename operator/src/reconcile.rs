@@ -310,15 +310,7 @@ async fn verify_step(
     if ctx.memory.verified(&uid).as_deref() == Some(want_hash.as_str()) {
         return (Verification::Unchanged, 0);
     }
-    let prefix = server
-        .spec
-        .deployment
-        .ingress
-        .as_ref()
-        .and_then(build::path_prefix)
-        .unwrap_or_default();
-    let verification = match verify::ask(&ctx.client, &namespace, &server.name_any(), prefix).await
-    {
+    let verification = match verify::ask(&ctx.client, &namespace, &server.name_any()).await {
         Ok(served) => Verification::Answered {
             served,
             want_hash: want_hash.clone(),
