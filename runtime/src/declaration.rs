@@ -21,12 +21,12 @@ pub use compile::{
 };
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
-pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest};
+pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest};
 pub use resource_uri::UriTemplate;
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use stamp::{
-    HASH_ANNOTATION, MAX_HASH_LEN, SERVED_META, declaration_hash, hash_of, render_manifest,
-    valid_hash,
+    API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META, declaration_hash, hash_of,
+    render_manifest, valid_hash,
 };
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use types::*;

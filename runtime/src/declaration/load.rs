@@ -2,16 +2,11 @@
 //! renders (the same shape holding only the served fields). Pure: the caller reads the file
 //! (`reload::load`).
 
-use super::stamp::{HASH_ANNOTATION, MAX_HASH_LEN, valid_hash};
+use super::stamp::{API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, valid_hash};
 use super::types::Declaration;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
-
-/// The API group and version of `MCPServer`.
-pub const API_VERSION: &str = "kube-mcp.io/v1alpha1";
-/// The kind the runtime serves.
-pub const KIND: &str = "MCPServer";
 
 /// Spec fields the operator reads and the runtime ignores (`resources` is MCP's, so the
 /// container's CPU and memory are `containerResources`). The operator's tests check that this

@@ -4,10 +4,14 @@
 //! whether pods serve the current declaration. Both sides call these functions, so a manifest
 //! without a stamp (a user's own file) gets the hash the operator would have stamped. Pure.
 
-use super::load::{API_VERSION, KIND};
 use super::types::Declaration;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// The API group and version of `MCPServer`.
+pub const API_VERSION: &str = "kube-mcp.io/v1alpha1";
+/// The kind the runtime serves.
+pub const KIND: &str = "MCPServer";
 
 /// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash.
 pub const HASH_ANNOTATION: &str = "kube-mcp.io/declaration-hash";
