@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_operator::leader::LeaseConfig;
-use mcp_operator::reconcile::build::BuildConfig;
+use mcp_operator::reconcile::build::{BuildConfig, NetworkConfig};
 use mcp_operator::run::{RunConfig, run};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -30,9 +30,15 @@ enum Command {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Watch MCPServers in this namespace only (default: all namespaces).
-    #[arg(long, env = "MCP_OPERATOR_NAMESPACE")]
-    namespace: Option<String>,
+    /// Watch MCPServers in these namespaces only (repeatable, or comma-separated; default: all
+    /// namespaces). Namespaced rights (a Role in each) are then enough.
+    #[arg(
+        long,
+        alias = "namespace",
+        env = "MCP_OPERATOR_NAMESPACES",
+        value_delimiter = ','
+    )]
+    namespaces: Vec<String>,
     /// Runtime image for servers whose spec names none.
     #[arg(
         long,
@@ -57,6 +63,20 @@ struct RunArgs {
         default_value = "127.0.0.1:9090"
     )]
     admin_listen: SocketAddr,
+    /// Give every MCPServer a NetworkPolicy unless its spec turns it off.
+    #[arg(long, env = "MCP_OPERATOR_NETWORK_POLICIES", default_value_t = false, action = clap::ArgAction::Set)]
+    network_policies: bool,
+    /// Namespace of an ingress controller or gateway whose pods may reach the MCP port
+    /// (repeatable, or comma-separated).
+    #[arg(long, env = "MCP_OPERATOR_INGRESS_NAMESPACES", value_delimiter = ',')]
+    ingress_namespace: Vec<String>,
+    /// Namespace whose pods may scrape the admin port (repeatable, or comma-separated).
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_MONITORING_NAMESPACES",
+        value_delimiter = ','
+    )]
+    monitoring_namespace: Vec<String>,
     /// Elect a leader with a Lease, so that replicas never reconcile at once.
     #[arg(long, env = "MCP_OPERATOR_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     leader_elect: bool,
@@ -121,11 +141,24 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         None
     };
     let config = RunConfig {
-        namespace: args.namespace,
+        namespaces: {
+            let mut namespaces = args.namespaces;
+            namespaces.retain(|n| !n.is_empty());
+            namespaces.sort();
+            namespaces.dedup();
+            namespaces
+        },
         build: BuildConfig {
             runtime_image: args.runtime_image,
             image_pull_policy: args.runtime_image_pull_policy,
             cluster_domain: args.cluster_domain,
+            network: NetworkConfig {
+                enabled: args.network_policies,
+                ingress_namespaces: args.ingress_namespace,
+                monitoring_namespaces: args.monitoring_namespace,
+                // The operator's pods may reach the MCP port (to check what a server serves).
+                operator_namespace: args.lease_namespace.clone(),
+            },
         },
         admin_listen: args.admin_listen,
         lease,

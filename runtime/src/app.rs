@@ -7,7 +7,7 @@ use crate::metrics::Metrics;
 use crate::reload;
 use crate::server::{ListenLimit, Server, ServerSettings};
 use crate::sessions::{Sealer, SessionSettings, SessionStore, read_key};
-use crate::transport::{self, AppState, HttpSettings};
+use crate::transport::{self, AppState, BodyBudget, HttpSettings};
 use anyhow::Context as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -96,6 +96,7 @@ pub async fn serve(
         http: config.http.clone(),
         shutdown: shutdown.clone(),
         listen_streams: ListenLimit::new(config.sessions.max_sessions),
+        bodies: BodyBudget::new(&config.http),
     });
     let admin_state = Arc::new(AdminState {
         server: server.clone(),
@@ -114,9 +115,11 @@ pub async fn serve(
     let admin_app = routes::router(admin_state.clone());
     let admin_stop = shutdown.clone();
     let admin_task = tokio::spawn(async move {
-        axum::serve(admin, admin_app)
-            .with_graceful_shutdown(admin_stop.cancelled_owned())
-            .await
+        let limits = crate::listener::ConnectionLimits {
+            max_connections: 256,
+            ..crate::listener::ConnectionLimits::default()
+        };
+        crate::listener::serve(admin, admin_app, limits, admin_stop).await
     });
     tracing::info!(mcp = %mcp.local_addr()?, admin = %admin_addr, "serving");
     admin_state.set_ready(true);

@@ -2,6 +2,7 @@
 //! sessions) and `/sse` + `/messages` (2024-11-05 HTTP+SSE). Transports decide no method: they
 //! check HTTP, turn it into [`Server`] calls, and turn results back into HTTP.
 
+mod body;
 mod guard;
 mod headers;
 mod legacy;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use body::BodyBudget;
 pub use guard::OriginPolicy;
 
 /// HTTP settings of the MCP port.
@@ -29,12 +31,20 @@ pub use guard::OriginPolicy;
 pub struct HttpSettings {
     /// Who may call: Host and Origin allow-lists.
     pub origins: OriginPolicy,
-    /// Path prefix under which an ingress exposes the server (for the HTTP+SSE endpoint URI).
+    /// Path prefix under which an ingress exposes the server: the routes are served under it as
+    /// well as at the root, and the HTTP+SSE endpoint URI points under it. Empty, or `/` then
+    /// segments without `/` at the end, `{`, `}` or `*` (see [`check_path_prefix`]).
     pub path_prefix: String,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
     /// Interval of `:` keep-alive comments on SSE streams.
     pub keepalive: Duration,
+    /// Bytes of large bodies (over 64 KiB) read and parsed at once, across all clients.
+    pub large_body_budget: usize,
+    /// Longest a large body waits for its share of that budget before a 503.
+    pub large_body_wait: Duration,
+    /// Longest a body may take to arrive before a 408.
+    pub body_timeout: Duration,
 }
 
 impl Default for HttpSettings {
@@ -44,8 +54,28 @@ impl Default for HttpSettings {
             path_prefix: String::new(),
             max_body_bytes: 4 * 1024 * 1024,
             keepalive: Duration::from_secs(15),
+            // Four of the largest bodies: each costs at most a few times its size to parse.
+            large_body_budget: 16 * 1024 * 1024,
+            large_body_wait: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
         }
     }
+}
+
+/// `prefix` as a path prefix the routes can live under: empty, or starting with `/`, without a
+/// trailing `/`, an empty segment, or a character axum's route syntax or a URL gives a meaning.
+pub fn check_path_prefix(prefix: &str) -> Result<String, String> {
+    let prefix = prefix.trim_end_matches('/');
+    if prefix.is_empty() {
+        return Ok(String::new());
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()+,;=@%/".contains(c);
+    if !prefix.starts_with('/') || prefix.contains("//") || !prefix.chars().all(plain) {
+        return Err(format!(
+            "`{prefix}` is not a path prefix such as /weather (a leading `/`, no empty segment, no `{{`, `}}`, `*`, `:`, `?` or `#`)"
+        ));
+    }
+    Ok(prefix.to_owned())
 }
 
 /// Everything a handler needs.
@@ -60,20 +90,32 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
     pub listen_streams: ListenLimit,
+    /// Bounds the large bodies read and parsed at once.
+    pub bodies: BodyBudget,
 }
 
-/// The MCP routes.
+/// The MCP routes: at the root (in-cluster clients, through the Service) and, with a path
+/// prefix, under it as well (clients through an ingress or gateway that forwards the path as it
+/// is: no rewriting, so any controller routes it the same way).
 pub fn router(state: Arc<AppState>) -> Router {
     let max_body = state.http.max_body_bytes;
-    Router::new()
-        .route(
-            "/mcp",
-            post(mcp_post::post)
-                .get(streamable::get)
-                .delete(streamable::delete),
-        )
-        .route("/sse", get(sse::get))
-        .route("/messages", post(sse::post))
+    let mut bases = vec![String::new()];
+    if !state.http.path_prefix.is_empty() {
+        bases.push(state.http.path_prefix.clone());
+    }
+    let mut router = Router::new();
+    for base in bases {
+        router = router
+            .route(
+                &format!("{base}/mcp"),
+                post(mcp_post::post)
+                    .get(streamable::get)
+                    .delete(streamable::delete),
+            )
+            .route(&format!("{base}/sse"), get(sse::get))
+            .route(&format!("{base}/messages"), post(sse::post));
+    }
+    router
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check_host_and_origin,
@@ -92,9 +134,9 @@ pub async fn serve(
     let shutdown = state.shutdown.clone();
     let reaper = tokio::spawn(expire_sessions(state.clone()));
     let app = router(state.clone());
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let mut server = std::pin::pin!(server.into_future());
+    let limits = crate::listener::ConnectionLimits::default();
+    let server = crate::listener::serve(listener, app, limits, shutdown.clone());
+    let mut server = std::pin::pin!(server);
     let result = tokio::select! {
         result = &mut server => result,
         () = async { shutdown.cancelled().await; tokio::time::sleep(drain).await } => {
@@ -108,14 +150,29 @@ pub async fn serve(
 }
 
 async fn expire_sessions(state: Arc<AppState>) {
-    let every = (state.sessions.settings().idle_timeout / 4)
-        .clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let every = state.sessions.settings().sweep_interval();
     let mut timer = tokio::time::interval(every);
     loop {
         timer.tick().await;
         let ended = state.sessions.expire_idle();
         if ended > 0 {
             tracing::info!(ended, "ended idle sessions");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_path_prefix;
+
+    #[test]
+    fn path_prefixes_are_checked() {
+        assert_eq!(check_path_prefix("").unwrap(), "");
+        assert_eq!(check_path_prefix("/").unwrap(), "");
+        assert_eq!(check_path_prefix("/weather/").unwrap(), "/weather");
+        assert_eq!(check_path_prefix("/a/b-c.d").unwrap(), "/a/b-c.d");
+        for bad in ["weather", "/a//b", "/{x}", "/*", "/a?b", "/a#b", "/a:b"] {
+            assert!(check_path_prefix(bad).is_err(), "{bad}");
         }
     }
 }

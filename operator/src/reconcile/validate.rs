@@ -25,11 +25,32 @@ pub struct Accepted {
 /// functions, so a pod computes the same hash for a manifest without the stamp).
 pub use mcp_runtime::declaration::{HASH_ANNOTATION, declaration_hash};
 
-/// A declaration the runtime would refuse, with every problem located by its field path.
+/// A spec the operator will not serve, with every problem located by its field path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Refused {
     /// The problems, in declaration order.
     pub errors: Vec<FieldError>,
+    /// The reason of the `Accepted=False` condition.
+    pub reason: RefusalReason,
+}
+
+/// Why a spec is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// The runtime would refuse the declaration.
+    InvalidDeclaration,
+    /// An older `MCPServer` already claims the same host and path.
+    HostConflict,
+}
+
+impl RefusalReason {
+    /// The condition reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidDeclaration => "InvalidDeclaration",
+            Self::HostConflict => "HostConflict",
+        }
+    }
 }
 
 /// Largest rendered manifest: a ConfigMap holds 1 MiB in all, and its metadata and key take a
@@ -40,6 +61,14 @@ pub const MAX_MANIFEST_BYTES: usize = 1_000_000;
 const MAX_QUOTED_ERRORS: usize = 8;
 
 impl Refused {
+    /// A declaration the runtime would refuse.
+    pub fn invalid(errors: Vec<FieldError>) -> Self {
+        Self {
+            errors,
+            reason: RefusalReason::InvalidDeclaration,
+        }
+    }
+
     /// One line for the `Accepted` condition: the failing fields and what is wrong with them.
     pub fn message(&self) -> String {
         let mut parts: Vec<String> = self
@@ -86,29 +115,27 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
                 error.path = format!("{} ({item})", error.path);
             }
         }
-        return Err(Refused { errors });
+        return Err(Refused::invalid(errors));
     }
     let render = |annotations: &BTreeMap<&'static str, String>| {
-        render_manifest(&name, declaration, annotations).map_err(|err| Refused {
-            errors: vec![FieldError {
+        render_manifest(&name, declaration, annotations).map_err(|err| {
+            Refused::invalid(vec![FieldError {
                 path: "spec".into(),
                 message: format!("cannot be written as YAML: {err}"),
-            }],
+            }])
         })
     };
     let hash = declaration_hash(&render(&BTreeMap::new())?);
     let manifest_yaml = render(&[(HASH_ANNOTATION, hash.clone())].into())?;
     if manifest_yaml.len() > MAX_MANIFEST_BYTES {
-        return Err(Refused {
-            errors: vec![FieldError {
-                path: "spec".into(),
-                message: format!(
-                    "renders to {} bytes, more than the {MAX_MANIFEST_BYTES} a ConfigMap can hold: \
-                     serve large contents from an upstream (`http`) instead of inline `text` or `blob`",
-                    manifest_yaml.len()
-                ),
-            }],
-        });
+        return Err(Refused::invalid(vec![FieldError {
+            path: "spec".into(),
+            message: format!(
+                "renders to {} bytes, more than the {MAX_MANIFEST_BYTES} a ConfigMap can hold: \
+                 serve large contents from an upstream (`http`) instead of inline `text` or `blob`",
+                manifest_yaml.len()
+            ),
+        }]));
     }
     Ok(Accepted {
         manifest_yaml,
@@ -289,7 +316,7 @@ mod tests {
                 message: "bad".into(),
             })
             .collect();
-        let message = Refused { errors }.message();
+        let message = Refused::invalid(errors).message();
         assert!(message.ends_with("; and 4 more"), "{message}");
     }
 

@@ -102,13 +102,16 @@ pub fn parse(answer: &Value) -> Result<Served, String> {
     })
 }
 
-/// Asks the Service `name` in `namespace` (port `http`) what it serves, through the API
-/// server's service proxy (which works from inside the cluster and out). The runtime serves
-/// `/mcp` at its root whatever the ingress path (an ingress prefix is the ingress's business),
-/// and the proxy reaches it past the ingress.
-pub async fn ask(client: &Client, namespace: &str, name: &str) -> Result<Served, VerifyError> {
+/// Asks the Service `name` in `namespace` (port `http`, MCP endpoint under `prefix`) what it
+/// serves, through the API server's service proxy (which works from inside the cluster and out).
+pub async fn ask(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    prefix: &str,
+) -> Result<Served, VerifyError> {
     let service = format!("{namespace}/{name}:http");
-    let uri = format!("/api/v1/namespaces/{namespace}/services/{name}:http/proxy/mcp");
+    let uri = format!("/api/v1/namespaces/{namespace}/services/{name}:http/proxy{prefix}/mcp");
     let body = serde_json::to_vec(&request_body()).unwrap_or_default();
     let request = http::Request::post(uri)
         // The proxy passes the Host it was sent on to the pod, whose runtime accepts only the
