@@ -9,6 +9,7 @@ mod json_body;
 mod load;
 mod resource_uri;
 mod secrets;
+mod stamp;
 mod template;
 mod types;
 mod upstream_url;
@@ -23,9 +24,13 @@ pub use compile::{
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
-pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest};
+pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest};
 pub use resource_uri::UriTemplate;
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
+pub use stamp::{
+    API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META, declaration_hash, hash_of,
+    render_manifest, valid_hash,
+};
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use types::*;
 pub use upstream_url::{UrlTemplate, lookup, same_origin, scalar_text};

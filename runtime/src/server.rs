@@ -145,6 +145,7 @@ pub struct Server {
 impl Server {
     /// Serves `compiled`.
     pub fn new(compiled: Compiled, settings: ServerSettings, metrics: Arc<Metrics>) -> Self {
+        metrics.declaration_served(None, &compiled.hash);
         let (changes, _) = broadcast::channel(CHANGE_CAPACITY);
         let current = Arc::new(ArcSwap::from_pointee(compiled));
         let cache = Arc::new(ReadCache::default());
@@ -187,7 +188,9 @@ impl Server {
 
     /// Swaps in a new declaration and tells open streams what changed.
     pub fn replace(&self, compiled: Compiled) -> Changes {
+        let new_hash = compiled.hash.clone();
         let old = self.current.swap(Arc::new(compiled));
+        self.metrics.declaration_served(Some(&old.hash), &new_hash);
         self.cache.forget(None);
         let changes = diff(&old, &self.current.load());
         if changes.any() {
@@ -343,7 +346,13 @@ fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
         return result;
     }
     result["resultType"] = Value::String("complete".to_owned());
-    result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]);
+    // Merged: a method's own `_meta` (such as the served declaration) is kept.
+    match result.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(existing) => {
+            existing.insert(meta::SERVER_INFO.to_owned(), decl.server_info.clone());
+        }
+        None => result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]),
+    }
     if CACHEABLE.contains(&method) {
         result["ttlMs"] = Value::from(decl.cache.ttl_ms);
         result["cacheScope"] = json!(decl.cache.scope);

@@ -7,7 +7,9 @@
 # the examples as a user would, and checks children, owner references, field manager, status,
 # events, pruning, garbage collection, refusals (API server and operator), leader election and
 # shutdown. It then serves the ConfigMap the operator wrote with mcp-runtime and talks to it with
-# the official MCP Python SDK: manifest -> operator -> ConfigMap -> runtime -> answered tool call.
+# the official MCP Python SDK: manifest -> operator -> ConfigMap -> runtime -> answered tool call,
+# and the operator's `Verified` check reaches that runtime through the API server's service proxy
+# (tests/e2e/verified.sh).
 #
 # Usage: tests/e2e/run.sh        (KEEP_CLUSTER=1 leaves the control plane running afterwards)
 # Prints `ok - ...` / `not ok - ...` lines and ends with `N passed, N failed`; exits 1 on failure.
@@ -286,6 +288,9 @@ wait "$RUNTIME_PID" 2>/dev/null || true
 RUNTIME_PID=
 
 # ----------------------------------------------------------------------------------------------
+source "$ROOT/tests/e2e/verified.sh"
+
+# ----------------------------------------------------------------------------------------------
 log "a refused declaration leaves the last good children serving"
 CM_RV=$(kubectl -n "$NS" get configmap weather-manifest -o jsonpath='{.metadata.resourceVersion}')
 TEMPLATE_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}')
@@ -301,7 +306,7 @@ untouched() {
     [[ $(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}') == "$TEMPLATE_BEFORE" ]]
 }
 check "the ConfigMap and the Deployment are untouched" untouched
-check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Hi, [{][{] args.name [}][}]!")'
+check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Verified, [{][{] args.name [}][}]!")'
 check "a Warning event names the refusal" eventually 20 events_with InvalidDeclaration
 check "fixing it accepts it again" kubectl -n "$NS" patch mcpserver weather --type=json \
   -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi again, {{ args.name }}!"}]'

@@ -410,6 +410,13 @@ mod tests {
                 .any(|w| w == ["--allowed-host", "hello.tools.svc.cluster.local"]),
             "{args:?}"
         );
+        // The Verified request's Host, which the service proxy passes on, is allowed.
+        let host = crate::reconcile::verify::service_host("tools", "hello");
+        assert!(
+            args.windows(2)
+                .any(|w| w[0] == "--allowed-host" && w[1] == host),
+            "{args:?}"
+        );
     }
 
     #[test]

@@ -90,7 +90,23 @@ pub fn compile(
     manifest: &Manifest,
     options: &CompileOptions,
 ) -> Result<Compiled, InvalidDeclaration> {
-    Compiler::new(options).run(&manifest.name, &manifest.declaration, &manifest.base_dir)
+    let hash = match &manifest.hash {
+        Some(stamped) => stamped.clone(),
+        None => super::stamp::hash_of(&manifest.name, &manifest.declaration).map_err(|err| {
+            InvalidDeclaration {
+                errors: vec![FieldError {
+                    path: "spec".into(),
+                    message: format!("cannot be written as YAML: {err}"),
+                }],
+            }
+        })?,
+    };
+    Compiler::new(options).run(
+        &manifest.name,
+        &manifest.declaration,
+        &manifest.base_dir,
+        hash,
+    )
 }
 
 struct Compiler<'a> {
@@ -120,6 +136,7 @@ impl<'a> Compiler<'a> {
         name: &str,
         decl: &Declaration,
         base_dir: &Path,
+        hash: String,
     ) -> Result<Compiled, InvalidDeclaration> {
         let mut server_info =
             json!({"name": name, "version": decl.version.as_deref().unwrap_or("0.0.0")});
@@ -138,6 +155,7 @@ impl<'a> Compiler<'a> {
         let index = |keys: Vec<String>| keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
         Ok(Compiled {
             server_info,
+            hash,
             instructions: decl.instructions.clone(),
             cache: decl.cache.clone().unwrap_or_default(),
             tool_index: index(decl.tools.iter().map(|t| t.name.clone()).collect()),

@@ -15,6 +15,9 @@ use std::sync::Arc;
 pub struct Compiled {
     /// `serverInfo` as sent to clients.
     pub server_info: Value,
+    /// The declaration's hash: stamped by the operator, or computed as the operator would
+    /// (`declaration::hash_of`). Reported to clients and in a metric.
+    pub hash: String,
     /// Server instructions.
     pub instructions: Option<String>,
     /// Caching hints for 2026-07-28 results.
