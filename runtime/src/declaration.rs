@@ -1,5 +1,6 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
+mod access;
 mod compile;
 mod jq;
 mod json_body;
@@ -11,6 +12,7 @@ mod uri_template;
 mod url_template;
 mod value_template;
 
+pub use access::{Access, AccessRules, Caller, MAX_LEEWAY_SECONDS, Verdict};
 pub use compile::{
     BodyKind, CompileOptions, Compiled, CompiledBody, CompiledHttp, CompiledParam, CompiledPrompt,
     CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, FieldError,
