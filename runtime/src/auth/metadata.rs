@@ -32,18 +32,26 @@ pub fn metadata_url(resource: &Url) -> String {
     url.to_string()
 }
 
-/// Request paths (as the runtime sees them) that serve the document: the bare well-known path,
-/// the path-suffixed form of the public URL, and that form without `path_prefix` (an ingress
-/// that strips the prefix from every path).
+/// Request paths (as the runtime sees them) that serve the document: the bare well-known path
+/// and the path-suffixed forms of the resource and of its endpoints (`/mcp`, `/sse`), each also
+/// without `path_prefix` (an ingress that strips the prefix from every path) and under it.
 pub fn served_paths(resource: &Url, path_prefix: &str) -> Vec<String> {
     let path = resource.path().trim_end_matches('/');
-    let mut paths = vec![WELL_KNOWN.to_owned(), format!("{WELL_KNOWN}{path}")];
-    if !path_prefix.is_empty()
-        && let Some(rest) = path.strip_prefix(path_prefix)
-        && rest.starts_with('/')
-    {
-        paths.push(format!("{WELL_KNOWN}{rest}"));
-        paths.push(format!("{path_prefix}{WELL_KNOWN}{rest}"));
+    let mut suffixes = vec![path.to_owned()];
+    if !path.ends_with("/mcp") && !path.ends_with("/sse") {
+        suffixes.push(format!("{path}/mcp"));
+        suffixes.push(format!("{path}/sse"));
+    }
+    let mut paths = vec![WELL_KNOWN.to_owned()];
+    for suffix in suffixes {
+        paths.push(format!("{WELL_KNOWN}{suffix}"));
+        if !path_prefix.is_empty()
+            && let Some(rest) = suffix.strip_prefix(path_prefix)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            paths.push(format!("{WELL_KNOWN}{rest}"));
+            paths.push(format!("{path_prefix}{WELL_KNOWN}{rest}"));
+        }
     }
     paths.sort();
     paths.dedup();
