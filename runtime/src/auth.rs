@@ -12,6 +12,7 @@ mod keys;
 mod metadata;
 mod principal;
 mod refusal;
+mod state;
 mod uri;
 mod verify;
 
@@ -22,6 +23,7 @@ pub use keys::{KeySettings, Keys, parse_set};
 pub use metadata::{WELL_KNOWN, document, metadata_url, served_paths};
 pub use principal::Principal;
 pub use refusal::Refusal;
+pub use state::{AuthSettings, AuthState};
 pub use uri::{audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url};
 pub use verify::{MAX_TOKEN_BYTES, Rules, Verifier, audience_ok};
 
