@@ -3,6 +3,7 @@
 //! they turn HTTP into [`Server::handle`] calls and results back into HTTP.
 
 mod answer;
+mod authn;
 mod guard;
 mod mcp;
 mod modern;
@@ -10,6 +11,7 @@ mod session_stream;
 mod sse;
 mod streamable;
 
+use crate::auth::AuthState;
 use crate::server::Server;
 use crate::sessions::SessionStore;
 use axum::Router;
@@ -20,6 +22,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use authn::Caller;
 pub use guard::OriginPolicy;
 
 /// HTTP settings of the MCP port.
@@ -58,6 +61,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
     pub listen_streams: Arc<tokio::sync::Semaphore>,
+    /// Who may call, when the declaration has `spec.auth`.
+    pub auth: Arc<AuthState>,
 }
 
 /// The MCP routes.
@@ -72,6 +77,13 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/sse", get(sse::get))
         .route("/messages", post(sse::post))
+        // Every MCP route is authenticated (when the declaration asks for it); the metadata is
+        // not (clients read it to learn how to authenticate).
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authn::authenticate,
+        ))
+        .fallback(authn::metadata)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check_host_and_origin,

@@ -44,7 +44,7 @@ impl Access {
 }
 
 /// The compiled access rules of a declaration.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct AccessRules {
     env: Environment<'static>,
     tools: HashMap<String, Access>,

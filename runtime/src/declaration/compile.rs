@@ -11,9 +11,12 @@ pub use http_types::{
     StatusMatch,
 };
 
+use super::access::AccessRules;
 use super::load::Manifest;
 use super::template::{DEFAULT_FUEL, Templates, Text};
-use super::types::{CachePolicy, ContentBlock, Declaration, LogLevel, Prompt, Resource, Tool};
+use super::types::{
+    Auth, CachePolicy, ContentBlock, Declaration, LogLevel, Prompt, Resource, Tool,
+};
 use super::uri_template::UriTemplate;
 use super::value_template::ValueTemplate;
 use base64::Engine as _;
@@ -87,6 +90,10 @@ pub struct Compiled {
     pub prompts: Vec<CompiledPrompt>,
     /// Every template of the declaration.
     pub templates: Templates,
+    /// `spec.auth`, when requests must be authenticated.
+    pub auth: Option<Auth>,
+    /// Per-item scopes and `allow` conditions.
+    pub access: AccessRules,
     tool_index: HashMap<String, usize>,
     resource_index: HashMap<String, usize>,
     prompt_index: HashMap<String, usize>,
@@ -253,6 +260,9 @@ impl<'a> Compiler<'a> {
         let resources = self.resources(&decl.resources, base_dir);
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);
+        let access = AccessRules::compile(decl, self.options.template_fuel)
+            .map_err(|errors| self.errors.extend(errors))
+            .unwrap_or_default();
         if !self.errors.is_empty() {
             return Err(InvalidDeclaration {
                 errors: self.errors,
@@ -271,6 +281,8 @@ impl<'a> Compiler<'a> {
             resource_templates,
             prompts,
             templates: self.templates,
+            auth: decl.auth.clone(),
+            access,
         })
     }
 

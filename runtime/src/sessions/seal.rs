@@ -22,6 +22,10 @@ pub struct SealedSession {
     /// Creation time, seconds since the Unix epoch.
     #[serde(rename = "t")]
     pub created: u64,
+    /// Digest of the (issuer, subject) that opened the session, when requests are
+    /// authenticated: the session serves only that principal (base64).
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 /// Seals and opens session ids.
@@ -103,6 +107,7 @@ mod tests {
 
     fn session() -> SealedSession {
         SealedSession {
+            principal: None,
             version: "2025-11-25".into(),
             created: 1_700_000_000,
         }

@@ -1,0 +1,239 @@
+//! Bearer authentication of every MCP route (`POST/GET/DELETE /mcp`, `GET /sse`, each
+//! `POST /messages`) when the served declaration has `spec.auth`, and the Protected Resource
+//! Metadata document (RFC 9728). One middleware, so no route can be left out: it validates the
+//! token, refuses a session opened by another principal, refuses a request for an item whose
+//! scopes (or token-only `allow`) the caller lacks with a 403 challenge before any dispatch,
+//! hands the caller to the handlers, and ends a streamed response when the token expires. The
+//! token itself goes no further than this file: handlers see only the validated principal.
+
+use super::AppState;
+use super::mcp::SESSION_HEADER;
+use crate::auth::{Authenticator, Principal, Refusal};
+use crate::declaration::{Caller as AccessCaller, Compiled};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The authenticated caller of a request (a request extension; absent without `spec.auth`).
+#[derive(Clone, Debug)]
+pub struct Caller(pub Arc<Principal>);
+
+/// The middleware.
+pub async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let compiled = state.server.declaration();
+    let authenticator = match state
+        .auth
+        .for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
+    {
+        Ok(None) => return next.run(request).await,
+        Ok(Some(authenticator)) => authenticator,
+        Err(err) => {
+            // Fail closed: a server that should authenticate but cannot serves nobody.
+            tracing::error!(error = %err, "cannot authenticate requests");
+            state
+                .server
+                .metrics()
+                .auth_failure(Refusal::Unavailable.reason());
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "authentication is misconfigured",
+            )
+                .into_response();
+        }
+    };
+    let principal = match authenticator
+        .authenticate(request.headers(), request.uri().query())
+        .await
+    {
+        Ok(principal) => principal,
+        Err(refusal) => return refuse(&state, &authenticator, &refusal),
+    };
+    if let Some(id) = session_id(&request)
+        && let Some(bound) = state.sessions.principal_of(&id)
+        && bound != Some(principal.digest())
+    {
+        return refuse(&state, &authenticator, &Refusal::WrongPrincipal);
+    }
+    let mut request = if request.method() == Method::POST {
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, state.http.max_body_bytes).await {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
+            }
+        };
+        if let Err(refusal) = check_items(&compiled, &authenticator, &principal, &bytes) {
+            return refuse(&state, &authenticator, &refusal);
+        }
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        request
+    };
+    let expires_at = principal.expires_at;
+    request.extensions_mut().insert(Caller(principal));
+    let response = next.run(request).await;
+    end_at_expiry(response, expires_at)
+}
+
+/// A refusal as HTTP: its status, the challenge, and a count by reason.
+fn refuse(state: &AppState, authenticator: &Authenticator, refusal: &Refusal) -> Response {
+    state.server.metrics().auth_failure(refusal.reason());
+    tracing::debug!(reason = refusal.reason(), "refused a request");
+    let mut response = (
+        refusal.status(),
+        Json(serde_json::json!({"error": refusal.error_code().unwrap_or("unauthorized"), "error_description": refusal.to_string()})),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, authenticator.challenge(refusal));
+    response
+}
+
+fn session_id(request: &Request) -> Option<String> {
+    if let Some(value) = request.headers().get(SESSION_HEADER) {
+        return value.to_str().ok().map(str::to_owned);
+    }
+    form_urlencoded::parse(request.uri().query()?.as_bytes())
+        .find(|(name, _)| name == "sessionId")
+        .map(|(_, value)| value.into_owned())
+}
+
+/// The parts of a JSON-RPC message that name an item.
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<Params<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Params<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uri: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Messages<'a> {
+    #[serde(borrow)]
+    One(Message<'a>),
+    Many(Vec<Message<'a>>),
+}
+
+/// Refuses a message that uses an item the caller may not see: scopes it lacks (403 naming
+/// every scope needed) or a token-only `allow` that refuses it. Conditions over `args` are left
+/// to the dispatch (a tool error the model can read). Bodies that do not parse pass: the
+/// transport answers those as it always does.
+fn check_items(
+    compiled: &Compiled,
+    authenticator: &Authenticator,
+    principal: &Principal,
+    body: &[u8],
+) -> Result<(), Refusal> {
+    let Ok(messages) = serde_json::from_slice::<Messages<'_>>(body) else {
+        return Ok(());
+    };
+    let messages = match messages {
+        Messages::One(one) => vec![one],
+        Messages::Many(many) => many,
+    };
+    let caller = AccessCaller {
+        scopes: &principal.scopes,
+        claims: &principal.claims,
+    };
+    for message in messages {
+        let (Some(method), Some(params)) = (message.method, message.params) else {
+            continue;
+        };
+        let access = match (&*method, params.name, params.uri) {
+            ("tools/call", Some(name), _) => compiled.access.tool(&name),
+            ("prompts/get", Some(name), _) => compiled.access.prompt(&name),
+            ("resources/read" | "resources/subscribe", _, Some(uri)) => {
+                if compiled.resource(&uri).is_some() {
+                    compiled.access.resource(&uri)
+                } else {
+                    let template = compiled
+                        .resource_templates
+                        .iter()
+                        .find(|t| t.uri.matches(&uri).is_some())
+                        .and_then(|t| t.descriptor.get("uriTemplate"))
+                        .and_then(serde_json::Value::as_str);
+                    match template {
+                        Some(template) => compiled.access.resource_template(template),
+                        None => continue,
+                    }
+                }
+            }
+            _ => continue,
+        };
+        authenticator.require(principal, &access.required_scopes)?;
+        if !access.decided_at_call() && !compiled.access.listed(access, caller) {
+            return Err(Refusal::Forbidden);
+        }
+    }
+    Ok(())
+}
+
+/// Ends a streamed response when its token expires (the client must come back with a fresh
+/// token); plain responses pass as they are.
+fn end_at_expiry(response: Response, expires_at: u64) -> Response {
+    let streamed = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !streamed {
+        return response;
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let left = Duration::from_secs(expires_at.saturating_sub(now));
+    let (parts, body) = response.into_parts();
+    let deadline = tokio::time::sleep(left);
+    let stream = body.into_data_stream().take_until(deadline);
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// `GET` of the Protected Resource Metadata (at every path [`Authenticator::metadata_paths`]
+/// names); 404 elsewhere and when the server does not authenticate.
+pub async fn metadata(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let compiled = state.server.declaration();
+    let Ok(Some(authenticator)) = state
+        .auth
+        .for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
+    else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let path = request.uri().path();
+    if request.method() != Method::GET
+        || !authenticator
+            .metadata_paths(&state.http.path_prefix)
+            .iter()
+            .any(|p| p == path)
+    {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let mut response = Json(authenticator.metadata().clone()).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("public, max-age=300"),
+    );
+    response
+}
