@@ -2,6 +2,7 @@
 //! declaration. Knows nothing of HTTP or sessions; transports call [`Server::handle`]. The
 //! declaration is swapped atomically on reload (no lock on the request path).
 
+mod access;
 mod catalog;
 mod completion;
 mod lifecycle;
@@ -11,7 +12,8 @@ mod tools;
 mod upstream;
 
 use crate::admin::metrics::{Metrics, method_label};
-use crate::declaration::{Compiled, LogLevel};
+use crate::auth::Principal;
+use crate::declaration::{CacheScope, Compiled, LogLevel};
 use crate::protocol::{Era, McpError, meta, object};
 use arc_swap::ArcSwap;
 use serde_json::{Value, json};
@@ -19,6 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 
+use access::Kind;
 pub use lifecycle::{initialize_result, parse_level};
 use tokio_util::sync::CancellationToken;
 pub use upstream::MAX_POLLED;
@@ -62,6 +65,9 @@ pub struct RequestContext {
     pub progress_token: Option<Value>,
     /// The stream for this request's notifications.
     pub notifier: Option<Notifier>,
+    /// The authenticated caller (with `spec.auth`): lists and `allow` conditions are decided
+    /// for it.
+    pub caller: Option<Arc<Principal>>,
 }
 
 impl RequestContext {
@@ -77,7 +83,15 @@ impl RequestContext {
             log_level,
             progress_token: Self::progress_token(params).cloned(),
             notifier,
+            caller: None,
         }
+    }
+
+    /// The same context, for `caller`.
+    #[must_use]
+    pub fn with_caller(mut self, caller: Option<Arc<Principal>>) -> Self {
+        self.caller = caller;
+        self
     }
 
     /// The progress token in `params._meta`, if the client asked for progress.
@@ -227,31 +241,62 @@ impl Server {
                 params,
                 page_size,
                 "tools",
-                decl.tools.iter().map(|t| &t.descriptor),
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Tool,
+                    decl.tools.iter().map(|t| &t.descriptor),
+                )
+                .into_iter(),
             ),
-            (_, "tools/call") => tools::call(decl, &self.metrics, ctx, params).await,
+            (_, "tools/call") => match access::tool_refusal(decl, ctx, params) {
+                Some(refused) => Ok(refused),
+                None => tools::call(decl, &self.metrics, ctx, params).await,
+            },
             (_, "resources/list") => catalog::list(
                 params,
                 page_size,
                 "resources",
-                decl.resources.iter().map(|r| &r.descriptor),
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Resource,
+                    decl.resources.iter().map(|r| &r.descriptor),
+                )
+                .into_iter(),
             ),
             (_, "resources/templates/list") => catalog::list(
                 params,
                 page_size,
                 "resourceTemplates",
-                decl.resource_templates.iter().map(|t| &t.descriptor),
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::ResourceTemplate,
+                    decl.resource_templates.iter().map(|t| &t.descriptor),
+                )
+                .into_iter(),
             ),
-            (_, "resources/read") => {
-                resources::read(decl, &self.metrics, &self.cache, params).await
-            }
+            (_, "resources/read") => match access::resource_refusal(decl, ctx, params) {
+                Some(refused) => Err(McpError::InvalidParams(refused)),
+                None => resources::read(decl, &self.metrics, &self.cache, params).await,
+            },
             (_, "prompts/list") => catalog::list(
                 params,
                 page_size,
                 "prompts",
-                decl.prompts.iter().map(|p| &p.descriptor),
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Prompt,
+                    decl.prompts.iter().map(|p| &p.descriptor),
+                )
+                .into_iter(),
             ),
-            (_, "prompts/get") => prompts::get(decl, params),
+            (_, "prompts/get") => match access::prompt_refusal(decl, ctx, params) {
+                Some(refused) => Err(McpError::InvalidParams(refused)),
+                None => prompts::get(decl, params),
+            },
             (_, "completion/complete") => completion::complete(decl, params),
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }
@@ -278,7 +323,12 @@ fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
     result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]);
     if CACHEABLE.contains(&method) {
         result["ttlMs"] = Value::from(decl.cache.ttl_ms);
-        result["cacheScope"] = json!(decl.cache.scope);
+        // What an authenticated server answers depends on who asks: never shared.
+        result["cacheScope"] = if decl.auth.is_some() {
+            json!(CacheScope::Private)
+        } else {
+            json!(decl.cache.scope)
+        };
     }
     result
 }

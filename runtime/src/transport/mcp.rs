@@ -3,6 +3,7 @@
 //! `initialize` and session traffic go to the legacy Streamable HTTP path.
 
 use super::answer::error;
+use super::authn::Caller;
 use super::guard::{check_accept, check_content_type};
 use super::{AppState, modern, streamable};
 use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, meta, parse_message};
@@ -21,6 +22,7 @@ pub const VERSION_HEADER: &str = "mcp-protocol-version";
 pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> Response {
     // The headers are taken out rather than extracted as a `HeaderMap`, which would copy them.
     let headers = std::mem::take(request.headers_mut());
+    let caller = request.extensions().get::<Caller>().map(|c| c.0.clone());
     let body = match Bytes::from_request(request, &state).await {
         Ok(body) => body,
         Err(rejection) => return rejection.into_response(),
@@ -37,9 +39,9 @@ pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> R
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
     if is_modern(&headers, &message) {
-        modern::post(state, headers, message, accepts.sse).await
+        modern::post(state, headers, message, accepts.sse, caller).await
     } else {
-        streamable::post(state, headers, message, accepts.sse).await
+        streamable::post(state, headers, message, accepts.sse, caller).await
     }
 }
 

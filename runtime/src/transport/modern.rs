@@ -4,6 +4,7 @@
 use super::AppState;
 use super::answer::{self, error};
 use super::mcp::VERSION_HEADER;
+use crate::auth::Principal;
 use crate::declaration::LogLevel;
 use crate::protocol::{
     Era, Incoming, MODERN_VERSION, McpError, RequestId, meta, notification, success_response,
@@ -24,6 +25,7 @@ pub async fn post(
     headers: HeaderMap,
     message: Incoming,
     accepts_sse: bool,
+    caller: Option<Arc<Principal>>,
 ) -> Response {
     let Incoming::Request { id, method, params } = message else {
         // Notifications need no answer; closing a response stream is how 2026 clients cancel.
@@ -51,7 +53,7 @@ pub async fn post(
     let keepalive = state.http.keepalive;
     let may_notify = log_level.is_some() || RequestContext::progress_token(&params).is_some();
     let (notifier, notifications) = answer::notification_channel(may_notify);
-    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier);
+    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier).with_caller(caller);
     let outcome = async move {
         match state.server.handle(&ctx, &method, &params).await {
             Ok(result) => (StatusCode::OK, success_response(&id, result)),

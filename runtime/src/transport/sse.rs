@@ -4,12 +4,14 @@
 
 use super::AppState;
 use super::answer::{self, error};
+use super::authn::Caller;
 use super::guard::check_content_type;
 use super::session_stream::{self, short};
 use super::streamable::{notification, run};
 use crate::protocol::{Era, Incoming, LegacyVersion, McpError, parse_message, success_response};
 use crate::server::initialize_result;
 use crate::sessions::{SessionStore, SessionTransport};
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -25,8 +27,15 @@ const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
 const STREAM_SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `GET /sse`: opens a session whose life is this stream.
-pub async fn get(State(state): State<Arc<AppState>>) -> Response {
-    let session = match state.sessions.open(SessionTransport::Sse, None) {
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    caller: Option<Extension<Caller>>,
+) -> Response {
+    let principal = caller.map(|Extension(Caller(p))| p.digest());
+    let session = match state
+        .sessions
+        .open_for(SessionTransport::Sse, None, principal)
+    {
         Ok(session) => session,
         Err(err) => return error(None, &err, ERA),
     };
@@ -83,9 +92,11 @@ pub struct MessagesQuery {
 pub async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let caller = caller.map(|Extension(Caller(p))| p);
     let Some(id) = query.session_id else {
         return (StatusCode::BAD_REQUEST, "missing sessionId query parameter").into_response();
     };
@@ -133,6 +144,7 @@ pub async fn post(
                 &method,
                 &params,
                 Some(stream.clone()),
+                caller,
             )
             .await
         };

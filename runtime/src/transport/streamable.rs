@@ -6,6 +6,7 @@ use super::guard::accepts;
 use super::mcp::{SESSION_HEADER, VERSION_HEADER, missing_session};
 use super::modern::MAX_SUBSCRIPTIONS;
 use super::{AppState, session_stream};
+use crate::auth::Principal;
 use crate::protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
 };
@@ -25,11 +26,12 @@ pub async fn post(
     headers: HeaderMap,
     message: Incoming,
     accepts_sse: bool,
+    caller: Option<Arc<Principal>>,
 ) -> Response {
     if let Incoming::Request { id, method, params } = &message
         && method == "initialize"
     {
-        return initialize(&state, id, params);
+        return initialize(&state, id, params, caller.as_deref());
     }
     let session = match session_of(&state, &headers) {
         Ok(session) => session,
@@ -51,7 +53,7 @@ pub async fn post(
     }
     match message {
         Incoming::Request { id, method, params } => {
-            request(state, session, id, method, params, accepts_sse).await
+            request(state, session, id, method, params, accepts_sse, caller).await
         }
         Incoming::Notification { method, params } => {
             notification(&session, &method, &params);
@@ -64,13 +66,19 @@ pub async fn post(
     }
 }
 
-fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
+fn initialize(
+    state: &AppState,
+    id: &RequestId,
+    params: &Value,
+    caller: Option<&Principal>,
+) -> Response {
     let started = std::time::Instant::now();
     let version = LegacyVersion::negotiate(params);
-    let session = match state
-        .sessions
-        .open(SessionTransport::StreamableHttp, Some(version))
-    {
+    let session = match state.sessions.open_for(
+        SessionTransport::StreamableHttp,
+        Some(version),
+        caller.map(Principal::digest),
+    ) {
         Ok(session) => session,
         Err(err) => {
             state.server.record("initialize", false, started);
@@ -124,13 +132,14 @@ async fn request(
     method: String,
     params: Value,
     accepts_sse: bool,
+    caller: Option<Arc<Principal>>,
 ) -> Response {
     let keepalive = state.http.keepalive;
     let may_notify =
         session.log_level().is_some() || RequestContext::progress_token(&params).is_some();
     let (notifier, notifications) = answer::notification_channel(may_notify);
     let outcome = async move {
-        let response = run(&state, &session, &id, &method, &params, notifier).await;
+        let response = run(&state, &session, &id, &method, &params, notifier, caller).await;
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());
@@ -150,6 +159,7 @@ pub async fn run(
     method: &str,
     params: &Value,
     notifier: Option<Notifier>,
+    caller: Option<Arc<Principal>>,
 ) -> Option<Value> {
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
     let Some(in_flight) = session.start_request(id) else {
@@ -162,7 +172,7 @@ pub async fn run(
         ));
         return Some(answer::error_body(Some(id), &err, era).0);
     }
-    let ctx = RequestContext::new(era, params, session.log_level(), notifier);
+    let ctx = RequestContext::new(era, params, session.log_level(), notifier).with_caller(caller);
     let outcome = tokio::select! {
         outcome = state.server.handle(&ctx, method, params) => outcome,
         // A cancelled request gets no response, as the protocol asks.
