@@ -3,8 +3,8 @@
 // PORT is set) and prints `issuer <URL>` once it serves. Issues RS256 JWT access tokens whose
 // `aud` is the RFC 8707 resource indicator the client asked for (loopback resources only), by
 // client credentials (test clients below) or by authorization code with PKCE for clients that
-// register dynamically (the MCP SDK's OAuth client; the login is oidc-provider's development
-// form, which any user name passes). Introspection is on. For tests only: in-memory storage and
+// register dynamically (the MCP SDK's OAuth client; the login and consent are oidc-provider's
+// development forms, which any user name passes). Introspection is on. For tests only: in-memory storage and
 // keys generated at start.
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
@@ -73,20 +73,6 @@ const provider = new Provider(issuer, {
   // Accept any account id at the development login form.
   findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id }) }),
   pkce: { required: () => true },
-  loadExistingGrant: async (ctx) => {
-    // Consent without a second form: grant what the client asked for.
-    const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId });
-    grant.addOIDCScope('openid offline_access');
-    for (const [resource] of Object.entries(ctx.oidc.resourceServers ?? {})) {
-      grant.addResourceScope(resource, 'mcp issues:write');
-    }
-    const requested = ctx.oidc.params.resource;
-    for (const resource of [requested].flat().filter(Boolean)) {
-      grant.addResourceScope(resource, 'mcp issues:write');
-    }
-    await grant.save();
-    return grant;
-  },
 });
 provider.proxy = false;
 server.on('request', provider.callback());
