@@ -2,6 +2,9 @@
 //! right status and `WWW-Authenticate` challenge, against an issuer serving its keys on a real
 //! socket; and key rotation picked up without a restart.
 
+// Test helpers outside `#[test]` functions may panic on setup failures: that fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod issuer;
 
 use http::{HeaderMap, HeaderValue, StatusCode, header};
