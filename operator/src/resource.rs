@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether the server's replicas are available"}"#,
     printcolumn = r#"{"name":"URL","type":"string","jsonPath":".status.url","description":"Where MCP clients connect"}"#,
     printcolumn = r#"{"name":"Tools","type":"integer","jsonPath":".status.counts.tools","description":"Tools served"}"#,
+    printcolumn = r#"{"name":"Auth","type":"string","jsonPath":".spec.auth.issuer","description":"Issuer whose tokens every request needs (empty: no authentication)"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     doc = "An MCP server declared by its tools, resources and prompts, served by mcp-runtime pods."
 )]

@@ -190,6 +190,88 @@ mod tests {
         );
     }
 
+    fn ingress_paths(server: &MCPServer) -> Vec<String> {
+        let ingress = build(server).ingress.unwrap();
+        ingress.spec.unwrap().rules.unwrap()[0]
+            .http
+            .clone()
+            .unwrap()
+            .paths
+            .into_iter()
+            .map(|p| p.path.unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn an_authenticated_server_gets_its_public_url_and_metadata_routes() {
+        let mut server = weather();
+        server.spec.declaration.auth = Some(mcp_runtime::declaration::Auth {
+            issuer: "https://idp.example.com/realms/acme".into(),
+            ..Default::default()
+        });
+        let args = build(&server)
+            .deployment
+            .spec
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .args
+            .clone()
+            .unwrap();
+        let ingress = server.spec.deployment.ingress.clone().unwrap();
+        let scheme = if ingress.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let base = format!(
+            "{scheme}://{}{}",
+            ingress.host,
+            exposure::path_prefix(&ingress).unwrap()
+        );
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--public-url", base.as_str()]),
+            "{args:?}"
+        );
+        // Under the prefix, the metadata path (outside the prefix) is routed and kept as is.
+        let paths = ingress_paths(&server);
+        assert_eq!(paths.len(), 2, "{paths:?}");
+        let prefix = exposure::regex_escape(exposure::path_prefix(&ingress).unwrap());
+        assert_eq!(
+            paths[1],
+            format!(r"/(\.well-known/oauth-protected-resource{prefix}(?:/mcp|/sse)?)$")
+        );
+        // At the root, the well-known paths are routed exactly.
+        server.spec.deployment.ingress.as_mut().unwrap().path = None;
+        assert_eq!(
+            ingress_paths(&server),
+            [
+                "/mcp",
+                "/sse",
+                "/messages",
+                "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource/sse",
+            ]
+        );
+        // Without spec.auth, neither.
+        server.spec.declaration.auth = None;
+        assert_eq!(ingress_paths(&server), ["/mcp", "/sse", "/messages"]);
+        let plain = build(&server)
+            .deployment
+            .spec
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(!plain.contains(&"--public-url".to_owned()));
+    }
+
     #[test]
     fn regex_characters_of_a_prefix_are_escaped() {
         assert_eq!(exposure::regex_escape("/v1.2/(x)"), r"/v1\.2/\(x\)");

@@ -21,6 +21,13 @@ pub const SERVICE_PORT: i32 = 80;
 /// The endpoints an Ingress exposes: MCP's (modern and legacy sessions), and HTTP+SSE's.
 const ENDPOINTS: &[&str] = &["mcp", "sse", "messages"];
 
+/// Where the protected resource metadata of a server at the root is looked up.
+const METADATA_PATHS: [&str; 3] = [
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+    "/.well-known/oauth-protected-resource/sse",
+];
+
 /// Annotations that keep server-sent event streams open through ingress-nginx: no response
 /// buffering and an hour before an idle stream is cut. Other controllers ignore them.
 const SSE_ANNOTATIONS: &[(&str, &str)] = &[
@@ -84,11 +91,19 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
         path_type: path_type.into(),
         backend: backend.clone(),
     };
+    let auth = server.spec.declaration.auth.is_some();
     let paths = match path_prefix(declared) {
-        // At the root, the endpoints are routed as they are, by any ingress controller.
+        // At the root, the endpoints are routed as they are, by any ingress controller; with
+        // `spec.auth`, so is the protected resource metadata (RFC 9728) clients look up.
         None => ENDPOINTS
             .iter()
-            .map(|endpoint| path(format!("/{endpoint}"), "Exact"))
+            .map(|endpoint| format!("/{endpoint}"))
+            .chain(
+                auth.then(|| METADATA_PATHS.map(str::to_owned))
+                    .into_iter()
+                    .flatten(),
+            )
+            .map(|p| path(p, "Exact"))
             .collect(),
         // Under a prefix, the runtime still serves at the root (the prefix only shapes the
         // endpoint its HTTP+SSE stream announces): ingress-nginx strips the prefix.
@@ -101,10 +116,23 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
                 "nginx.ingress.kubernetes.io/rewrite-target".into(),
                 "/$1".into(),
             );
-            vec![path(
+            let mut paths = vec![path(
                 format!("{}/({})$", regex_escape(prefix), ENDPOINTS.join("|")),
                 "ImplementationSpecific",
-            )]
+            )];
+            if auth {
+                // The metadata of `https://host/prefix` lives at
+                // `/.well-known/oauth-protected-resource/prefix` (outside the prefix); the
+                // rewrite keeps that path, which the runtime serves.
+                paths.push(path(
+                    format!(
+                        "/(\\.well-known/oauth-protected-resource{}(?:/mcp|/sse)?)$",
+                        regex_escape(prefix)
+                    ),
+                    "ImplementationSpecific",
+                ));
+            }
+            paths
         }
     };
     annotations.extend(declared.annotations.clone());
@@ -173,6 +201,12 @@ pub fn path_prefix(ingress: &IngressSpec) -> Option<&str> {
 
 /// Where MCP clients connect: the Ingress URL when one is declared, else the Service's.
 pub fn url(server: &MCPServer, config: &BuildConfig) -> String {
+    format!("{}/mcp", public_url(server, config))
+}
+
+/// The server's canonical URL (the runtime's `--public-url`): where its endpoints live, path
+/// prefix included, without `/mcp` (HTTP+SSE clients call `/sse` under it).
+pub fn public_url(server: &MCPServer, config: &BuildConfig) -> String {
     match &server.spec.deployment.ingress {
         Some(ingress) => {
             let scheme = if ingress.tls.is_some() {
@@ -181,13 +215,13 @@ pub fn url(server: &MCPServer, config: &BuildConfig) -> String {
                 "http"
             };
             format!(
-                "{scheme}://{}{}/mcp",
+                "{scheme}://{}{}",
                 ingress.host,
                 path_prefix(ingress).unwrap_or_default()
             )
         }
         None => format!(
-            "http://{}.{}.svc.{}/mcp",
+            "http://{}.{}.svc.{}",
             server.name_any(),
             server.namespace().unwrap_or_default(),
             config.cluster_domain
