@@ -159,17 +159,17 @@ impl Authenticator {
     /// Refuses `principal` unless it holds the server's required scopes and `item_scopes`; the
     /// refusal lists every scope the operation needs.
     pub fn require(&self, principal: &Principal, item_scopes: &[String]) -> Result<(), Refusal> {
-        let needed: Vec<String> = self
-            .required_scopes
-            .iter()
-            .chain(item_scopes)
-            .cloned()
-            .collect();
-        if principal.missing(&needed).is_empty() {
-            Ok(())
-        } else {
-            Err(Refusal::InsufficientScope(needed))
+        let mut needed = self.required_scopes.iter().chain(item_scopes);
+        if needed.all(|scope| principal.scopes.contains(scope)) {
+            return Ok(());
         }
+        Err(Refusal::InsufficientScope(
+            self.required_scopes
+                .iter()
+                .chain(item_scopes)
+                .cloned()
+                .collect(),
+        ))
     }
 
     /// The `WWW-Authenticate` value for `refusal`.

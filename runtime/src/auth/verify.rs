@@ -1,9 +1,9 @@
 //! Token validation: a bearer token in, a [`Principal`] or a [`Refusal`] out. JWTs are checked
 //! against the issuer's cached keys (algorithm allow-list, signature, exact issuer, RFC 8707
 //! audience, `exp`/`nbf` with leeway); opaque tokens go to RFC 7662 introspection when it is
-//! configured. Validated tokens are remembered by digest until they expire, so a client's
-//! repeated calls cost a hash and a lookup, not a signature check. I/O only through the key
-//! cache and introspection.
+//! configured. Validated tokens are remembered until they expire, so a client's repeated calls
+//! cost a hash-map lookup, not a signature check. I/O only through the key cache and
+//! introspection.
 
 use super::introspect::Introspector;
 use super::keys::Keys;
@@ -14,13 +14,13 @@ use dashmap::DashMap;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 /// Largest accepted token, in bytes (real access tokens are a few KiB at most).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
-/// Most validated tokens remembered; the cache is emptied when it fills.
-const MAX_CACHED: usize = 10_000;
+/// Most validated tokens remembered (at most [`MAX_TOKEN_BYTES`] each); the cache is emptied
+/// when it fills.
+const MAX_CACHED: usize = 4_096;
 
 /// What a token must satisfy.
 #[derive(Clone, Debug)]
@@ -40,7 +40,9 @@ pub struct Verifier {
     rules: Rules,
     keys: Arc<Keys>,
     introspector: Option<Introspector>,
-    validated: DashMap<[u8; 32], Remembered>,
+    /// Keyed by the token itself: a lookup hashes it with the map's keyed SipHash and compares
+    /// it whole, so no other token can ever match an entry.
+    validated: DashMap<Box<str>, Remembered>,
 }
 
 struct Remembered {
@@ -71,9 +73,8 @@ impl Verifier {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Refusal::Malformed("token too large"));
         }
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = jsonwebtoken::get_current_timestamp();
-        if let Some(hit) = self.validated.get(&digest) {
+        if let Some(hit) = self.validated.get(token) {
             let current = self.keys.current().generation;
             if hit.generation == 0 || hit.generation == current {
                 self.check_times(hit.principal.expires_at, hit.not_before, now)?;
@@ -95,7 +96,7 @@ impl Verifier {
             self.validated.clear();
         }
         self.validated.insert(
-            digest,
+            token.into(),
             Remembered {
                 principal: principal.clone(),
                 not_before,

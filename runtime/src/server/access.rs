@@ -51,6 +51,9 @@ pub fn visible<'a>(
         .collect()
 }
 
+/// Arguments of a call that sent none.
+static NO_ARGS: Value = Value::Null;
+
 /// Why the caller may not use an item with these arguments (`None`: it may).
 pub fn refusal(
     decl: &Compiled,
@@ -74,11 +77,12 @@ pub fn refusal(
 pub fn tool_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Option<Value> {
     ctx.caller.as_ref()?;
     let name = params.get("name").and_then(Value::as_str)?;
-    let args = params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    let message = refusal(decl, ctx, decl.access.tool(name), &args)?;
+    let access = decl.access.tool(name);
+    if access.is_open() {
+        return None;
+    }
+    let args = params.get("arguments").unwrap_or(&NO_ARGS);
+    let message = refusal(decl, ctx, access, args)?;
     Some(json!({"content": [{"type": "text", "text": message}], "isError": true}))
 }
 
@@ -86,11 +90,8 @@ pub fn tool_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Op
 pub fn prompt_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Option<String> {
     ctx.caller.as_ref()?;
     let name = params.get("name").and_then(Value::as_str)?;
-    let args = params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    refusal(decl, ctx, decl.access.prompt(name), &args)
+    let args = params.get("arguments").unwrap_or(&NO_ARGS);
+    refusal(decl, ctx, decl.access.prompt(name), args)
 }
 
 /// For `resources/read` and `resources/subscribe`: the refusal message, when the resource's
