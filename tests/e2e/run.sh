@@ -398,10 +398,12 @@ OPERATOR_PID=
 log "platform policy: policy.requireAuth refuses servers without spec.auth at admission"
 check "helm upgrade with policy.requireAuth=true" \
   helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e --set operator.watchNamespace="$NS" --set policy.requireAuth=true
+# A new name, so the dry run is a create (an unchanged apply sends nothing to admit).
+sed 's/^  name: weather$/  name: policy-check/' "$ROOT/examples/weather.yaml" >"$E2E/policy-check.yaml"
 check "an MCPServer without spec.auth is refused" eventually 20 bash -c \
-  "! kubectl -n $NS apply --dry-run=server -f '$ROOT/examples/weather.yaml' 2>'$E2E/policy.err' && grep -q 'requires spec.auth' '$E2E/policy.err'"
+  "! kubectl -n $NS create --dry-run=server -f '$E2E/policy-check.yaml' 2>'$E2E/policy.err' && grep -q 'requires spec.auth' '$E2E/policy.err'"
 check "one with spec.auth is admitted" bash -c \
-  "sed 's|^spec:|spec:\\n  auth: {issuer: \"https://idp.example.com\"}|' '$ROOT/examples/weather.yaml' | kubectl -n $NS apply --dry-run=server -f -"
+  "sed 's|^spec:|spec:\\n  auth: {issuer: \"https://idp.example.com\"}|' '$E2E/policy-check.yaml' | kubectl -n $NS create --dry-run=server -f -"
 
 log "uninstall keeps the CRD"
 check "helm uninstall succeeds" helm uninstall "$RELEASE" -n "$SYSTEM_NS"
