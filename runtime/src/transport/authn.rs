@@ -128,14 +128,6 @@ struct Params<'a> {
     uri: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Messages<'a> {
-    #[serde(borrow)]
-    One(Message<'a>),
-    Many(Vec<Message<'a>>),
-}
-
 /// Refuses a message that uses an item the caller may not see: scopes it lacks (403 naming
 /// every scope needed) or a token-only `allow` that refuses it. Conditions over `args` are left
 /// to the dispatch (a tool error the model can read). Bodies that do not parse pass: the
@@ -146,12 +138,19 @@ fn check_items(
     principal: &Principal,
     body: &[u8],
 ) -> Result<(), Refusal> {
-    let Ok(messages) = serde_json::from_slice::<Messages<'_>>(body) else {
-        return Ok(());
-    };
-    let messages = match messages {
-        Messages::One(one) => vec![one],
-        Messages::Many(many) => many,
+    // One message or a batch, told apart by the first byte (an untagged enum would buffer the
+    // whole document first).
+    let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let messages = if batch {
+        match serde_json::from_slice::<Vec<Message<'_>>>(body) {
+            Ok(many) => many,
+            Err(_) => return Ok(()),
+        }
+    } else {
+        match serde_json::from_slice::<Message<'_>>(body) {
+            Ok(one) => vec![one],
+            Err(_) => return Ok(()),
+        }
     };
     let caller = AccessCaller {
         scopes: &principal.scopes,
