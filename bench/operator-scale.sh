@@ -2,8 +2,10 @@
 # Operator scale: applies N MCPServers (default 500) to a real control plane (tests/control-plane.sh:
 # etcd + kube-apiserver + kube-controller-manager on 127.0.0.1) and measures the time until every
 # one is Accepted with its children (ConfigMap, Deployment, Service) created, the operator's RSS
-# and CPU time, and the API requests the operator made per reconcile (from the API server's audit
-# log, filtered to the operator's ServiceAccount). Writes bench/results/<date>-operator-scale.md.
+# and CPU time, the reconciles, API requests and API writes the operator made per MCPServer (from
+# the API server's audit log, filtered to the operator's ServiceAccount), and the requests it made
+# in a 60 s window after convergence (a quiet operator makes none). Writes
+# bench/results/<date>-operator-scale.md.
 #
 # Usage: bench/operator-scale.sh
 # Environment: SCALE_N (500), SCALE_TIMEOUT (600 s), MCP_OPERATOR_BIN (default: built from this
@@ -85,7 +87,11 @@ fresh_cluster() {
   "$CP" start
   eval "$("$CP" env)"
   "$OPERATOR_BIN" crd | kubectl apply -f - >/dev/null
-  kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s >/dev/null
+  # `kubectl wait` fails (not waits) while the new CRD has no conditions yet: retry.
+  for _ in $(seq 30); do
+    kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s >/dev/null 2>&1 && break
+    sleep 1
+  done
   kubectl create namespace "$SYSTEM_NS" >/dev/null
   kubectl create namespace "$NS" >/dev/null
   kubectl -n "$SYSTEM_NS" create serviceaccount "$SA" >/dev/null
@@ -111,8 +117,16 @@ stop_operator() {
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$OPERATOR_PID/status"; }
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$OPERATOR_PID/stat"; }
 audit_requests() { jq -r 'select(.stage == "ResponseComplete") | .auditID' "$WORK/audit.log" 2>/dev/null | sort -u | wc -l; }
+audit_writes() { jq -r 'select(.stage == "ResponseComplete" and (.verb | test("^(create|update|patch|delete)$"))) | .auditID' "$WORK/audit.log" 2>/dev/null | sort -u | wc -l; }
+# requests_since EPOCH: requests the operator sent at or after EPOCH (a watch opened earlier and
+# still open is not one).
+requests_since() {
+  jq -r --argjson t "$1" 'select(.stage == "ResponseComplete" and (.requestReceivedTimestamp | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) >= $t) | "\(.verb) \(.objectRef.resource // "-")"' "$WORK/audit.log" 2>/dev/null
+}
+# Servers with Accepted=True (jq, not a kubectl JSONPath filter: that fails on a server with no
+# status yet).
 accepted() {
-  kubectl -n "$NS" get mcpservers -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Accepted")].status}{"\n"}{end}' | grep -c '^True$' || true
+  kubectl -n "$NS" get mcpservers -o json | jq '[.items[] | select(any(.status.conditions[]?; .type == "Accepted" and .status == "True"))] | length'
 }
 children() { kubectl -n "$NS" get "$1" -l app.kubernetes.io/managed-by=mcp-operator --no-headers 2>/dev/null | wc -l; }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
@@ -142,7 +156,7 @@ wait_converged() {
 #   live: the operator runs while `kubectl apply` creates the N servers (what a user sees);
 #   cold: the N servers exist before the operator starts (the operator's own pace).
 phase() {
-  local name=$1 start t0 rss_idle cpu_idle req_idle rss_end reconciles requests load_before
+  local name=$1 start t0 rss_idle cpu_idle req_idle writes_idle rss_end reconciles requests writes quiet_from quiet load_before
   fresh_cluster
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   if [[ $name == live ]]; then
@@ -157,6 +171,7 @@ phase() {
   rss_idle=$(rss_kib)
   cpu_idle=$(cpu_s)
   req_idle=$(audit_requests)
+  writes_idle=$(audit_writes)
   PEAK=$rss_idle
   start=$(date +%s.%N)
   if [[ $name == live ]]; then
@@ -173,6 +188,14 @@ phase() {
   ((rss_end > PEAK)) && PEAK=$rss_end
   reconciles=$(metric mcp_operator_reconciles_total)
   requests=$(($(audit_requests) - req_idle))
+  writes=$(($(audit_writes) - writes_idle))
+  log "$name: converged; watching the operator for 60 s"
+  quiet_from=$(date +%s)
+  sleep 60
+  quiet=$(requests_since "$quiet_from" | wc -l)
+  printf -v "R_quiet_$name" %s "$quiet$( ((quiet > 0)) && requests_since "$quiet_from" | sort | uniq -c | awk '{printf " (%s %s x%s)", $2, $3, $1}')"
+  printf -v "R_writes_$name" %s "$writes ($(awk -v w="$writes" -v m="$N" 'BEGIN {printf "%.2f", w / m}') per MCPServer)"
+  printf -v "R_recper_$name" %s "$(awk -v r="$reconciles" -v m="$N" 'BEGIN {printf "%.2f", r / m}')"
   printf -v "R_rss_$name" %s "$((rss_idle / 1024)) / $((PEAK / 1024)) / $((rss_end / 1024))"
   printf -v "R_cpu_$name" %s "$(awk -v a="$cpu_idle" -v b="$(cpu_s)" 'BEGIN {printf "%.1f", b - a}')"
   printf -v "R_reconciles_$name" %s "$reconciles ($(metric mcp_operator_reconcile_errors_total))"
@@ -205,12 +228,15 @@ runs on the same 2 cores; each phase starts a fresh one.
 | figure | live | cold |
 |---|---|---|
 | \`kubectl apply\` of $N MCPServers took | ${R_apply_live} s (operator running) | ${R_apply_cold} s (no operator) |
-| time until all Accepted=True with ConfigMap, Deployment and Service (goal < 60 s) | ${R_converged_live} s | ${R_converged_cold} s |
+| time until all Accepted=True with ConfigMap, Deployment and Service (goal < 30 s) | ${R_converged_live} s | ${R_converged_cold} s |
 | operator RSS idle / peak / after, MiB | ${R_rss_live} | ${R_rss_cold} |
 | operator CPU time, s | ${R_cpu_live} | ${R_cpu_cold} |
 | reconciles (errors) | ${R_reconciles_live} | ${R_reconciles_cold} |
 | API requests by the operator | ${R_requests_live} | ${R_requests_cold} |
 | API requests per reconcile / per MCPServer | ${R_per_live} | ${R_per_cold} |
+| reconciles per MCPServer (goal <= 3) | ${R_recper_live} | ${R_recper_cold} |
+| API writes (create, update, patch, delete) (goal <= 6 per MCPServer) | ${R_writes_live} | ${R_writes_cold} |
+| API requests in the 60 s after convergence (goal 0) | ${R_quiet_live} | ${R_quiet_cold} |
 | load average before -> after | ${R_load_live} | ${R_load_cold} |
 
 API requests of the live phase by verb and resource (audit log; includes the watches opened at start):

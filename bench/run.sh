@@ -11,7 +11,7 @@
 # BENCH_IDLE_BIG (10000 idle HTTP+SSE sessions on kube-mcp), BENCH_HOLD (10s),
 # BENCH_PORT (18100, first of the ports used), BENCH_PEERS ("rmcp typescript-sdk python-sdk"),
 # BENCH_OUT (bench/results/<date>.md), MCP_BENCH_THREADS (2, load generator threads),
-# BENCH_PYTHON (a python with mcp==2.3.0; default: the test venv, else a venv under target/).
+# BENCH_PYTHON (a python with mcp==2.3.0; default: the project venv, tests/lib/python-venv.sh).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -53,18 +53,11 @@ if [ ! -d bench/peers/ts/node_modules/@modelcontextprotocol/sdk ]; then
 fi
 PY=${BENCH_PYTHON:-}
 if [ -z "$PY" ]; then
-  for candidate in "$HOME/.cache/kube-mcp-test/venv/bin/python" "$ROOT/target/bench-venv/bin/python"; do
-    if [ -x "$candidate" ] && "$candidate" -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
-      PY=$candidate
-      break
-    fi
-  done
-fi
-if [ -z "$PY" ]; then
-  log "creating a venv with mcp==2.3.0 under target/bench-venv"
-  python3 -m venv "$ROOT/target/bench-venv"
-  "$ROOT/target/bench-venv/bin/pip" install --quiet 'mcp==2.3.0' uvicorn
-  PY=$ROOT/target/bench-venv/bin/python
+  # The project's one Python venv (its pins include mcp==2.3.0 and uvicorn).
+  source "$ROOT/tests/lib/python-venv.sh"
+  log "preparing the Python venv"
+  python_venv
+  PY=$PYTHON
 fi
 
 rm -rf "$WORK" && mkdir -p "$WORK"

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # tests/run.sh: every check kube-mcp has, in one command (the README's test command; CI runs it).
 #
-# Stages: lint (fmt, clippy) -> Rust tests (unit, snapshot, socket) -> official conformance suite
-# -> official Python SDK and Inspector clients -> cluster end-to-end (real control plane + helm),
-# when present. Each stage installs what it needs (npm, PyPI, Go modules); caches live under
-# $HOME/.cache/kube-mcp-test. Every stage runs even if an earlier one failed; the exit status is
+# Usage: tests/run.sh [STAGE...]   runs the named stages in the order given (default: all)
+#        tests/run.sh --list       names the stages
+#
+# Stages: lint (fmt, clippy, module cycles) -> rust (unit, snapshot, socket tests) -> conformance
+# (the official suite) -> python (official Python SDK and Inspector clients) -> e2e (real control
+# plane + helm) -> monitoring (promtool rule tests, dashboards and rules against live metrics).
+# Each stage installs what it needs (npm, PyPI, Go modules); caches live under $HOME/.cache/kube-mcp-test. Every stage runs even if an earlier one failed; the exit status is
 # non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,22 +34,16 @@ stage() {
 }
 
 lint() {
-  cargo fmt --all --check && cargo clippy --workspace --all-targets --locked -- -D warnings
+  cargo fmt --all --check &&
+    cargo clippy --workspace --all-targets --locked -- -D warnings &&
+    python3 tests/module-cycles.py runtime/src operator/src
 }
 
 rust_tests() {
   cargo build --workspace --locked && cargo test --workspace --locked
 }
 
-# The venv is keyed by the requirements file, so a change of pins builds a new one.
-python_env() {
-  local key
-  key=$(sha256sum tests/python/requirements.txt | cut -c1-12)
-  VENV=$CACHE/venv-$key
-  if [[ ! -x $VENV/bin/python ]]; then
-    python3 -m venv "$VENV" && "$VENV/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
-  fi
-}
+source tests/lib/python-venv.sh
 
 # The authorization server of the auth tests (oidc-provider) and its Node 22, from the lock file.
 auth_server() {
@@ -56,18 +53,50 @@ auth_server() {
 }
 
 python_clients() {
-  python_env && auth_server && "$VENV/bin/python" -m pytest tests/python -q -p no:cacheprovider
+  python_venv && auth_server && "$PYTHON" -m pytest tests/python -q -p no:cacheprovider
 }
 
-stage lint lint
-stage "rust tests" rust_tests
-stage conformance tests/conformance/run.sh
-if [[ -d tests/python ]]; then
-  stage "python and inspector clients" python_clients
+# name | description | command
+STAGES=(
+  "lint|fmt, clippy -D warnings, no module cycles|lint"
+  "rust|cargo build and cargo test, whole workspace|rust_tests"
+  "conformance|the official MCP conformance suite|tests/conformance/run.sh"
+  "python|official Python SDK and Inspector clients|python_clients"
+  "e2e|cluster end to end: control plane, operator, helm|tests/e2e/run.sh"
+  "monitoring|alert rules, dashboards, monitors vs live metrics|tests/monitoring/run.sh"
+)
+
+if [[ ${1:-} == --list || ${1:-} == -l ]]; then
+  for entry in "${STAGES[@]}"; do
+    IFS='|' read -r name description _ <<<"$entry"
+    printf '%-12s %s\n' "$name" "$description"
+  done
+  exit 0
 fi
-if [[ -x tests/e2e/run.sh ]]; then
-  stage "cluster end-to-end" tests/e2e/run.sh
+
+wanted=("$@")
+if ((${#wanted[@]} == 0)); then
+  for entry in "${STAGES[@]}"; do
+    wanted+=("${entry%%|*}")
+  done
 fi
+command_of() {
+  local entry
+  for entry in "${STAGES[@]}"; do
+    if [[ ${entry%%|*} == "$1" ]]; then
+      echo "${entry##*|}"
+    fi
+  done
+}
+for name in "${wanted[@]}"; do
+  if [[ -z $(command_of "$name") ]]; then
+    echo "unknown stage: $name (tests/run.sh --list names them)" >&2
+    exit 2
+  fi
+done
+for name in "${wanted[@]}"; do
+  stage "$name" "$(command_of "$name")"
+done
 
 echo
 if ((failed > 0)); then

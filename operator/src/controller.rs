@@ -1,19 +1,42 @@
-//! The controller: watches `MCPServer`s (in one namespace or all) and the children the operator
-//! labelled, and runs the reconcile pipeline on every change. I/O.
+//! The controller: watches `MCPServer`s (in one namespace or all), the children the operator
+//! labelled and their pods, caches the children (reflector stores the reconciles read), and runs
+//! the reconcile pipeline only on news. I/O.
+//!
+//! What counts as news: a server's new generation (its own status writes are not); a child
+//! changed or deleted by someone else (the echo of the operator's own apply is not); a change of
+//! the Deployment fields readiness depends on; a pod whose containers start or stop naming a
+//! problem. Reconciles are debounced and their concurrency is bounded.
 
-use crate::reconcile::build::MANAGED_BY;
-use crate::reconcile::{Context, error_chain, error_policy, reconcile};
+mod changes;
+
+use crate::reconcile::build::{MANAGED_BY, SERVER_LABEL};
+use crate::reconcile::cache::Stores;
+use crate::reconcile::memory::{Memory, fingerprint};
+use crate::reconcile::{Context, error_chain, error_policy, pods, reconcile};
 use crate::resource::MCPServer;
+use changes::{Filter, changes};
 use futures_util::StreamExt as _;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::runtime::{Controller, controller, watcher};
-use kube::{Api, Client, Resource};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt as _, controller, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
 use std::future::Future;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// Most reconciles running at once: enough to keep the API server busy, few enough that a burst
+/// of servers does not queue thousands of requests on it.
+pub const CONCURRENCY: u16 = 16;
+/// Requests for the same server within this time become one reconcile (a Deployment's status
+/// moves in several writes as its pods come up).
+pub const DEBOUNCE: Duration = Duration::from_millis(1500);
 
 /// An API handle for all namespaces, or the one the operator is scoped to.
 fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -27,38 +50,198 @@ where
     }
 }
 
-/// Runs the controller until `stop` completes; in-flight reconciles finish first.
-pub async fn run(
-    ctx: Arc<Context>,
+/// A label-scoped watch of `K` cached into a store, as a stream of raw watch events; managed
+/// fields are dropped (the operator never reads them, and they are most of an object's size).
+fn cached_watch<K>(
+    client: &Client,
     namespace: Option<&str>,
+) -> (
+    Store<K>,
+    impl futures_util::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let config =
+        watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
+    let (reader, writer) = reflector::store();
+    let stream = watcher(scoped::<K>(client, namespace), config)
+        .default_backoff()
+        .modify(|object: &mut K| object.meta_mut().managed_fields = None)
+        .reflect(writer);
+    (reader, stream)
+}
+
+/// What of a Deployment the `Ready` condition reads, plus its [`fingerprint`].
+fn readiness(deployment: &Deployment) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    fingerprint(deployment).hash(&mut hasher);
+    if let Some(status) = &deployment.status {
+        (
+            status.observed_generation,
+            status.replicas,
+            status.updated_replicas,
+            status.available_replicas,
+            status.unavailable_replicas,
+        )
+            .hash(&mut hasher);
+        for condition in status.conditions.iter().flatten() {
+            if condition.type_.as_deref() == Some("Progressing") {
+                condition.reason.hash(&mut hasher);
+            }
+        }
+    }
+    hasher.finish()
+}
+
+/// The echo of the operator's own Deployment apply: what it wrote, before the Deployment
+/// controller has looked at it (its first status write is news).
+fn deployment_echo(memory: &Memory, deployment: &Deployment) -> bool {
+    let seen = deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.observed_generation);
+    memory.is_echo(deployment) && seen < deployment.metadata.generation
+}
+
+/// A child is news when its fingerprint changed and it is not the echo of the operator's apply.
+#[allow(clippy::type_complexity)]
+fn child_filter<K: Resource<DynamicType = ()>>(
+    memory: Arc<Memory>,
+) -> Filter<fn(&K) -> u64, impl Fn(&K) -> bool, fn(&K) -> bool> {
+    Filter {
+        key: fingerprint::<K>,
+        echo: move |object: &K| memory.is_echo(object),
+        baseline: None,
+        on_delete: |_| true,
+    }
+}
+
+/// Runs the controller until `stop` completes; in-flight reconciles finish first.
+/// `context` receives the child caches the reconciles read.
+pub async fn run(
+    client: Client,
+    namespace: Option<&str>,
+    memory: Arc<Memory>,
+    context: impl FnOnce(Stores) -> Arc<Context>,
     stop: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let client = ctx.client.clone();
-    // Only the operator's children are watched (and cached), not every ConfigMap of the cluster.
-    let children =
-        watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
-    Controller::new(
-        scoped::<MCPServer>(&client, namespace),
-        watcher::Config::default().any_semantic(),
-    )
-    .owns(scoped::<Deployment>(&client, namespace), children.clone())
-    .owns(scoped::<ConfigMap>(&client, namespace), children.clone())
-    .owns(scoped::<Service>(&client, namespace), children.clone())
-    .owns(scoped::<Ingress>(&client, namespace), children.clone())
-    .owns(scoped::<PodDisruptionBudget>(&client, namespace), children)
-    .graceful_shutdown_on(stop)
-    .run(reconcile, error_policy, ctx)
-    .for_each(|result| async move {
-        match result {
-            Ok(_) => {}
-            // Already logged by the error policy, or harmless (an object deleted meanwhile).
-            Err(
-                error @ (controller::Error::ReconcilerFailed(..)
-                | controller::Error::ObjectNotFound(_)),
-            ) => tracing::debug!(error = %error_chain(&error), "controller"),
-            // A watch failed: a missing CRD or permission shows here; the watch retries.
-            Err(error) => tracing::warn!(error = %error_chain(&error), "watch failed; retrying"),
-        }
-    })
-    .await;
+    let (servers, server_events) = {
+        let (reader, writer) = reflector::store::<MCPServer>();
+        let stream = watcher(
+            scoped::<MCPServer>(&client, namespace),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .modify(|server: &mut MCPServer| server.metadata.managed_fields = None)
+        .reflect(writer);
+        (reader, stream)
+    };
+    let (config_maps, config_map_events) = cached_watch::<ConfigMap>(&client, namespace);
+    let (services, service_events) = cached_watch::<Service>(&client, namespace);
+    let (deployments, deployment_events) = cached_watch::<Deployment>(&client, namespace);
+    let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespace);
+    let (pdbs, pdb_events) = cached_watch::<PodDisruptionBudget>(&client, namespace);
+    let (pods, pod_events) = cached_watch::<Pod>(&client, namespace);
+    let stores = Stores {
+        config_maps,
+        services,
+        deployments,
+        ingresses,
+        pod_disruption_budgets: pdbs,
+        pods,
+    };
+    let ctx = context(stores);
+
+    let forget = memory.clone();
+    let metrics = ctx.metrics.clone();
+    let server_changes = changes(
+        server_events,
+        Filter {
+            // Status writes (the operator's own) do not change the generation.
+            key: |server: &MCPServer| {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                (server.metadata.generation, server.uid()).hash(&mut hasher);
+                hasher.finish()
+            },
+            echo: |_: &MCPServer| false,
+            baseline: None,
+            on_delete: move |server: &MCPServer| {
+                forget.forget_server(&server.uid().unwrap_or_default());
+                // Reconciles are not called for deleted servers; their series go here.
+                metrics.forget_server(&server.namespace().unwrap_or_default(), &server.name_any());
+                false
+            },
+        },
+    );
+
+    let (m1, m2, m3, m4, m5) = (
+        memory.clone(),
+        memory.clone(),
+        memory.clone(),
+        memory.clone(),
+        memory.clone(),
+    );
+    Controller::for_stream(server_changes, servers)
+        .with_config(
+            controller::Config::default()
+                .concurrency(CONCURRENCY)
+                .debounce(DEBOUNCE),
+        )
+        .owns_stream(changes(config_map_events, child_filter(m1)))
+        .owns_stream(changes(service_events, child_filter(m2)))
+        .owns_stream(changes(ingress_events, child_filter(m3)))
+        .owns_stream(changes(pdb_events, child_filter(m4)))
+        .owns_stream(changes(
+            deployment_events,
+            Filter {
+                key: readiness,
+                echo: move |deployment: &Deployment| deployment_echo(&m5, deployment),
+                baseline: None,
+                on_delete: |_: &Deployment| true,
+            },
+        ))
+        .watches_stream(
+            changes(
+                pod_events,
+                Filter {
+                    // A pod is news when its containers start or stop naming a problem; a new
+                    // pod with none is not (the Deployment's status tells that story).
+                    key: |pod: &Pod| changes::hash_one(&pods::problem([pod]).map(|p| p.reason)),
+                    echo: |_: &Pod| false,
+                    baseline: Some(changes::hash_one(&None::<&str>)),
+                    on_delete: |_: &Pod| true,
+                },
+            ),
+            |pod: Pod| {
+                let server = pod.labels().get(SERVER_LABEL).cloned();
+                let namespace = pod.namespace();
+                server
+                    .zip(namespace)
+                    .map(|(server, namespace)| ObjectRef::new(&server).within(&namespace))
+            },
+        )
+        .graceful_shutdown_on(stop)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            match result {
+                Ok(_) => {}
+                // Already logged by the error policy, or harmless (an object deleted meanwhile).
+                Err(
+                    error @ (controller::Error::ReconcilerFailed(..)
+                    | controller::Error::ObjectNotFound(_)),
+                ) => tracing::debug!(error = %error_chain(&error), "controller"),
+                // A watch failed: a missing CRD or permission shows here; the watch retries.
+                Err(error) => {
+                    tracing::warn!(error = %error_chain(&error), "watch failed; retrying")
+                }
+            }
+        })
+        .await;
 }

@@ -2,6 +2,11 @@
 //! exactly one reconciles. The decision is pure (`decide`); acquiring, renewing and releasing
 //! talk to the API server, with optimistic concurrency (a write carries the Lease's
 //! resourceVersion, so two candidates never both win).
+//!
+//! Time is never compared across machines: as client-go does, a candidate measures a holder's
+//! lease from when it *observed* the Lease record change, on its own monotonic clock. The leader
+//! counts its lease from when it *sent* a renewal that succeeded, bounds every renewal attempt,
+//! and gives up (the controller stops at once) before the others may take over.
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -36,21 +41,36 @@ pub enum Decision {
     Wait,
 }
 
-/// Decides from the Lease's spec, this candidate's identity and the time now.
-pub fn decide(spec: &LeaseSpec, identity: &str, now: jiff::Timestamp) -> Decision {
+/// Decides from the Lease's spec, this candidate's identity and how long this candidate has
+/// seen the Lease record unchanged (its own clock; the holder's `renewTime` is not compared
+/// with the local clock, which may differ).
+pub fn decide(spec: &LeaseSpec, identity: &str, unchanged_for: Duration) -> Decision {
     match spec.holder_identity.as_deref() {
         Some(holder) if holder == identity => Decision::Renew,
         None | Some("") => Decision::TakeOver,
         Some(_) => {
-            let duration = jiff::SignedDuration::from_secs(i64::from(
-                spec.lease_duration_seconds.unwrap_or(0),
-            ));
-            match &spec.renew_time {
-                Some(renewed) if renewed.0 + duration > now => Decision::Wait,
-                _ => Decision::TakeOver,
+            let duration = Duration::from_secs(
+                u64::try_from(spec.lease_duration_seconds.unwrap_or(0)).unwrap_or(0),
+            );
+            if unchanged_for >= duration {
+                Decision::TakeOver
+            } else {
+                Decision::Wait
             }
         }
     }
+}
+
+/// What identifies one version of the Lease record (any renewal changes it).
+fn record(spec: &LeaseSpec) -> String {
+    format!(
+        "{:?}|{:?}|{:?}|{:?}|{:?}",
+        spec.holder_identity,
+        spec.renew_time.as_ref().map(|t| t.0),
+        spec.acquire_time.as_ref().map(|t| t.0),
+        spec.lease_transitions,
+        spec.lease_duration_seconds
+    )
 }
 
 /// Why the lease could not be used.
@@ -68,6 +88,8 @@ pub struct LeaseError {
 pub struct Elector {
     api: Api<Lease>,
     config: LeaseConfig,
+    /// The Lease record last seen and when (local monotonic clock) it was first seen.
+    observed: std::sync::Mutex<Option<(String, tokio::time::Instant)>>,
 }
 
 impl Elector {
@@ -76,6 +98,7 @@ impl Elector {
         Self {
             api: Api::namespaced(client, &config.namespace),
             config,
+            observed: std::sync::Mutex::new(None),
         }
     }
 
@@ -111,29 +134,38 @@ impl Elector {
     }
 
     /// Renews the lease until `stop` is cancelled; cancels `lost` and returns when it could not
-    /// renew before the lease would expire (another replica may lead by then).
+    /// renew before the lease would expire (another replica may lead by then). Each attempt is
+    /// bounded by `renew_every`, and the lease is counted from when the last successful attempt
+    /// was sent, so `lost` fires at least `renew_every` before any other replica may take over.
     pub async fn hold(&self, stop: &CancellationToken, lost: &CancellationToken) {
-        let mut last_renewal = tokio::time::Instant::now();
+        // Acquisition just succeeded (the caller holds the lease as of about now).
+        let mut renewed_at = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 () = tokio::time::sleep(self.config.renew_every) => {}
                 () = stop.cancelled() => return,
             }
-            match self.try_lead().await {
-                Ok(true) => last_renewal = tokio::time::Instant::now(),
-                Ok(false) => {
+            let sent = tokio::time::Instant::now();
+            let attempt = tokio::time::timeout(self.config.renew_every, self.try_lead()).await;
+            match attempt {
+                Ok(Ok(true)) => renewed_at = sent,
+                Ok(Ok(false)) => {
                     tracing::error!(lease = %self.config.name, "another replica took the lease");
                     lost.cancel();
                     return;
                 }
-                Err(error) => {
+                Ok(Err(error)) => {
                     tracing::warn!(error = %crate::reconcile::error_chain(&error), "cannot renew the lease");
-                    // Give up a little before expiry, so two leaders never overlap.
-                    if last_renewal.elapsed() + self.config.renew_every >= self.config.duration {
-                        lost.cancel();
-                        return;
-                    }
                 }
+                Err(_) => {
+                    tracing::warn!(timeout = ?self.config.renew_every, "lease renewal timed out")
+                }
+            }
+            // Give up one renewal period before expiry, so two leaders never overlap.
+            if renewed_at.elapsed() + self.config.renew_every >= self.config.duration {
+                tracing::error!(lease = %self.config.name, "could not renew the lease in time; stepping down");
+                lost.cancel();
+                return;
             }
         }
     }
@@ -192,7 +224,18 @@ impl Elector {
         };
         let lease_name = lease.name_any();
         let spec = lease.spec.get_or_insert_with(Default::default);
-        match decide(spec, &self.config.identity, now) {
+        let unchanged_for = {
+            let seen = record(spec);
+            let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+            match &*observed {
+                Some((last, since)) if *last == seen => since.elapsed(),
+                _ => {
+                    *observed = Some((seen, tokio::time::Instant::now()));
+                    Duration::ZERO
+                }
+            }
+        };
+        match decide(spec, &self.config.identity, unchanged_for) {
             Decision::Wait => return Ok(false),
             Decision::Renew => {}
             Decision::TakeOver => {
@@ -220,13 +263,13 @@ impl Elector {
 mod tests {
     use super::*;
 
-    fn spec(holder: Option<&str>, renewed_secs_ago: i64) -> LeaseSpec {
-        let now = jiff::Timestamp::now();
+    fn spec(holder: Option<&str>) -> LeaseSpec {
         LeaseSpec {
             holder_identity: holder.map(Into::into),
             lease_duration_seconds: Some(15),
+            // A holder whose clock is an hour ahead: must not matter.
             renew_time: Some(MicroTime(
-                now - jiff::SignedDuration::from_secs(renewed_secs_ago),
+                jiff::Timestamp::now() + jiff::SignedDuration::from_secs(3600),
             )),
             ..Default::default()
         }
@@ -235,39 +278,37 @@ mod tests {
     #[test]
     fn renews_its_own_lease() {
         assert_eq!(
-            decide(&spec(Some("me"), 1), "me", jiff::Timestamp::now()),
+            decide(&spec(Some("me")), "me", Duration::from_secs(60)),
             Decision::Renew
         );
     }
 
     #[test]
-    fn waits_for_a_live_lease_of_another() {
+    fn waits_while_the_record_changed_less_than_a_lease_ago_whatever_the_clocks_say() {
         assert_eq!(
-            decide(&spec(Some("other"), 5), "me", jiff::Timestamp::now()),
+            decide(&spec(Some("other")), "me", Duration::from_secs(14)),
             Decision::Wait
         );
     }
 
     #[test]
-    fn takes_over_an_expired_or_released_lease() {
+    fn takes_over_a_record_unchanged_for_a_lease_or_released() {
         assert_eq!(
-            decide(&spec(Some("other"), 20), "me", jiff::Timestamp::now()),
+            decide(&spec(Some("other")), "me", Duration::from_secs(15)),
             Decision::TakeOver
         );
         assert_eq!(
-            decide(&spec(None, 1), "me", jiff::Timestamp::now()),
+            decide(&spec(None), "me", Duration::ZERO),
             Decision::TakeOver
         );
-        assert_eq!(
-            decide(
-                &LeaseSpec {
-                    holder_identity: Some("other".into()),
-                    ..Default::default()
-                },
-                "me",
-                jiff::Timestamp::now()
-            ),
-            Decision::TakeOver
-        );
+    }
+
+    #[test]
+    fn any_renewal_changes_the_record() {
+        let a = spec(Some("other"));
+        let mut b = a.clone();
+        b.renew_time = Some(MicroTime(jiff::Timestamp::now()));
+        assert_ne!(record(&a), record(&b));
+        assert_eq!(record(&a), record(&a.clone()));
     }
 }

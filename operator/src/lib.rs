@@ -5,6 +5,7 @@
 //! the API server. `run` is the process: admin endpoints, leader election, the controller.
 
 pub mod admin;
+pub mod api_metrics;
 pub mod controller;
 pub mod leader;
 pub mod metrics;

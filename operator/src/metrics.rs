@@ -1,5 +1,6 @@
-//! The operator's own Prometheus metrics: reconciles, their failures and durations, and whether
-//! this replica leads. No I/O; `admin` serves them.
+//! The operator's own Prometheus metrics: reconciles, their failures and durations, the
+//! conditions of every MCPServer, Kubernetes API requests, and whether this replica leads.
+//! No I/O; `admin` serves them.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -7,9 +8,15 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
 use std::time::Duration;
 
 type Labels = Vec<(&'static str, &'static str)>;
+type OwnedLabels = Vec<(&'static str, String)>;
+
+/// The statuses a condition can have; each gets a series, 1 for the current one.
+const STATUSES: [&str; 3] = ["True", "False", "Unknown"];
 
 /// Every metric of the operator, registered once.
 pub struct Metrics {
@@ -18,6 +25,10 @@ pub struct Metrics {
     failures: Family<Labels, Counter>,
     duration: Histogram,
     leader: Gauge,
+    conditions: Family<OwnedLabels, Gauge>,
+    /// Condition types exported per (namespace, name), so that dropped ones can be removed.
+    condition_types: Mutex<HashMap<(String, String), BTreeSet<String>>>,
+    api_requests: Family<OwnedLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -54,13 +65,85 @@ impl Metrics {
             "1 while this replica holds the leader Lease",
             leader.clone(),
         );
+        let conditions = Family::<OwnedLabels, Gauge>::default();
+        registry.register(
+            "server_condition",
+            "Conditions of each MCPServer: 1 on the series of the current status",
+            conditions.clone(),
+        );
+        let api_requests = Family::<OwnedLabels, Counter>::default();
+        registry.register(
+            "api_requests",
+            "Kubernetes API requests, by verb and HTTP status code",
+            api_requests.clone(),
+        );
         Self {
             registry,
             reconciles,
             failures,
             duration,
             leader,
+            conditions,
+            condition_types: Mutex::new(HashMap::new()),
+            api_requests,
         }
+    }
+
+    /// Exports the conditions an MCPServer's status now holds (`(type, status)` pairs), and
+    /// drops the series of condition types it no longer has.
+    pub fn set_conditions<'a>(
+        &self,
+        namespace: &str,
+        name: &str,
+        conditions: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) {
+        let Ok(mut known) = self.condition_types.lock() else {
+            return;
+        };
+        let key = (namespace.to_owned(), name.to_owned());
+        let mut now = BTreeSet::new();
+        for (type_, status) in conditions {
+            for candidate in STATUSES {
+                self.conditions
+                    .get_or_create(&condition_labels(namespace, name, type_, candidate))
+                    .set(i64::from(candidate == status));
+            }
+            now.insert(type_.to_owned());
+        }
+        for gone in known.get(&key).into_iter().flatten() {
+            if !now.contains(gone) {
+                self.remove_condition(namespace, name, gone);
+            }
+        }
+        known.insert(key, now);
+    }
+
+    /// Drops every series of a deleted MCPServer.
+    pub fn forget_server(&self, namespace: &str, name: &str) {
+        let Ok(mut known) = self.condition_types.lock() else {
+            return;
+        };
+        for type_ in known
+            .remove(&(namespace.to_owned(), name.to_owned()))
+            .into_iter()
+            .flatten()
+        {
+            self.remove_condition(namespace, name, &type_);
+        }
+    }
+
+    fn remove_condition(&self, namespace: &str, name: &str, type_: &str) {
+        for status in STATUSES {
+            self.conditions
+                .remove(&condition_labels(namespace, name, type_, status));
+        }
+    }
+
+    /// Counts one Kubernetes API request (`code`: the HTTP status, or `error` without answer).
+    pub fn api_request(&self, verb: &'static str, code: &str) {
+        self.api_requests
+            .get_or_create(&vec![("verb", verb.to_owned()), ("code", code.to_owned())])
+            .inc();
     }
 
     /// Records one reconcile and, when it failed, the step that failed.
@@ -89,6 +172,15 @@ impl Metrics {
     }
 }
 
+fn condition_labels(namespace: &str, name: &str, type_: &str, status: &str) -> OwnedLabels {
+    vec![
+        ("namespace", namespace.to_owned()),
+        ("name", name.to_owned()),
+        ("type", type_.to_owned()),
+        ("status", status.to_owned()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +205,50 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("mcp_operator_leader 1"), "{text}");
+    }
+
+    #[test]
+    fn exports_conditions_one_hot_and_forgets_them() {
+        let metrics = Metrics::new();
+        metrics.set_conditions(
+            "demo",
+            "weather",
+            [("Accepted", "True"), ("Ready", "False")],
+        );
+        let text = metrics.encode();
+        for expected in [
+            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="False"} 1"#,
+            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="True"} 0"#,
+            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Accepted",status="True"} 1"#,
+        ] {
+            assert!(text.contains(expected), "missing {expected} in\n{text}");
+        }
+        // A condition type the status no longer has loses its series.
+        metrics.set_conditions("demo", "weather", [("Ready", "True")]);
+        let text = metrics.encode();
+        assert!(!text.contains(r#"type="Accepted""#), "{text}");
+        assert!(
+            text.contains(r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="True"} 1"#),
+            "{text}"
+        );
+        metrics.forget_server("demo", "weather");
+        assert!(!metrics.encode().contains("weather"));
+    }
+
+    #[test]
+    fn counts_api_requests_by_verb_and_code() {
+        let metrics = Metrics::new();
+        metrics.api_request("apply", "200");
+        metrics.api_request("apply", "200");
+        metrics.api_request("watch", "error");
+        let text = metrics.encode();
+        assert!(
+            text.contains(r#"mcp_operator_api_requests_total{verb="apply",code="200"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"mcp_operator_api_requests_total{verb="watch",code="error"} 1"#),
+            "{text}"
+        );
     }
 }

@@ -3,19 +3,28 @@
 
 pub mod apply;
 pub mod build;
+pub mod cache;
+pub mod memory;
+pub mod pods;
 pub mod status;
 pub mod validate;
+pub mod verify;
 
 use crate::metrics::Metrics;
 use crate::resource::{MCPServer, MCPServerStatus};
-use apply::{ApplyError, FIELD_MANAGER};
+use apply::{ApplyError, FIELD_MANAGER, Target};
+use build::SERVER_LABEL;
+use cache::Child as _;
+use cache::Stores;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Client, Resource, ResourceExt};
+use memory::Memory;
 use rand::Rng as _;
-use status::{Observation, Transition};
+use status::{Observation, Transition, Verification};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,6 +39,10 @@ pub struct Context {
     pub recorder: Recorder,
     /// The operator's metrics.
     pub metrics: Arc<Metrics>,
+    /// The watch caches of the children.
+    pub stores: Stores,
+    /// What the operator remembers of its own writes.
+    pub memory: Arc<Memory>,
     /// Consecutive failures per server, for backoff.
     failures: Mutex<HashMap<String, u32>>,
 }
@@ -41,12 +54,16 @@ impl Context {
         config: build::BuildConfig,
         recorder: Recorder,
         metrics: Arc<Metrics>,
+        stores: Stores,
+        memory: Arc<Memory>,
     ) -> Self {
         Self {
             client,
             config,
             recorder,
             metrics,
+            stores,
+            memory,
             failures: Mutex::default(),
         }
     }
@@ -64,15 +81,6 @@ pub enum Error {
     /// A child could not be written.
     #[error(transparent)]
     Apply(#[from] ApplyError),
-    /// The current Deployment could not be read.
-    #[error("cannot read Deployment {name}")]
-    ReadDeployment {
-        /// Name of the Deployment.
-        name: String,
-        /// The API server's answer.
-        #[source]
-        source: kube::Error,
-    },
     /// The status could not be written.
     #[error("cannot write the status of MCPServer {name}")]
     WriteStatus {
@@ -90,14 +98,25 @@ impl Error {
         match self {
             Self::NoNamespace { .. } => "no_namespace",
             Self::Apply(_) => "apply",
-            Self::ReadDeployment { .. } => "read",
             Self::WriteStatus { .. } => "status",
         }
     }
 }
 
-/// How long a healthy server waits before it is looked at again without any change.
-const RESYNC: Duration = Duration::from_secs(300);
+/// How long a server waits before it is looked at again without any change: long (every change
+/// is watched; this only repairs a missed event), and jittered so that servers created together
+/// do not all come back in the same second.
+fn resync() -> Duration {
+    Duration::from_secs(rand::rng().random_range(1800..2700))
+}
+
+/// Longest wait for the Deployment controller's first look at a new server's Deployment before
+/// the first status is written anyway.
+const FIRST_LOOK: Duration = Duration::from_secs(5);
+
+/// How often a server whose children conflict with foreign objects looks again (those objects
+/// are not watched: they lack the operator's labels).
+const CONFLICT_RECHECK: Duration = Duration::from_secs(60);
 
 /// Reconciles one server; the controller calls this on every change of it or its children.
 pub async fn reconcile(server: Arc<MCPServer>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -146,70 +165,177 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
     let namespace = server
         .namespace()
         .ok_or_else(|| Error::NoNamespace { name: name.clone() })?;
+    if !ctx.stores.ready().await {
+        tracing::warn!(server = %format!("{namespace}/{name}"), "child caches not filled; reconciling without them");
+    }
+    let uid = server.uid().unwrap_or_default();
+    // The status as last written: the watch cache may not have seen the operator's last write.
+    let old = ctx
+        .memory
+        .status(&uid)
+        .or_else(|| server.status.clone())
+        .unwrap_or_default();
     let verdict = validate::validate(server);
     let url = build::url(server, &ctx.config);
     let mut apply_error = None;
-    let mut pruned = Vec::new();
-    let deployment = match &verdict {
+    let mut applied = apply::Applied::default();
+    match &verdict {
         Ok(accepted) => {
-            let children = build::children(server, &accepted.manifest_yaml, &ctx.config);
-            let mut key = [0u8; 32];
-            rand::rng().fill(&mut key);
-            match apply::apply(
-                &ctx.client,
+            let children =
+                build::children(server, &accepted.manifest_yaml, &accepted.hash, &ctx.config);
+            let target = Target {
+                client: &ctx.client,
+                stores: &ctx.stores,
+                memory: &ctx.memory,
                 server,
-                &children,
-                &build::session_key(server, key),
-            )
-            .await
-            {
-                Ok(applied) => {
-                    pruned = applied.pruned;
-                    applied.deployment
-                }
+            };
+            let session_key = || {
+                let mut key = [0u8; 32];
+                rand::rng().fill(&mut key);
+                build::session_key(server, key)
+            };
+            match apply::apply(&target, &children, session_key).await {
+                Ok(done) => applied = done,
                 Err(error) => {
-                    let current = apply::current_deployment(&ctx.client, server)
-                        .await
-                        .ok()
-                        .flatten();
+                    applied.deployment = apply::cached_deployment(&ctx.stores, server);
                     apply_error = Some(error);
-                    current
                 }
             }
         }
-        Err(_) => apply::current_deployment(&ctx.client, server)
-            .await
-            .map_err(|source| Error::ReadDeployment {
-                name: name.clone(),
-                source,
-            })?,
-    };
-
+        Err(_) => applied.deployment = apply::cached_deployment(&ctx.stores, server),
+    }
+    let pods = ctx.stores.pods.state_filter(|pod| {
+        pod.namespace().as_deref() == Some(namespace.as_str())
+            && pod.labels().get(SERVER_LABEL) == Some(&name)
+    });
+    let (verification, verify_misses) = verify_step(ctx, server, &verdict, &old, &applied).await;
     let seen = Observation {
         verdict: verdict.as_ref(),
         url,
         apply_error: apply_error.as_ref().map(ApplyError::message),
-        deployment: deployment.as_ref(),
+        conflicts: &applied.conflicts,
+        deployment: applied.deployment.as_ref(),
+        pod_problem: pods::problem(pods.iter().map(AsRef::as_ref)),
+        verification,
     };
-    let status = status::next_status(server, &seen, &Time(jiff::Timestamp::now()));
-    let mut events = status::transitions(server.status.as_ref(), &status);
-    events.extend(pruned.iter().map(|child| Transition {
+    let status = status::next_status(&old, server, &seen, &Time(jiff::Timestamp::now()));
+    // Exported whether or not the status needs writing (after a restart it may not).
+    ctx.metrics.set_conditions(
+        &namespace,
+        &name,
+        status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str())),
+    );
+    // A server's first status waits once, at most FIRST_LOOK, for the Deployment controller's
+    // first look at the Deployment just written (its status write is watched, and usually comes
+    // within a second or two): "waiting for the Deployment controller" would be superseded at
+    // once, so it is not written. A reconcile that did not write the Deployment writes status.
+    let deployment_unseen = applied.deployment.as_ref().is_some_and(|d| {
+        d.status
+            .as_ref()
+            .and_then(|s| s.observed_generation)
+            .is_none()
+    });
+    if old.conditions.is_empty()
+        && applied.deployment_written
+        && deployment_unseen
+        && apply_error.is_none()
+    {
+        tracing::debug!(server = %format!("{namespace}/{name}"), "first status waits for the Deployment controller");
+        return Ok(Action::requeue(FIRST_LOOK));
+    }
+    let mut events = Vec::new();
+    if status != old || server.status.is_none() {
+        write_status(ctx, &namespace, &name, &status).await?;
+        ctx.memory.remember_status(&uid, status.clone());
+        // Events follow the status they describe, and only its transitions.
+        events = status::transitions(Some(&old), &status);
+        tracing::info!(
+            server = %format!("{namespace}/{name}"),
+            accepted = verdict.is_ok(),
+            ready = status.condition(status::READY).map(|c| c.reason.as_str()).unwrap_or_default(),
+            writes = applied.writes,
+            "status changed"
+        );
+    } else {
+        tracing::debug!(server = %format!("{namespace}/{name}"), writes = applied.writes, "reconciled; status unchanged");
+    }
+    events.extend(applied.pruned.iter().map(|child| Transition {
+        action: "Prune",
         warning: false,
         reason: "Pruned".into(),
         note: format!("deleted {child}: the spec no longer asks for it"),
     }));
     publish(ctx, server, &events).await;
-    write_status(ctx, &namespace, &name, &status).await?;
-    tracing::info!(
-        server = %format!("{namespace}/{name}"),
-        accepted = verdict.is_ok(),
-        ready = status.condition(status::READY).map(|c| c.reason.as_str()).unwrap_or_default(),
-        "reconciled"
-    );
     match apply_error {
         Some(error) => Err(error.into()),
-        None => Ok(Action::requeue(RESYNC)),
+        None if !applied.conflicts.is_empty() => Ok(Action::requeue(CONFLICT_RECHECK)),
+        // Not (yet) serving the current declaration: ask again, backing off.
+        None if verify_misses > 0 => Ok(Action::requeue(verify_backoff(verify_misses))),
+        None => Ok(Action::requeue(resync())),
     }
+}
+
+/// Asks the pods which declaration they serve, when a replica is available and the current
+/// declaration has not been found served yet. Returns what was found and the misses in a row.
+async fn verify_step(
+    ctx: &Context,
+    server: &MCPServer,
+    verdict: &Result<validate::Accepted, validate::Refused>,
+    old: &MCPServerStatus,
+    applied: &apply::Applied,
+) -> (Verification, u32) {
+    let uid = server.uid().unwrap_or_default();
+    let namespace = server.namespace().unwrap_or_default();
+    let available = applied
+        .deployment
+        .as_ref()
+        .and_then(|d| d.status.as_ref())
+        .and_then(|s| s.available_replicas)
+        .unwrap_or(0);
+    // What should be served: the declaration applied last (the refused one never was).
+    let want = match verdict {
+        Ok(accepted) => Some((accepted.hash.clone(), accepted.counts)),
+        Err(_) => ConfigMap::cached(&ctx.stores, &namespace, &build::config_map_name(server))
+            .and_then(|c| c.annotations().get(validate::HASH_ANNOTATION).cloned())
+            .zip(old.counts),
+    };
+    let Some((want_hash, want_counts)) =
+        want.filter(|_| available > 0 && applied.conflicts.is_empty())
+    else {
+        return (Verification::NoReplica, 0);
+    };
+    if ctx.memory.verified(&uid).as_deref() == Some(want_hash.as_str()) {
+        return (Verification::Unchanged, 0);
+    }
+    let prefix = server
+        .spec
+        .deployment
+        .ingress
+        .as_ref()
+        .and_then(build::path_prefix)
+        .unwrap_or_default();
+    let verification = match verify::ask(&ctx.client, &namespace, &server.name_any(), prefix).await
+    {
+        Ok(served) => Verification::Answered {
+            served,
+            want_hash: want_hash.clone(),
+            want_counts,
+        },
+        Err(error) => Verification::Failed(error_chain(&error)),
+    };
+    let found = verification.verified().then_some(want_hash);
+    let misses = ctx.memory.remember_verify(&uid, found);
+    (verification, misses)
+}
+
+/// Wait before asking again after `misses` verify attempts in a row that did not find the
+/// current declaration: 10 s, doubling, at most 5 minutes.
+fn verify_backoff(misses: u32) -> Duration {
+    let seconds = 10u64.saturating_mul(1u64 << misses.saturating_sub(1).min(5));
+    Duration::from_secs(seconds.min(300))
 }
 
 /// Writes the status with server-side apply on the status subresource.
@@ -250,7 +376,7 @@ async fn publish(ctx: &Context, server: &MCPServer, transitions: &[Transition]) 
             },
             reason: transition.reason.clone(),
             note: Some(truncate(&transition.note, 1000)),
-            action: "Reconcile".into(),
+            action: transition.action.into(),
             secondary: None,
         };
         if let Err(error) = ctx.recorder.publish(&event, &reference).await {

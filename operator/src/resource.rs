@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
     namespaced,
     status = "MCPServerStatus",
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether the server's replicas are available"}"#,
+    printcolumn = r#"{"name":"Verified","type":"string","jsonPath":".status.conditions[?(@.type==\"Verified\")].status","description":"Whether a replica was found serving the current declaration"}"#,
     printcolumn = r#"{"name":"URL","type":"string","jsonPath":".status.url","description":"Where MCP clients connect"}"#,
     printcolumn = r#"{"name":"Tools","type":"integer","jsonPath":".status.counts.tools","description":"Tools served"}"#,
     printcolumn = r#"{"name":"Auth","type":"string","jsonPath":".spec.auth.issuer","description":"Issuer whose tokens every request needs (empty: no authentication)"}"#,

@@ -7,6 +7,7 @@ use crate::leader::{Elector, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::reconcile::Context;
 use crate::reconcile::build::BuildConfig;
+use crate::reconcile::memory::Memory;
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use std::net::SocketAddr;
@@ -82,7 +83,9 @@ async fn run_connected(
     state: &AdminState,
     shutdown: &CancellationToken,
 ) -> Result<(), RunError> {
-    let client = Client::try_default().await.map_err(RunError::Client)?;
+    let client: Client = crate::api_metrics::client(state.metrics.clone())
+        .await
+        .map_err(RunError::Client)?;
     // Ready once the API server answers; until then the operator could do nothing useful.
     loop {
         match client.apiserver_version().await {
@@ -120,12 +123,25 @@ async fn run_connected(
         controller: "mcp-operator".into(),
         instance: Some(config.instance.clone()),
     };
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        config.build.clone(),
-        Recorder::new(client.clone(), reporter),
-        state.metrics.clone(),
-    ));
+    let memory = Arc::new(Memory::default());
+    let context = {
+        let (client, build, metrics, memory) = (
+            client.clone(),
+            config.build.clone(),
+            state.metrics.clone(),
+            memory.clone(),
+        );
+        move |stores| {
+            Arc::new(Context::new(
+                client.clone(),
+                build,
+                Recorder::new(client, reporter),
+                metrics,
+                stores,
+                memory,
+            ))
+        }
+    };
     let stop = {
         let (shutdown, lost) = (shutdown.clone(), lost.clone());
         async move {
@@ -135,22 +151,22 @@ async fn run_connected(
             }
         }
     };
-    // In-flight reconciles get a grace period; past it (or when a watch never listed anything,
-    // which holds kube's graceful shutdown forever) the controller is dropped, aborting them.
+    // On shutdown, in-flight reconciles get a grace period; past it (or when a watch never
+    // listed anything, which holds kube's graceful shutdown forever) the controller is dropped,
+    // aborting them. On a lost lease there is no grace: another replica may lead now, so every
+    // reconcile stops at once, mid-flight, and no further write is sent.
     let controller = async {
         let deadline = {
-            let (shutdown, lost) = (shutdown.clone(), lost.clone());
+            let shutdown = shutdown.clone();
             async move {
-                tokio::select! {
-                    () = shutdown.cancelled() => {}
-                    () = lost.cancelled() => {}
-                }
+                shutdown.cancelled().await;
                 tokio::time::sleep(SHUTDOWN_GRACE).await;
             }
         };
         tokio::select! {
-            () = controller::run(ctx, config.namespace.as_deref(), stop) => {}
+            () = controller::run(client.clone(), config.namespace.as_deref(), memory, context, stop) => {}
             () = deadline => tracing::warn!(grace = ?SHUTDOWN_GRACE, "reconciles did not finish in time; stopping anyway"),
+            () = lost.cancelled() => tracing::error!("lost the lease: reconciles stopped"),
         }
     };
     match holder {

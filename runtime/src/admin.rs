@@ -1,4 +1,3 @@
 //! The admin port: health, readiness and Prometheus metrics, for the cluster (not for clients).
 
-pub mod metrics;
 pub mod routes;

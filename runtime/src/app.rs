@@ -1,12 +1,12 @@
 //! Running the runtime: load and compile the manifest, bind the MCP and admin ports, watch the
 //! manifest, and drain on SIGTERM or Ctrl-C. The CLI in `main.rs` fills [`RunConfig`].
 
-use crate::admin::metrics::Metrics;
 use crate::admin::routes::{self, AdminState};
 use crate::auth::{AuthSettings, AuthState};
 use crate::declaration::CompileOptions;
+use crate::metrics::Metrics;
 use crate::reload;
-use crate::server::{Server, ServerSettings};
+use crate::server::{ListenLimit, Server, ServerSettings};
 use crate::sessions::{Sealer, SessionSettings, SessionStore, read_key};
 use crate::transport::{self, AppState, HttpSettings};
 use anyhow::Context as _;
@@ -102,7 +102,7 @@ pub async fn serve(
         sessions,
         http: config.http.clone(),
         shutdown: shutdown.clone(),
-        listen_streams: Arc::new(tokio::sync::Semaphore::new(config.sessions.max_sessions)),
+        listen_streams: ListenLimit::new(config.sessions.max_sessions),
         auth,
     });
     let admin_state = Arc::new(AdminState {

@@ -12,10 +12,13 @@ mod keys;
 mod metadata;
 mod principal;
 mod refusal;
+mod rules;
 mod state;
-mod uri;
 mod verify;
 
+pub use crate::declaration::{
+    audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url,
+};
 pub use challenge::{bearer_token, challenge};
 pub use discovery::{ServerMetadata, discover, metadata_urls};
 pub use introspect::Introspector;
@@ -23,9 +26,9 @@ pub use keys::{KeySettings, Keys, parse_set};
 pub use metadata::{WELL_KNOWN, document, metadata_url, served_paths};
 pub use principal::Principal;
 pub use refusal::Refusal;
+pub use rules::{Rules, audience_ok};
 pub use state::{AuthSettings, AuthState};
-pub use uri::{audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url};
-pub use verify::{MAX_TOKEN_BYTES, Rules, Verifier, audience_ok};
+pub use verify::{MAX_TOKEN_BYTES, Verifier};
 
 use crate::declaration::{Auth, JwtAlgorithm, Secret};
 use http::{HeaderMap, HeaderValue};

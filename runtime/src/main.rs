@@ -25,6 +25,11 @@ struct Cli {
 enum Command {
     /// Serve a manifest until SIGTERM or Ctrl-C (the manifest is reloaded live when it changes).
     Serve(Box<ServeArgs>),
+    /// Write an MCPServer manifest from an API description.
+    #[command(subcommand)]
+    Import(mcp_runtime::import::ImportCommand),
+    /// Compile manifests offline as the operator would; exit status 1 if any is refused.
+    Check(mcp_runtime::check::CheckArgs),
 }
 
 #[derive(Args)]
@@ -59,28 +64,28 @@ struct ServeArgs {
     #[arg(long, value_name = "URL")]
     public_url: Option<String>,
     /// Largest accepted request body, in bytes (larger: 413).
-    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+    #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_body_bytes)]
     max_body_bytes: usize,
     /// End a legacy session after this long without requests or an open stream.
-    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
-    session_idle_timeout: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().idle_timeout.into())]
+    session_idle_timeout: humantime::Duration,
     /// Most legacy sessions, and most 2026-07-28 subscriptions/listen streams, open at once;
     /// more are refused with 503.
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    #[arg(long, value_name = "N", default_value_t = SessionSettings::default().max_sessions)]
     max_sessions: usize,
     /// Interval of server pings on open session streams (0s disables).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
-    ping_interval: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().ping_interval.unwrap_or_default().into())]
+    ping_interval: humantime::Duration,
     /// End a session whose client leaves a ping unanswered this long.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
-    ping_timeout: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().ping_timeout.into())]
+    ping_timeout: humantime::Duration,
     /// File with the 32-byte key shared by all replicas, so any replica serves any session.
     /// Default: a random key (one replica only).
     #[arg(long, value_name = "FILE")]
     session_key_file: Option<PathBuf>,
     /// Interval of `:` keep-alive comments on SSE streams (keeps proxies from cutting them).
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
-    sse_keepalive: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = HttpSettings::default().keepalive.into())]
+    sse_keepalive: humantime::Duration,
     /// How often the manifest is checked for changes.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     reload_interval: Duration,
@@ -88,8 +93,8 @@ struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     shutdown_timeout: Duration,
     /// Items per page of list results.
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..))]
-    page_size: u16,
+    #[arg(long, value_name = "N", default_value_t = ServerSettings::default().page_size, value_parser = page_size)]
+    page_size: usize,
     /// Work one template render may do (bounds runaway templates).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_FUEL)]
     template_fuel: u64,
@@ -112,7 +117,11 @@ enum LogFormat {
 }
 
 fn main() -> ExitCode {
-    let Command::Serve(args) = Cli::parse().command;
+    let args = match Cli::parse().command {
+        Command::Serve(args) => args,
+        Command::Import(command) => return mcp_runtime::import::run_cli(command),
+        Command::Check(args) => return mcp_runtime::check::run_cli(args),
+    };
     init_logging(args.log_format, &args.log_level);
     let config = config(*args);
     let served = tokio::runtime::Builder::new_multi_thread()
@@ -153,17 +162,17 @@ fn config(args: ServeArgs) -> RunConfig {
             origins,
             path_prefix: args.path_prefix.trim_end_matches('/').to_owned(),
             max_body_bytes: args.max_body_bytes,
-            keepalive: args.sse_keepalive,
+            keepalive: args.sse_keepalive.into(),
         },
         sessions: SessionSettings {
-            idle_timeout: args.session_idle_timeout,
+            idle_timeout: args.session_idle_timeout.into(),
             max_sessions: args.max_sessions,
-            ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval),
-            ping_timeout: args.ping_timeout,
+            ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval.into()),
+            ping_timeout: args.ping_timeout.into(),
         },
         session_key_file: args.session_key_file,
         server: ServerSettings {
-            page_size: usize::from(args.page_size),
+            page_size: args.page_size,
         },
         compile: CompileOptions {
             template_fuel: args.template_fuel,
@@ -183,6 +192,14 @@ fn config(args: ServeArgs) -> RunConfig {
             secrets_dir: Some(args.secrets_dir),
             keys: KeySettings::default(),
         },
+    }
+}
+
+/// A page size: 1 to 65535 items.
+fn page_size(value: &str) -> Result<usize, String> {
+    match value.parse::<u16>() {
+        Ok(size) if size >= 1 => Ok(usize::from(size)),
+        _ => Err("expected a number from 1 to 65535".into()),
     }
 }
 

@@ -4,6 +4,7 @@
 mod envelope;
 mod error;
 mod jsonrpc;
+pub mod methods;
 mod version;
 
 pub use error::McpError;

@@ -1,31 +1,42 @@
-//! Dispatch: one request plus its era becomes a result, served from the current compiled
-//! declaration. Knows nothing of HTTP or sessions; transports call [`Server::handle`]. The
-//! declaration is swapped atomically on reload (no lock on the request path).
+//! Dispatch: every MCP method is decided here, one file per method group (the `match` in
+//! [`Server::dispatch`] is the index). A request plus its era (and, in legacy eras, its session)
+//! becomes a result, served from the current compiled declaration. Knows nothing of HTTP:
+//! transports call [`Server::handle`], [`Server::initialize`], [`Server::notification`] and
+//! [`Server::listen`]. The declaration is swapped atomically on reload (no lock on the request
+//! path).
 
 mod access;
 mod catalog;
 mod completion;
 mod lifecycle;
+mod params;
+mod polling;
 mod prompts;
+mod read_cache;
 mod resources;
+mod subscriptions;
 mod tools;
-mod upstream;
 
-use crate::admin::metrics::{Metrics, method_label};
 use crate::auth::Principal;
 use crate::declaration::{CacheScope, Compiled, LogLevel};
-use crate::protocol::{Era, McpError, meta, object};
+use crate::metrics::{Metrics, method_label};
+use crate::protocol::methods::{self, notifications};
+use crate::protocol::{Era, LegacyVersion, McpError, RequestId, meta, object};
+use crate::sessions::Session;
 use arc_swap::ArcSwap;
+use futures_util::Stream;
+use polling::Poller;
+use read_cache::ReadCache;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use access::Kind;
 pub use lifecycle::{initialize_result, parse_level};
-use tokio_util::sync::CancellationToken;
-pub use upstream::MAX_POLLED;
-use upstream::{Poller, ReadCache};
+pub use polling::MAX_POLLED;
+pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
 const CHANGE_CAPACITY: usize = 64;
@@ -55,7 +66,7 @@ impl Changes {
 pub type Notifier = mpsc::Sender<Value>;
 
 /// Per-request facts the dispatch needs besides method and params.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RequestContext {
     /// How the request is served.
     pub era: Era,
@@ -68,6 +79,9 @@ pub struct RequestContext {
     /// The authenticated caller (with `spec.auth`): lists and `allow` conditions are decided
     /// for it.
     pub caller: Option<Arc<Principal>>,
+    /// The legacy session the request belongs to: `logging/setLevel` and
+    /// `resources/(un)subscribe` change its state.
+    pub session: Option<Arc<Session>>,
 }
 
 impl RequestContext {
@@ -84,6 +98,7 @@ impl RequestContext {
             progress_token: Self::progress_token(params).cloned(),
             notifier,
             caller: None,
+            session: None,
         }
     }
 
@@ -91,6 +106,13 @@ impl RequestContext {
     #[must_use]
     pub fn with_caller(mut self, caller: Option<Arc<Principal>>) -> Self {
         self.caller = caller;
+        self
+    }
+
+    /// The same context, in `session`.
+    #[must_use]
+    pub fn in_session(mut self, session: Arc<Session>) -> Self {
+        self.session = Some(session);
         self
     }
 
@@ -166,8 +188,7 @@ impl Server {
         &self.metrics
     }
 
-    /// Records a request answered outside [`Server::handle`] (`initialize`, which opens a
-    /// session, and `subscriptions/listen`, which is a stream).
+    /// Records a request refused before it reached the dispatch (by a transport's checks).
     pub fn record(&self, method: &str, ok: bool, started: Instant) {
         self.metrics
             .request(method_label(method), ok, started.elapsed());
@@ -190,20 +211,64 @@ impl Server {
         changes
     }
 
-    /// Polls the upstream behind `uri` (if any) for `watcher` until `until` is cancelled or
-    /// [`Server::unwatch_resource`]; changes become `notifications/resources/updated`.
-    pub fn watch_resource(&self, uri: &str, watcher: &str, until: CancellationToken) {
-        self.poller.watch(uri, watcher, until);
+    /// `initialize` (legacy eras): negotiates the version and describes this server. `open`
+    /// gives the transport's session that version (and may refuse: too many sessions).
+    pub fn initialize<T>(
+        &self,
+        params: &Value,
+        open: impl FnOnce(LegacyVersion) -> Result<T, McpError>,
+    ) -> (LegacyVersion, Result<(T, Value), McpError>) {
+        let started = Instant::now();
+        let version = LegacyVersion::negotiate(params);
+        let outcome =
+            open(version).map(|opened| (opened, initialize_result(&self.declaration(), version)));
+        self.record(methods::INITIALIZE, outcome.is_ok(), started);
+        (version, outcome)
     }
 
-    /// Stops polling `uri` for `watcher`.
-    pub fn unwatch_resource(&self, uri: &str, watcher: &str) {
-        self.poller.unwatch(uri, watcher);
+    /// A client notification in a legacy session: `notifications/cancelled` stops an in-flight
+    /// request; the others need nothing.
+    pub fn notification(&self, session: &Session, method: &str, params: &Value) {
+        if method == notifications::CANCELLED
+            && let Some(id) = params.get("requestId")
+        {
+            session.cancel_request(id);
+        }
     }
 
-    /// How many upstream resources are being polled for subscribers.
-    pub fn polled_resources(&self) -> usize {
-        self.poller.polled()
+    /// `subscriptions/listen` (2026-07-28): the stream's messages (acknowledgement, change
+    /// notifications, and the result when `until` is cancelled), or the refusal. `limit`
+    /// bounds the listen streams open at once.
+    pub fn listen(
+        &self,
+        id: RequestId,
+        params: &Value,
+        limit: &ListenLimit,
+        until: CancellationToken,
+    ) -> Result<impl Stream<Item = Value> + Send + 'static, McpError> {
+        let started = Instant::now();
+        let permit = subscriptions::check_listen(params)
+            .and_then(|filter| Ok((filter, limit.try_acquire()?)));
+        self.record(methods::SUBSCRIPTIONS_LISTEN, permit.is_ok(), started);
+        let (filter, permit) = permit?;
+        Ok(subscriptions::listen_stream(
+            &self.poller,
+            self.subscribe_changes(),
+            id,
+            filter,
+            until,
+            permit,
+        ))
+    }
+
+    /// The notifications a legacy session's stream carries for a change (`None`: the stream
+    /// lagged behind and everything may have changed).
+    pub fn session_notifications(
+        &self,
+        session: &Session,
+        changes: Option<&Changes>,
+    ) -> Vec<Value> {
+        subscriptions::session_notifications(session, changes)
     }
 
     /// Answers one request.
@@ -231,13 +296,16 @@ impl Server {
     ) -> Result<Value, McpError> {
         let page_size = self.settings.page_size;
         match (ctx.era, method) {
-            (Era::Modern, "server/discover") => Ok(lifecycle::discover_result(decl)),
-            (Era::Legacy(_), "ping") => Ok(json!({})),
-            (Era::Legacy(_), "logging/setLevel") => lifecycle::set_level(params).map(|_| json!({})),
-            (Era::Legacy(_), "resources/subscribe" | "resources/unsubscribe") => {
-                resources::check_subscribable(decl, params).map(|_| json!({}))
+            (Era::Modern, methods::SERVER_DISCOVER) => Ok(lifecycle::discover_result(decl)),
+            (Era::Legacy(_), methods::PING) => Ok(json!({})),
+            (Era::Legacy(_), methods::LOGGING_SET_LEVEL) => lifecycle::set_level(ctx, params),
+            (Era::Legacy(_), methods::RESOURCES_SUBSCRIBE) => {
+                subscriptions::subscribe(decl, &self.poller, ctx, params)
             }
-            (_, "tools/list") => catalog::list(
+            (Era::Legacy(_), methods::RESOURCES_UNSUBSCRIBE) => {
+                subscriptions::unsubscribe(decl, &self.poller, ctx, params)
+            }
+            (_, methods::TOOLS_LIST) => catalog::list(
                 params,
                 page_size,
                 "tools",
@@ -249,11 +317,11 @@ impl Server {
                 )
                 .into_iter(),
             ),
-            (_, "tools/call") => match access::tool_refusal(decl, ctx, params) {
+            (_, methods::TOOLS_CALL) => match access::tool_refusal(decl, ctx, params) {
                 Some(refused) => Ok(refused),
                 None => tools::call(decl, &self.metrics, ctx, params).await,
             },
-            (_, "resources/list") => catalog::list(
+            (_, methods::RESOURCES_LIST) => catalog::list(
                 params,
                 page_size,
                 "resources",
@@ -265,7 +333,7 @@ impl Server {
                 )
                 .into_iter(),
             ),
-            (_, "resources/templates/list") => catalog::list(
+            (_, methods::RESOURCES_TEMPLATES_LIST) => catalog::list(
                 params,
                 page_size,
                 "resourceTemplates",
@@ -277,11 +345,11 @@ impl Server {
                 )
                 .into_iter(),
             ),
-            (_, "resources/read") => match access::resource_refusal(decl, ctx, params) {
+            (_, methods::RESOURCES_READ) => match access::resource_refusal(decl, ctx, params) {
                 Some(refused) => Err(McpError::InvalidParams(refused)),
                 None => resources::read(decl, &self.metrics, &self.cache, params).await,
             },
-            (_, "prompts/list") => catalog::list(
+            (_, methods::PROMPTS_LIST) => catalog::list(
                 params,
                 page_size,
                 "prompts",
@@ -293,11 +361,11 @@ impl Server {
                 )
                 .into_iter(),
             ),
-            (_, "prompts/get") => match access::prompt_refusal(decl, ctx, params) {
+            (_, methods::PROMPTS_GET) => match access::prompt_refusal(decl, ctx, params) {
                 Some(refused) => Err(McpError::InvalidParams(refused)),
                 None => prompts::get(decl, params),
             },
-            (_, "completion/complete") => completion::complete(decl, params),
+            (_, methods::COMPLETION_COMPLETE) => completion::complete(decl, params),
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }
     }
@@ -305,12 +373,12 @@ impl Server {
 
 /// Methods whose 2026-07-28 results carry `ttlMs` and `cacheScope`.
 const CACHEABLE: &[&str] = &[
-    "server/discover",
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
+    methods::SERVER_DISCOVER,
+    methods::TOOLS_LIST,
+    methods::PROMPTS_LIST,
+    methods::RESOURCES_LIST,
+    methods::RESOURCES_TEMPLATES_LIST,
+    methods::RESOURCES_READ,
 ];
 
 /// Adds what the era requires on every result: in 2026-07-28 `resultType`, server info and, for
@@ -363,3 +431,6 @@ fn diff(old: &Compiled, new: &Compiled) -> Changes {
         updated_uris,
     }
 }
+
+#[cfg(test)]
+mod tests;

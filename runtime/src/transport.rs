@@ -1,18 +1,20 @@
 //! HTTP transports on the MCP port: `/mcp` (2026-07-28 stateless and legacy Streamable HTTP
-//! sessions) and `/sse` + `/messages` (2024-11-05 HTTP+SSE). Transports know nothing of tools:
-//! they turn HTTP into [`Server::handle`] calls and results back into HTTP.
+//! sessions) and `/sse` + `/messages` (2024-11-05 HTTP+SSE). Transports decide no method: they
+//! check HTTP, turn it into [`Server`] calls, and turn results back into HTTP.
 
-mod answer;
 mod authn;
 mod guard;
-mod mcp;
-mod modern;
+mod headers;
+mod legacy;
+mod mcp_post;
+mod reply;
 mod session_stream;
 mod sse;
+mod stateless;
 mod streamable;
 
 use crate::auth::AuthState;
-use crate::server::Server;
+use crate::server::{ListenLimit, Server};
 use crate::sessions::SessionStore;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -60,7 +62,7 @@ pub struct AppState {
     /// Cancelled on shutdown: open streams end.
     pub shutdown: CancellationToken,
     /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
-    pub listen_streams: Arc<tokio::sync::Semaphore>,
+    pub listen_streams: ListenLimit,
     /// Who may call, when the declaration has `spec.auth`.
     pub auth: Arc<AuthState>,
 }
@@ -71,7 +73,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route(
             "/mcp",
-            post(mcp::post)
+            post(mcp_post::post)
                 .get(streamable::get)
                 .delete(streamable::delete),
         )

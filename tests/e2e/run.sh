@@ -25,37 +25,11 @@ NS=e2e-demo
 RELEASE=kube-mcp
 SA=kube-mcp
 LEASE=kube-mcp-leader
-PASSED=0
-FAILED=0
+
+source "$ROOT/tests/lib/checks.sh"
+CHECK_LOG=$E2E/last-check.log
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# check NAME CMD...: runs one assertion; never stops the run.
-check() {
-  local name=$1
-  shift
-  if "$@" >"$E2E/last-check.log" 2>&1; then
-    PASSED=$((PASSED + 1))
-    echo "ok - $name"
-  else
-    FAILED=$((FAILED + 1))
-    echo "not ok - $name"
-    sed 's/^/    /' "$E2E/last-check.log" | tail -n 20
-  fi
-}
-
-# eventually SECONDS CMD...: retries CMD until it succeeds or the time is up.
-eventually() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || {
-      "$@" || true
-      return 1
-    }
-    sleep 0.5
-  done
-}
 
 # jq_true JSON_COMMAND... -- FILTER: the command's JSON satisfies the jq filter.
 obj() { kubectl -n "$NS" get "$@" -o json --show-managed-fields; }
@@ -74,8 +48,12 @@ absent() { ! kubectl -n "$NS" get "$@" >/dev/null 2>&1; }
 OPERATOR_PID=
 RUNTIME_PID=
 STANDBY_PID=
+PROXY_PID=
+PARTITIONED_PID=
 cleanup() {
   local rc=$?
+  [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
+  [[ -n $PARTITIONED_PID ]] && kill "$PARTITIONED_PID" 2>/dev/null || true
   [[ -n $STANDBY_PID ]] && kill "$STANDBY_PID" 2>/dev/null || true
   [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
   [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
@@ -167,7 +145,7 @@ observed() { holds mcpserver "$1" ".status.observedGeneration == $(generation "$
 check "status observes the generation" eventually 60 observed weather
 check "Accepted=True, reason Compiled" holds mcpserver weather \
   '.status.conditions[] | select(.type == "Accepted") | .status == "True" and .reason == "Compiled"'
-check "Ready=False with a reason and message (no kubelet: pods stay Pending)" holds mcpserver weather \
+check "Ready=False with a reason and message (no kubelet: pods stay Pending)" eventually 30 holds mcpserver weather \
   '.status.conditions[] | select(.type == "Ready") | .status == "False" and (.reason == "ReplicasUnavailable" or .reason == "RollingOut") and (.message | test("of 2 replicas"))'
 check "status url is the ingress URL" holds mcpserver weather '.status.url == "https://mcp.example.com/weather/mcp"'
 EXPECTED_COUNTS=$(kubectl -n "$NS" get mcpserver weather -o json | jq -c '.spec | {tools: (.tools // [] | length), resources: (.resources // [] | length), resourceTemplates: (.resourceTemplates // [] | length), prompts: (.prompts // [] | length)}')
@@ -175,8 +153,8 @@ check "status counts what is declared ($EXPECTED_COUNTS)" holds mcpserver weathe
   ".status.counts == $EXPECTED_COUNTS and .status.replicas == 2 and .status.readyReplicas == 0"
 check "kubectl explain reads the field docs" bash -c \
   "kubectl explain mcpservers.spec.containerResources | grep -q 'CPU and memory of the runtime container' && kubectl explain mcpservers.spec.tools.content | grep -q 'MCP content block'"
-check "printer columns show Ready, URL and Tools" bash -c \
-  "kubectl -n $NS get mcps weather | tee /dev/stderr | grep -E '^weather +False +https://mcp.example.com/weather/mcp +$(jq .tools <<<"$EXPECTED_COUNTS") '"
+check "printer columns show Ready, Verified, URL and Tools" bash -c \
+  "kubectl -n $NS get mcps weather | tee /dev/stderr | grep -E '^weather +False +Unknown +https://mcp.example.com/weather/mcp +$(jq .tools <<<"$EXPECTED_COUNTS") '"
 
 UID_WEATHER=$(kubectl -n "$NS" get mcpserver weather -o jsonpath='{.metadata.uid}')
 owned() {
@@ -225,6 +203,82 @@ events_with() { kubectl -n "$NS" get events --field-selector "involvedObject.nam
 check "an event records the acceptance" eventually 20 events_with Compiled
 
 # ----------------------------------------------------------------------------------------------
+log "a steady server: reconciles without a transition change nothing, drift is put back"
+ready_reason() { kubectl -n "$NS" get mcpserver weather -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'; }
+condition_times() { kubectl -n "$NS" get mcpserver weather -o json | jq -c '[.status.conditions[] | {type, reason, lastTransitionTime}]'; }
+server_events() {
+  kubectl -n "$NS" get events --field-selector involvedObject.kind=MCPServer,involvedObject.name=weather -o json |
+    jq -c '[.items[] | {reason, count: (.count // 1), series: (.series.count // 0)}] | sort_by(.reason)'
+}
+reconciles() { curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '/^mcp_operator_reconciles_total/ {s += $2} END {print s + 0}'; }
+eventually 30 bash -c "[[ \$(kubectl -n $NS get mcpserver weather -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}') == ReplicasUnavailable ]]" || true
+sleep 3
+TIMES_BEFORE=$(condition_times)
+EVENTS_BEFORE=$(server_events)
+RECONCILES_BEFORE=$(reconciles)
+kubectl -n "$NS" patch service weather --type=json -p '[{"op": "replace", "path": "/spec/ports/0/targetPort", "value": 9999}]' >/dev/null
+kubectl -n "$NS" label configmap weather-manifest e2e-touched=1 >/dev/null
+check "a Service edited by hand is put back" eventually 30 holds service weather '.spec.ports[0].targetPort == "http"'
+sleep 4
+check "the edits were reconciled ($RECONCILES_BEFORE reconciles before, $(reconciles) after)" test "$(reconciles)" -gt "$RECONCILES_BEFORE"
+same_times() {
+  local now
+  now=$(condition_times)
+  echo "before: $TIMES_BEFORE"
+  echo "after:  $now"
+  [[ $now == "$TIMES_BEFORE" ]]
+}
+check "lastTransitionTime unchanged across reconciles without a transition" same_times
+no_new_events() {
+  local now
+  now=$(server_events)
+  echo "before: $EVENTS_BEFORE"
+  echo "after:  $now"
+  [[ $now == "$EVENTS_BEFORE" ]] && jq -e 'all(.count == 1 and .series == 0) and (map(.reason) | length == (unique | length))' <<<"$now"
+}
+check "no duplicate Events for a steady server" no_new_events
+
+log "pods that cannot start say why (pod status driven by hand: no kubelet)"
+PODS=($(kubectl -n "$NS" get pods -l kube-mcp.io/server=weather -o jsonpath='{.items[*].metadata.name}'))
+waiting_pod() {
+  kubectl -n "$NS" patch pod "$1" --subresource=status --type=merge -p "{\"status\": {\"containerStatuses\": [{\"name\": \"mcp-runtime\", \"image\": \"ghcr.io/kube-mcp/kube-mcp:e2e\", \"imageID\": \"\", \"ready\": false, \"restartCount\": 0, \"state\": {\"waiting\": {\"reason\": \"$2\", \"message\": \"$3\"}}}]}}" >/dev/null
+}
+ready_is() { holds mcpserver weather ".status.conditions[] | select(.type == \"Ready\") | .status == \"False\" and .reason == \"$1\" and (.message | contains(\"$2\"))"; }
+check "the weather pods exist (${#PODS[@]})" test "${#PODS[@]}" -ge 1
+waiting_pod "${PODS[0]}" ImagePullBackOff 'Back-off pulling image \"ghcr.io/kube-mcp/kube-mcp:e2e\"'
+check "a failing image gives Ready=False ImagePullBackOff with the kubelet's message" eventually 30 ready_is ImagePullBackOff 'Back-off pulling image'
+waiting_pod "${PODS[0]}" CreateContainerConfigError 'secret \"upstream-token\" not found'
+check "a missing Secret gives Ready=False CreateContainerConfigError naming it" eventually 30 ready_is CreateContainerConfigError 'secret \"upstream-token\" not found'
+waiting_pod "${PODS[0]}" ContainerCreating ''
+check "and back to ReplicasUnavailable once the pod no longer names a problem" eventually 30 ready_is ReplicasUnavailable 'of 2 replicas available'
+check "a Warning event names each reason" bash -c "kubectl -n $NS get events --field-selector involvedObject.kind=MCPServer,involvedObject.name=weather -o json | jq -e '[.items[] | select(.type == \"Warning\") | .reason] | index(\"ImagePullBackOff\") and index(\"CreateContainerConfigError\")'"
+
+log "a same-named object someone else created is refused, not adopted"
+kubectl -n "$NS" create service clusterip clash --tcp=80:8080 >/dev/null
+foreign() { kubectl -n "$NS" get service clash -o json --show-managed-fields | jq -c '{selector: .spec.selector, owners: .metadata.ownerReferences, version: .metadata.resourceVersion, managers: [.metadata.managedFields[].manager]}'; }
+CLASH_BEFORE=$(foreign)
+kubectl -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: kube-mcp.io/v1alpha1
+kind: MCPServer
+metadata: {name: clash}
+spec:
+  tools: [{name: hi, content: [{type: text, text: hi}]}]
+EOF
+check "Ready=False, reason ChildConflict, naming the Service" eventually 30 holds mcpserver clash \
+  '.status.conditions[] | select(.type == "Ready") | .status == "False" and .reason == "ChildConflict" and (.message | test("Service/clash exists"))'
+untouched_foreign() {
+  local now
+  now=$(foreign)
+  echo "before: $CLASH_BEFORE"
+  echo "after:  $now"
+  [[ $now == "$CLASH_BEFORE" ]]
+}
+check "the foreign Service is untouched" untouched_foreign
+check "nothing else is written for the refused server" bash -c "! kubectl -n $NS get deployment clash && ! kubectl -n $NS get configmap clash-manifest"
+kubectl -n "$NS" delete mcpserver clash --wait=true >/dev/null
+kubectl -n "$NS" delete service clash >/dev/null
+
+# ----------------------------------------------------------------------------------------------
 log "a declaration change reaches the ConfigMap, not the pod template"
 TEMPLATE_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}')
 DEPLOY_GEN_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.metadata.generation}')
@@ -245,20 +299,10 @@ RT_PORT=$((ADMIN_PORT + 1))
   --admin-listen "127.0.0.1:$((RT_PORT + 1))" >"$E2E/runtime.log" 2>&1 &
 RUNTIME_PID=$!
 check "mcp-runtime serves the ConfigMap's manifest" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$((RT_PORT + 1))/readyz"
-# The Python client tests' venv when their pins exist (tests/run.sh keys it the same way), else
-# one with the SDK version the README names.
-if [[ -f $ROOT/tests/python/requirements.txt ]]; then
-  VENV=$CACHE/venv-$(sha256sum "$ROOT/tests/python/requirements.txt" | cut -c1-12)
-  REQUIREMENTS=(-r "$ROOT/tests/python/requirements.txt")
-else
-  VENV=$CACHE/venv-e2e-mcp-2.3.0
-  REQUIREMENTS=(mcp==2.3.0)
-fi
-PYTHON=$VENV/bin/python
-if ! "$PYTHON" -c 'import mcp' 2>/dev/null; then
-  log "installing the MCP Python SDK into $VENV"
-  python3 -m venv "$VENV" && "$VENV/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
-fi
+# The project's one Python venv (tests/lib/python-venv.sh).
+source "$ROOT/tests/lib/python-venv.sh"
+log "preparing the Python venv"
+python_venv
 check "the official MCP Python SDK gets the patched answer" \
   timeout 120 "$PYTHON" "$ROOT/tests/e2e/mcp_client_check.py" "http://127.0.0.1:$RT_PORT/mcp" Hi
 kill "$RUNTIME_PID" 2>/dev/null || true
@@ -364,6 +408,56 @@ check "a new operator takes the released Lease at once" eventually 15 bash -c \
   "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-operator_'"
 check "the Lease counts the transition" test "$(transitions)" -gt "$TRANSITIONS"
 check "and reconciles what changed meanwhile" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]offline[)]")'
+
+# ----------------------------------------------------------------------------------------------
+log "leader partition: a leader cut off from the API server stops before another takes over"
+check "SIGTERM hands the Lease over" bash -c "kill -TERM $OPERATOR_PID; for i in \$(seq 100); do kill -0 $OPERATOR_PID 2>/dev/null || exit 0; sleep 0.2; done; exit 1"
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=
+API_PORT=$(KUBECONFIG=$SA_KUBECONFIG kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}' | sed 's/.*://')
+PROXY_PORT=$((ADMIN_PORT + 5))
+python3 "$ROOT/tests/e2e/cut_proxy.py" "$PROXY_PORT" "$API_PORT" >"$E2E/proxy.log" 2>&1 &
+PROXY_PID=$!
+sed "s#https://127.0.0.1:$API_PORT#https://127.0.0.1:$PROXY_PORT#" "$SA_KUBECONFIG" >"$E2E/partitioned.kubeconfig"
+KUBECONFIG=$E2E/partitioned.kubeconfig POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-partitioned \
+  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$((ADMIN_PORT + 6))" --lease-name "$LEASE" \
+  --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json >>"$E2E/partitioned.log" 2>&1 &
+PARTITIONED_PID=$!
+check "the partitioned replica's kubeconfig goes through the proxy" grep -q "127.0.0.1:$PROXY_PORT" "$E2E/partitioned.kubeconfig"
+check "the replica behind the proxy leads" eventually 30 bash -c "[[ \$(kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}') == e2e-partitioned_* ]]"
+KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-survivor \
+  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name "$LEASE" \
+  --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json >>"$E2E/survivor.log" 2>&1 &
+OPERATOR_PID=$!
+sleep 6
+kill -USR1 "$PROXY_PID"
+check "the other replica takes the Lease of the partitioned one" eventually 60 bash -c "[[ \$(kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}') == e2e-survivor_* ]]"
+TAKEOVER=$(kubectl -n "$SYSTEM_NS" get lease "$LEASE" -o jsonpath='{.spec.acquireTime}')
+check "the partitioned leader stepped down and exited on its own" eventually 10 bash -c "! kill -0 $PARTITIONED_PID 2>/dev/null"
+stepped_down_first() {
+  local down
+  down=$(jq -r 'select(.message | test("could not renew the lease in time")) | .timestamp' "$E2E/partitioned.log" | head -1)
+  echo "stepped down at ${down:-never}, the other replica acquired at $TAKEOVER"
+  [[ -n $down ]] && jq -en --arg a "$down" --arg b "$TAKEOVER" \
+    '($a | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) < ($b | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) or ($a < $b)'
+}
+check "it stepped down before the takeover (its own clock and the Lease's)" stepped_down_first
+kill -USR2 "$PROXY_PID"
+sleep 3
+kubectl -n "$NS" patch mcpserver weather --type=merge -p '{"spec": {"title": "Weather (after the partition)"}}' >/dev/null
+check "the new leader reconciles" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]after the partition[)]")'
+nothing_after_takeover() {
+  local takeover sent
+  takeover=$(jq -rn --arg b "$TAKEOVER" '$b | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601')
+  sent=$(awk -v t="$takeover" '$1 >= t && (/ forwarded / || / connection from / && !/black-holed/)' "$E2E/proxy.log" | wc -l)
+  echo "requests through the proxy after the takeover: $sent"
+  tail -n 5 "$E2E/proxy.log"
+  ((sent == 0))
+}
+check "the partitioned replica sent nothing to the API server after the takeover" nothing_after_takeover
+kill "$PROXY_PID" 2>/dev/null || true
+PROXY_PID=
+PARTITIONED_PID=
 
 # ----------------------------------------------------------------------------------------------
 log "deleting the MCPServer collects its children"

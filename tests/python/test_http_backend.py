@@ -321,7 +321,14 @@ async def test_a_rotated_secret_is_picked_up(served):
     assert_no_secret(result)
 
 
-def test_metrics_count_upstream_calls_without_secrets(served):
+@pytest.mark.anyio
+async def test_metrics_count_upstream_calls_without_secrets(served):
+    # Its own calls first, so that the test passes alone (and in any order).
+    async with client(served, "2026-07-28") as c:
+        await c.call_tool("httpbin_status", {"code": 404})
+        await c.call_tool("slow", {"key": "metrics", "seconds": 5})
+        await c.call_tool("whoami", {})
+        await c.read_resource("tracker://counter")
     text = served.metrics()
     assert 'mcp_upstream_requests_total{tool="httpbin_status",code="404"}' in text
     assert 'mcp_upstream_requests_total{tool="slow",code="timeout"}' in text

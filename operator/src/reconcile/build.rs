@@ -8,12 +8,13 @@ mod meta;
 pub use deployment::{
     ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, SECRETS_DIR, SESSION_KEY_DIR, deployment,
 };
-pub use exposure::{ingress, pod_disruption_budget, service, url};
+pub use exposure::{ingress, path_prefix, pod_disruption_budget, service, url};
 pub use meta::{
     MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, selector_labels,
     session_key_name,
 };
 
+use super::validate::HASH_ANNOTATION;
 use crate::resource::MCPServer;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -61,10 +62,21 @@ pub struct Children {
 /// Key of the runtime manifest in the ConfigMap.
 pub const MANIFEST_KEY: &str = "manifest.yaml";
 
-/// Builds the children of `server` from its validated manifest.
-pub fn children(server: &MCPServer, manifest_yaml: &str, config: &BuildConfig) -> Children {
+/// Builds the children of `server` from its validated manifest and the manifest's hash.
+pub fn children(
+    server: &MCPServer,
+    manifest_yaml: &str,
+    hash: &str,
+    config: &BuildConfig,
+) -> Children {
+    let mut config_map = config_map(server, manifest_yaml);
+    config_map
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(HASH_ANNOTATION.to_owned(), hash.to_owned());
     Children {
-        config_map: config_map(server, manifest_yaml),
+        config_map,
         deployment: deployment(server, config),
         service: service(server),
         ingress: ingress(server),
@@ -149,7 +161,12 @@ mod tests {
 
     fn build(server: &MCPServer) -> Children {
         let accepted = validate(server).unwrap();
-        children(server, &accepted.manifest_yaml, &BuildConfig::default())
+        children(
+            server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &BuildConfig::default(),
+        )
     }
 
     #[test]

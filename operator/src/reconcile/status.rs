@@ -2,8 +2,11 @@
 //! said, the status to write and the events the change deserves. Condition times move only when
 //! a condition changes, so writing the same status twice is a no-op.
 
+use super::apply::Conflict;
+use super::pods::PodProblem;
 use super::validate::{Accepted, Refused};
-use crate::resource::{Condition, MCPServer, MCPServerStatus};
+use super::verify::Served;
+use crate::resource::{Condition, Counts, MCPServer, MCPServerStatus};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -11,6 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub const ACCEPTED: &str = "Accepted";
 /// Condition type: every replica is up to date and available.
 pub const READY: &str = "Ready";
+/// Condition type: a real MCP request found the pods serving the current declaration.
+pub const VERIFIED: &str = "Verified";
 
 /// What one reconcile found.
 #[derive(Debug)]
@@ -21,15 +26,112 @@ pub struct Observation<'a> {
     pub url: String,
     /// Why applying the children failed, if it did.
     pub apply_error: Option<String>,
+    /// Same-named objects the server does not control (nothing was applied).
+    pub conflicts: &'a [Conflict],
     /// The server's Deployment as last seen (the last good one when the spec is refused).
     pub deployment: Option<&'a Deployment>,
+    /// Why the pods do not start, when their containers say so.
+    pub pod_problem: Option<PodProblem>,
+    /// What asking the pods found.
+    pub verification: Verification,
 }
 
-/// The status after this reconcile.
-pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MCPServerStatus {
-    let old = server.status.clone().unwrap_or_default();
+/// What the verify step found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// Nothing to ask: no replica is available (or nothing was ever accepted).
+    NoReplica,
+    /// Already verified for this declaration: the condition stays as it is.
+    Unchanged,
+    /// A replica answered; `want` is the declaration it should serve.
+    Answered {
+        /// What it serves.
+        served: Served,
+        /// The hash of the declaration applied last.
+        want_hash: String,
+        /// What that declaration holds.
+        want_counts: Counts,
+    },
+    /// The question went unanswered.
+    Failed(String),
+}
+
+impl Verification {
+    /// Whether the answer shows the current declaration served.
+    pub fn verified(&self) -> bool {
+        matches!(self, Self::Answered { served, want_hash, want_counts }
+            if served.hash.as_deref() == Some(want_hash.as_str()) && served.counts == *want_counts)
+    }
+}
+
+fn describe_counts(c: &Counts) -> String {
+    format!(
+        "{} tools, {} resources, {} resource templates, {} prompts",
+        c.tools, c.resources, c.resource_templates, c.prompts
+    )
+}
+
+fn verified_state(old: &MCPServerStatus, verification: &Verification) -> State {
+    match verification {
+        Verification::NoReplica => state(
+            "Unknown",
+            "NotReady",
+            "no replica is available to ask".into(),
+        ),
+        Verification::Unchanged => match old.condition(VERIFIED) {
+            Some(c) if c.status == "True" => state("True", "Serving", c.message.clone()),
+            _ => state(
+                "Unknown",
+                "NotReady",
+                "no replica is available to ask".into(),
+            ),
+        },
+        Verification::Answered {
+            want_hash,
+            want_counts,
+            ..
+        } if verification.verified() => state(
+            "True",
+            "Serving",
+            format!(
+                "a replica serves declaration {want_hash} ({})",
+                describe_counts(want_counts)
+            ),
+        ),
+        Verification::Answered {
+            served,
+            want_hash,
+            want_counts,
+        } => state(
+            "False",
+            "StaleDeclaration",
+            format!(
+                "a replica serves declaration {} ({}), not {want_hash} ({}): a ConfigMap update \
+                 reaches pods within about a minute, or the runtime refused to reload it (see \
+                 its log)",
+                served.hash.as_deref().unwrap_or("without hash"),
+                describe_counts(&served.counts),
+                describe_counts(want_counts)
+            ),
+        ),
+        Verification::Failed(error) => state("False", "Unreachable", error.clone()),
+    }
+}
+
+/// The status after this reconcile, from the status as last written (`old`: the operator's own
+/// memory of it, not the watch cache, which lags the operator's writes).
+pub fn next_status(
+    old: &MCPServerStatus,
+    server: &MCPServer,
+    seen: &Observation<'_>,
+    now: &Time,
+) -> MCPServerStatus {
     let generation = server.metadata.generation;
-    let desired = server.spec.deployment.replicas.unwrap_or(1);
+    // A refused spec was never applied: readiness is measured against the last applied one.
+    let desired = match seen.verdict {
+        Ok(_) => server.spec.deployment.replicas.unwrap_or(1),
+        Err(_) => seen.deployment.and_then(|d| d.spec.replicas).unwrap_or(1),
+    };
     let (accepted, url, counts) = match seen.verdict {
         Ok(accepted) => {
             let c = accepted.counts;
@@ -63,8 +165,15 @@ pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MC
     MCPServerStatus {
         observed_generation: generation,
         conditions: vec![
-            condition(&old, ACCEPTED, accepted, generation, now),
-            condition(&old, READY, ready, generation, now),
+            condition(old, ACCEPTED, accepted, generation, now),
+            condition(old, READY, ready, generation, now),
+            condition(
+                old,
+                VERIFIED,
+                verified_state(old, &seen.verification),
+                generation,
+                now,
+            ),
         ],
         url,
         replicas: Some(desired),
@@ -75,7 +184,7 @@ pub fn next_status(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MC
 
 /// Status, reason and message of a condition.
 #[derive(Clone, Debug, PartialEq)]
-struct State {
+pub(crate) struct State {
     status: &'static str,
     reason: &'static str,
     message: String,
@@ -90,6 +199,9 @@ fn state(status: &'static str, reason: &'static str, message: String) -> State {
 }
 
 fn ready_state(seen: &Observation<'_>, desired: i32) -> State {
+    if !seen.conflicts.is_empty() {
+        return state("False", "ChildConflict", Conflict::message(seen.conflicts));
+    }
     if let Some(error) = &seen.apply_error {
         return state("False", "ApplyFailed", error.clone());
     }
@@ -144,11 +256,21 @@ fn ready_state(seen: &Observation<'_>, desired: i32) -> State {
             format!("{updated} of {desired} replicas updated, {available} available"),
         )
     } else if available < desired {
-        state(
-            "False",
-            "ReplicasUnavailable",
-            format!("{available} of {desired} replicas available"),
-        )
+        match &seen.pod_problem {
+            Some(problem) => state(
+                "False",
+                problem.reason,
+                format!(
+                    "{available} of {desired} replicas available: {}",
+                    problem.message
+                ),
+            ),
+            None => state(
+                "False",
+                "ReplicasUnavailable",
+                format!("{available} of {desired} replicas available"),
+            ),
+        }
     } else {
         state(
             "True",
@@ -183,6 +305,8 @@ fn condition(
 /// An event to publish about the server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transition {
+    /// The pipeline step the event is about (`Validate`, `Apply`, `Verify`, `Prune`).
+    pub action: &'static str,
     /// `Normal`, or `Warning` for a state a person should look at.
     pub warning: bool,
     /// The condition's new reason.
@@ -193,16 +317,26 @@ pub struct Transition {
 
 /// Reasons that are part of normal operation even though the condition is False.
 const BENIGN_REASONS: &[&str] = &["Creating", "RollingOut", "ScaledToZero"];
+/// Steps of a rollout in progress: the status shows them, but they are not worth an event (a
+/// stuck rollout or a failing pod has its own reason, and that is one).
+const PROGRESS_REASONS: &[&str] = &["Creating", "RollingOut", "ReplicasUnavailable", "NotReady"];
 
-/// The events a status change deserves: one per condition whose status or reason changed.
+/// The events a status change deserves: one per condition whose status or reason changed,
+/// except to a step of a rollout in progress.
 pub fn transitions(old: Option<&MCPServerStatus>, new: &MCPServerStatus) -> Vec<Transition> {
     new.conditions
         .iter()
         .filter(|c| {
             let before = old.and_then(|o| o.condition(&c.type_));
             before.is_none_or(|b| b.status != c.status || b.reason != c.reason)
+                && !PROGRESS_REASONS.contains(&c.reason.as_str())
         })
         .map(|c| Transition {
+            action: match c.type_.as_str() {
+                ACCEPTED => "Validate",
+                VERIFIED => "Verify",
+                _ => "Apply",
+            },
             warning: c.status != "True" && !BENIGN_REASONS.contains(&c.reason.as_str()),
             reason: c.reason.clone(),
             note: format!("{} is {}: {}", c.type_, c.status, c.message),
@@ -216,6 +350,15 @@ mod tests {
     use crate::reconcile::test_support::server;
     use crate::reconcile::validate::validate;
     use crate::resource::Counts;
+
+    fn next(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MCPServerStatus {
+        next_status(
+            &server.status.clone().unwrap_or_default(),
+            server,
+            seen,
+            now,
+        )
+    }
 
     fn time(seconds: i64) -> Time {
         Time(jiff::Timestamp::from_second(1_800_000_000 + seconds).unwrap())
@@ -264,7 +407,10 @@ mod tests {
             verdict,
             url: "http://hello.tools.svc.cluster.local/mcp".into(),
             apply_error: None,
+            conflicts: &[],
             deployment,
+            pod_problem: None,
+            verification: Verification::NoReplica,
         }
     }
 
@@ -273,7 +419,7 @@ mod tests {
         let server = hello(2);
         let accepted = validate(&server).unwrap();
         let deployment = deployment(AVAILABLE);
-        let status = next_status(
+        let status = next(
             &server,
             &observe(Ok(&accepted), Some(&deployment)),
             &time(0),
@@ -286,12 +432,12 @@ mod tests {
         let good = hello(2);
         let accepted = validate(&good).unwrap();
         let deployment = deployment(AVAILABLE);
-        let before = next_status(&good, &observe(Ok(&accepted), Some(&deployment)), &time(0));
+        let before = next(&good, &observe(Ok(&accepted), Some(&deployment)), &time(0));
 
         let mut bad = broken();
         bad.status = Some(before.clone());
         let refused = validate(&bad).unwrap_err();
-        let after = next_status(&bad, &observe(Err(&refused), Some(&deployment)), &time(60));
+        let after = next(&bad, &observe(Err(&refused), Some(&deployment)), &time(60));
         let accepted_condition = after.condition(ACCEPTED).unwrap();
         assert_eq!(
             (
@@ -342,7 +488,7 @@ mod tests {
     fn a_spec_never_accepted_is_not_ready() {
         let bad = broken();
         let refused = validate(&bad).unwrap_err();
-        let status = next_status(&bad, &observe(Err(&refused), None), &time(0));
+        let status = next(&bad, &observe(Err(&refused), None), &time(0));
         let ready = status.condition(READY).unwrap();
         assert_eq!(
             (ready.status.as_str(), ready.reason.as_str()),
@@ -375,7 +521,7 @@ mod tests {
             let deployment = deployment(&format!(
                 "metadata: {{name: hello, generation: 2}}\nspec: {{selector: {{}}, template: {{}}}}\n{status_yaml}"
             ));
-            let status = next_status(
+            let status = next(
                 &server,
                 &observe(Ok(&accepted), Some(&deployment)),
                 &time(0),
@@ -395,7 +541,7 @@ mod tests {
         let server = hello(0);
         let accepted = validate(&server).unwrap();
         let deployment = deployment(AVAILABLE);
-        let status = next_status(
+        let status = next(
             &server,
             &observe(Ok(&accepted), Some(&deployment)),
             &time(0),
@@ -409,7 +555,7 @@ mod tests {
         let accepted = validate(&server).unwrap();
         let mut seen = observe(Ok(&accepted), None);
         seen.apply_error = Some("cannot apply Deployment hello: forbidden".into());
-        let status = next_status(&server, &seen, &time(0));
+        let status = next(&server, &seen, &time(0));
         let ready = status.condition(READY).unwrap();
         assert_eq!(
             (ready.reason.as_str(), ready.message.as_str()),
@@ -430,19 +576,136 @@ mod tests {
         let server = hello(2);
         let accepted = validate(&server).unwrap();
         let deployment = deployment(AVAILABLE);
-        let first = next_status(
+        let first = next(
             &server,
             &observe(Ok(&accepted), Some(&deployment)),
             &time(0),
         );
         let mut again = server.clone();
         again.status = Some(first.clone());
-        let second = next_status(
+        let second = next(
             &again,
             &observe(Ok(&accepted), Some(&deployment)),
             &time(30),
         );
         assert_eq!(first, second);
         assert!(transitions(Some(&first), &second).is_empty());
+    }
+
+    #[test]
+    fn a_foreign_child_is_a_conflict_naming_the_object() {
+        let server = hello(1);
+        let accepted = validate(&server).unwrap();
+        let conflicts = [crate::reconcile::apply::Conflict {
+            object: "Service/hello".into(),
+            holder: "not controlled by this MCPServer".into(),
+        }];
+        let mut seen = observe(Ok(&accepted), None);
+        seen.conflicts = &conflicts;
+        let ready = next(&server, &seen, &time(0))
+            .condition(READY)
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "ChildConflict")
+        );
+        assert!(
+            ready
+                .message
+                .starts_with("Service/hello exists and is not controlled by this MCPServer"),
+            "{}",
+            ready.message
+        );
+    }
+
+    #[test]
+    fn a_refused_spec_is_measured_against_the_last_applied_replicas() {
+        // The refused spec asks for 2 replicas; the applied Deployment has 1, available.
+        let mut bad = broken();
+        bad.status = None;
+        let refused = validate(&bad).unwrap_err();
+        let deployment = deployment(
+            "metadata: {name: hello, generation: 1}\nspec: {replicas: 1, selector: {}, template: {}}\nstatus: {observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1}",
+        );
+        let status = next(&bad, &observe(Err(&refused), Some(&deployment)), &time(0));
+        assert_eq!(status.condition(READY).unwrap().status, "True");
+        assert_eq!(status.replicas, Some(1));
+    }
+
+    #[test]
+    fn unavailable_pods_say_why() {
+        let server = hello(1);
+        let accepted = validate(&server).unwrap();
+        let deployment = deployment(
+            "metadata: {name: hello, generation: 1}\nspec: {selector: {}, template: {}}\nstatus: {observedGeneration: 1, replicas: 1, updatedReplicas: 1}",
+        );
+        let mut seen = observe(Ok(&accepted), Some(&deployment));
+        seen.pod_problem = Some(crate::reconcile::pods::PodProblem {
+            reason: "ImagePullBackOff",
+            message: "pod p container runtime: ImagePullBackOff: not found".into(),
+        });
+        let ready = next(&server, &seen, &time(0))
+            .condition(READY)
+            .unwrap()
+            .clone();
+        assert_eq!(ready.reason, "ImagePullBackOff");
+        assert_eq!(
+            ready.message,
+            "0 of 1 replicas available: pod p container runtime: ImagePullBackOff: not found"
+        );
+    }
+
+    #[test]
+    fn verified_follows_what_a_replica_serves() {
+        let server = hello(2);
+        let accepted = validate(&server).unwrap();
+        let deployment = deployment(AVAILABLE);
+        let served = |hash: &str, tools| Served {
+            hash: Some(hash.into()),
+            counts: Counts {
+                tools,
+                ..Default::default()
+            },
+        };
+        let answered = |s| Verification::Answered {
+            served: s,
+            want_hash: accepted.hash.clone(),
+            want_counts: accepted.counts,
+        };
+        let cases = [
+            (answered(served(&accepted.hash, 1)), "True", "Serving"),
+            (answered(served("0123", 1)), "False", "StaleDeclaration"),
+            (
+                answered(served(&accepted.hash, 3)),
+                "False",
+                "StaleDeclaration",
+            ),
+            (
+                Verification::Failed("no MCP answer".into()),
+                "False",
+                "Unreachable",
+            ),
+            (Verification::NoReplica, "Unknown", "NotReady"),
+        ];
+        for (verification, status, reason) in cases {
+            let mut seen = observe(Ok(&accepted), Some(&deployment));
+            seen.verification = verification.clone();
+            let first = next(&server, &seen, &time(0));
+            let verified = first.condition(VERIFIED).unwrap();
+            assert_eq!(
+                (verified.status.as_str(), verified.reason.as_str()),
+                (status, reason),
+                "{verification:?}"
+            );
+            // Already verified: the condition is carried over without asking again.
+            if status == "True" {
+                let mut again = server.clone();
+                again.status = Some(first.clone());
+                let mut seen = observe(Ok(&accepted), Some(&deployment));
+                seen.verification = Verification::Unchanged;
+                assert_eq!(next(&again, &seen, &time(9)), first);
+            }
+        }
     }
 }

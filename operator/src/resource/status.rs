@@ -14,6 +14,8 @@ pub struct MCPServerStatus {
     pub observed_generation: Option<i64>,
     /// `Accepted`: the declaration compiled (when False, the message names the failing field).
     /// `Ready`: every replica is up to date and available (when False, the reason says why).
+    /// `Verified`: a real MCP request found a replica serving the current declaration
+    /// (`StaleDeclaration`: it serves an older one; `Unreachable`: no answer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

@@ -4,7 +4,7 @@
 //! exactly the configured issuer, or it is not the issuer's metadata. I/O.
 
 use super::fetch::{self, FetchError};
-use super::uri::trusted_url;
+use crate::declaration::trusted_url;
 use serde_json::Value;
 use url::Url;
 

@@ -6,7 +6,7 @@
 
 use super::discovery::discover;
 use super::fetch::{self, FetchError};
-use super::uri::trusted_url;
+use crate::declaration::trusted_url;
 use arc_swap::ArcSwap;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};

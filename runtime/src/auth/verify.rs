@@ -9,10 +9,10 @@ use super::introspect::Introspector;
 use super::keys::Keys;
 use super::principal::Principal;
 use super::refusal::Refusal;
-use super::uri::audience_matches;
+use super::rules::{Rules, audience_ok};
 use dashmap::DashMap;
 use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, Validation};
+use jsonwebtoken::Validation;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -21,19 +21,6 @@ pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// Most validated tokens remembered (at most [`MAX_TOKEN_BYTES`] each); the cache is emptied
 /// when it fills.
 const MAX_CACHED: usize = 4_096;
-
-/// What a token must satisfy.
-#[derive(Clone, Debug)]
-pub struct Rules {
-    /// Exact `iss`.
-    pub issuer: String,
-    /// Accepted audiences, canonical (see [`super::uri::canonical_audience`]).
-    pub audiences: Vec<String>,
-    /// Accepted algorithms (never HMAC, never `none`).
-    pub algorithms: Vec<Algorithm>,
-    /// Tolerated clock skew, seconds.
-    pub leeway: u64,
-}
 
 /// Validates tokens for one resource.
 pub struct Verifier {
@@ -163,17 +150,5 @@ impl Verifier {
             .ok_or(Refusal::Malformed("exp is not a number"))?;
         let nbf = claims.get("nbf").and_then(Value::as_u64);
         Ok((Principal::from_claims(claims, exp), nbf, generation))
-    }
-}
-
-/// Whether an `aud` claim (a string or an array of strings) names an accepted audience.
-pub fn audience_ok(accepted: &[String], aud: Option<&Value>) -> bool {
-    match aud {
-        Some(Value::String(one)) => audience_matches(accepted, one),
-        Some(Value::Array(many)) => many
-            .iter()
-            .filter_map(Value::as_str)
-            .any(|one| audience_matches(accepted, one)),
-        _ => false,
     }
 }

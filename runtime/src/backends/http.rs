@@ -10,8 +10,8 @@ mod request;
 
 pub use mapping::{resource_contents, tool_reply};
 
-use crate::admin::metrics::Metrics;
 use crate::declaration::{CompiledHttp, Templates};
+use crate::metrics::Metrics;
 use reqwest::StatusCode;
 use serde_json::{Map, Value};
 use std::time::Duration;

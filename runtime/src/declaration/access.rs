@@ -4,7 +4,7 @@
 //! itself. An `allow` that does not compile, or reads anything but `token` and `args`, refuses
 //! the declaration with its field path. Pure, no I/O.
 
-use super::compile::FieldError;
+use super::field_error::FieldError;
 use super::secrets::secret_path;
 use super::types::{Auth, Declaration};
 use minijinja::Environment;
@@ -237,11 +237,11 @@ impl Compiler {
     }
 
     fn auth(&mut self, auth: &Auth) {
-        if let Err(message) = crate::auth::trusted_url(&auth.issuer) {
+        if let Err(message) = super::auth_uri::trusted_url(&auth.issuer) {
             self.error("spec.auth.issuer".into(), message);
         }
         if let Some(uri) = &auth.jwks_uri
-            && let Err(message) = crate::auth::trusted_url(uri)
+            && let Err(message) = super::auth_uri::trusted_url(uri)
         {
             self.error("spec.auth.jwksUri".into(), message);
         }
@@ -265,7 +265,7 @@ impl Compiler {
         }
         if let Some(introspection) = &auth.introspection {
             if let Some(endpoint) = &introspection.endpoint
-                && let Err(message) = crate::auth::trusted_url(endpoint)
+                && let Err(message) = super::auth_uri::trusted_url(endpoint)
             {
                 self.error("spec.auth.introspection.endpoint".into(), message);
             }

@@ -3,7 +3,7 @@
 //! slots. No text is ever spliced into JSON, so no argument can break the document. Pure.
 
 use super::template::{RenderError, Templates, Text};
-use super::url_template::lookup;
+use super::upstream_url::lookup;
 use serde_json::{Map, Value};
 
 /// The key that marks an argument reference.

@@ -1,5 +1,6 @@
 //! The list methods: pre-built entries, paged by an opaque cursor. Pure.
 
+use super::params::ListPage;
 use crate::protocol::McpError;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -13,16 +14,15 @@ pub fn list<'a>(
     entries: impl ExactSizeIterator<Item = &'a Value>,
 ) -> Result<Value, McpError> {
     let total = entries.len();
-    let start = match params.get("cursor") {
-        None | Some(Value::Null) => 0,
-        Some(Value::String(cursor)) => decode_cursor(cursor)
+    let start = match ListPage::parse(params)?.cursor {
+        None => 0,
+        Some(cursor) => decode_cursor(cursor)
             .filter(|&offset| offset <= total)
             .ok_or_else(|| {
                 McpError::InvalidParams(
                     "invalid cursor: it was not issued by this server or the list changed".into(),
                 )
             })?,
-        Some(_) => return Err(McpError::InvalidParams("`cursor` must be a string".into())),
     };
     let page: Vec<&Value> = entries.skip(start).take(page_size).collect();
     let mut result = json!({ key: page });

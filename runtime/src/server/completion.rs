@@ -1,6 +1,7 @@
 //! `completion/complete`: declared values for prompt arguments and URI-template variables,
 //! filtered by what the user typed. Pure.
 
+use super::params::{Complete, CompletionRef};
 use crate::declaration::Compiled;
 use crate::protocol::McpError;
 use serde_json::{Value, json};
@@ -10,25 +11,13 @@ const MAX_VALUES: usize = 100;
 
 /// Completes an argument of a prompt or a variable of a resource template.
 pub fn complete(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
-    let invalid = |message: &str| McpError::InvalidParams(message.to_owned());
-    let reference = params.get("ref").ok_or_else(|| invalid("missing `ref`"))?;
-    let argument = params
-        .get("argument")
-        .ok_or_else(|| invalid("missing `argument`"))?;
-    let name = argument
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("missing `argument.name`"))?;
-    let typed = argument
-        .get("value")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let candidates: &[String] = match reference.get("type").and_then(Value::as_str) {
-        Some("ref/prompt") => {
-            let prompt_name = reference
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| invalid("missing `ref.name`"))?;
+    let Complete {
+        reference,
+        argument: name,
+        typed,
+    } = Complete::parse(params)?;
+    let candidates: &[String] = match reference {
+        CompletionRef::Prompt(prompt_name) => {
             let prompt = decl
                 .prompt(prompt_name)
                 .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {prompt_name}")))?;
@@ -43,11 +32,7 @@ pub fn complete(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
                     ))
                 })?
         }
-        Some("ref/resource") => {
-            let uri = reference
-                .get("uri")
-                .and_then(Value::as_str)
-                .ok_or_else(|| invalid("missing `ref.uri`"))?;
+        CompletionRef::Resource(uri) => {
             let template = decl
                 .resource_templates
                 .iter()
@@ -61,7 +46,6 @@ pub fn complete(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
                 .map(Vec::as_slice)
                 .unwrap_or_default()
         }
-        _ => return Err(invalid("`ref.type` must be ref/prompt or ref/resource")),
     };
     let typed = typed.to_lowercase();
     let matching: Vec<&String> = candidates

@@ -1,6 +1,7 @@
 //! Describing the server: `server/discover` (2026-07-28), `initialize` (legacy eras), and the
-//! legacy `logging/setLevel` check. Pure.
+//! legacy `logging/setLevel` (which sets the session's level). Pure.
 
+use super::RequestContext;
 use crate::declaration::{Compiled, LogLevel};
 use crate::protocol::{LegacyVersion, McpError, SUPPORTED_VERSIONS};
 use serde_json::{Value, json};
@@ -55,9 +56,14 @@ pub fn initialize_result(decl: &Compiled, version: LegacyVersion) -> Value {
     result
 }
 
-/// Reads a log level from `params.level` (legacy `logging/setLevel`).
-pub fn set_level(params: &Value) -> Result<LogLevel, McpError> {
-    parse_level(params.get("level"))
+/// `logging/setLevel` (legacy): the session's log messages from now on are at or above
+/// `params.level`.
+pub fn set_level(ctx: &RequestContext, params: &Value) -> Result<Value, McpError> {
+    let level = parse_level(params.get("level"))?;
+    if let Some(session) = &ctx.session {
+        session.set_log_level(level);
+    }
+    Ok(json!({}))
 }
 
 /// Parses a log level value.

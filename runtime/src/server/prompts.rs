@@ -1,27 +1,17 @@
 //! `prompts/get`: checks the arguments and renders the declared messages. Pure.
 
+use super::params::GetPrompt;
 use crate::declaration::Compiled;
 use crate::protocol::McpError;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Renders a prompt with its arguments.
 pub fn get(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| McpError::InvalidParams("missing `name`".into()))?;
+    let GetPrompt { name, arguments } = GetPrompt::parse(params)?;
     let prompt = decl
         .prompt(name)
         .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {name}")))?;
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(args)) => args.clone(),
-        Some(_) => {
-            return Err(McpError::InvalidParams(
-                "`arguments` must be an object".into(),
-            ));
-        }
-    };
+    let args = arguments.cloned().unwrap_or_default();
     for (argument, value) in &args {
         if !value.is_string() {
             return Err(McpError::InvalidParams(format!(

@@ -1,20 +1,14 @@
 //! `resources/read` of fixed resources and resource templates (declared, or fetched from an
-//! upstream HTTP API, with an optional cache), and the legacy subscribe check. Upstream reads
+//! upstream HTTP API, with an optional cache), and whether a URI is readable (for subscriptions). Upstream reads
 //! do network I/O; the rest is pure.
 
-use super::upstream::ReadCache;
-use crate::admin::metrics::Metrics;
+use super::params::ResourceUri;
+use super::read_cache::ReadCache;
 use crate::backends::http;
 use crate::declaration::{Compiled, CompiledHttp};
+use crate::metrics::Metrics;
 use crate::protocol::McpError;
 use serde_json::{Map, Value, json};
-
-fn uri_param(params: &Value) -> Result<&str, McpError> {
-    params
-        .get("uri")
-        .and_then(Value::as_str)
-        .ok_or_else(|| McpError::InvalidParams("missing `uri`".into()))
-}
 
 /// Reads a resource: a fixed one by URI, else the first template that matches.
 pub async fn read(
@@ -23,7 +17,7 @@ pub async fn read(
     cache: &ReadCache,
     params: &Value,
 ) -> Result<Value, McpError> {
-    let uri = uri_param(params)?;
+    let ResourceUri { uri } = ResourceUri::parse(params)?;
     let contents = contents(decl, metrics, Some(cache), uri).await?;
     Ok(json!({"contents": [contents]}))
 }
@@ -109,9 +103,8 @@ pub fn poll_interval(decl: &Compiled, uri: &str) -> Option<std::time::Duration> 
     http.map(|h| h.poll_interval)
 }
 
-/// A subscription is accepted for any URI this server can read.
-pub fn check_subscribable(decl: &Compiled, params: &Value) -> Result<(), McpError> {
-    let uri = uri_param(params)?;
+/// Whether this server can read `uri` (a fixed resource, or a template matches it).
+pub fn check_readable(decl: &Compiled, uri: &str) -> Result<(), McpError> {
     if decl.resource(uri).is_some()
         || decl
             .resource_templates

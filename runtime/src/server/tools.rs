@@ -2,11 +2,13 @@
 //! reply (declared content, or an upstream HTTP call), output validation, metrics, and shaping
 //! the result for the era.
 
-use crate::admin::metrics::Metrics;
+use super::RequestContext;
+use super::params::CallTool;
 use crate::backends::{ToolReply, content, http, text_block};
 use crate::declaration::{Compiled, CompiledTool};
+use crate::metrics::Metrics;
+use crate::protocol::methods::notifications;
 use crate::protocol::{Era, LegacyVersion, McpError, notification, object};
-use crate::server::RequestContext;
 use serde_json::{Value, json};
 use std::time::Instant;
 
@@ -21,26 +23,13 @@ pub async fn call(
     ctx: &RequestContext,
     params: &Value,
 ) -> Result<Value, McpError> {
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| McpError::InvalidParams("missing tool `name`".into()))?;
+    let CallTool {
+        name,
+        arguments: args,
+    } = CallTool::parse(params)?;
     let tool = decl
         .tool(name)
         .ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
-    let no_arguments;
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => {
-            no_arguments = json!({});
-            &no_arguments
-        }
-        Some(args @ Value::Object(_)) => args,
-        Some(_) => {
-            return Err(McpError::InvalidParams(
-                "`arguments` must be an object".into(),
-            ));
-        }
-    };
     let started = Instant::now();
     let reply = run(decl, metrics, tool, ctx, args).await;
     metrics.tool_call(name, !reply.is_error, started.elapsed());
@@ -116,7 +105,7 @@ async fn send_logs(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, a
         if let Some(logger) = &log.logger {
             params["logger"] = json!(logger);
         }
-        ctx.notify(notification("notifications/message", params))
+        ctx.notify(notification(notifications::MESSAGE, params))
             .await;
     }
 }
@@ -140,7 +129,7 @@ async fn send_progress(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContex
         {
             params["message"] = json!(message);
         }
-        ctx.notify(notification("notifications/progress", params))
+        ctx.notify(notification(notifications::PROGRESS, params))
             .await;
     }
 }

@@ -151,6 +151,11 @@ impl Session {
         self.state().subscriptions.len()
     }
 
+    /// The resource URIs the client subscribed to.
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.state().subscriptions.iter().cloned().collect()
+    }
+
     /// Whether the client subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
         self.state().subscriptions.contains(uri)

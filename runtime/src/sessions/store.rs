@@ -3,7 +3,7 @@
 
 use super::seal::{SealedSession, Sealer};
 use super::session::{Session, SessionTransport};
-use crate::admin::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::protocol::{LegacyVersion, McpError};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -7,9 +7,10 @@
 //! token itself goes no further than this file: handlers see only the validated principal.
 
 use super::AppState;
-use super::mcp::SESSION_HEADER;
+use super::headers::SESSION_HEADER;
 use crate::auth::{Authenticator, Principal, Refusal};
 use crate::declaration::{Caller as AccessCaller, Compiled};
+use crate::protocol::methods;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -161,9 +162,9 @@ fn check_items(
             continue;
         };
         let access = match (&*method, params.name, params.uri) {
-            ("tools/call", Some(name), _) => compiled.access.tool(&name),
-            ("prompts/get", Some(name), _) => compiled.access.prompt(&name),
-            ("resources/read" | "resources/subscribe", _, Some(uri)) => {
+            (methods::TOOLS_CALL, Some(name), _) => compiled.access.tool(&name),
+            (methods::PROMPTS_GET, Some(name), _) => compiled.access.prompt(&name),
+            (methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE, _, Some(uri)) => {
                 if compiled.resource(&uri).is_some() {
                     compiled.access.resource(&uri)
                 } else {

@@ -2,7 +2,7 @@
 //! the Content-Type and Accept checks of POST bodies. Pure, apart from the middleware glue.
 
 use super::AppState;
-use super::answer::error_body;
+use super::reply::error_body;
 use crate::protocol::{Era, LATEST_LEGACY, McpError};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};

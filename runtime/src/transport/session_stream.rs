@@ -3,9 +3,9 @@
 //! session whose client stopped answering.
 
 use super::AppState;
-use super::answer::event;
-use crate::protocol::{notification, request};
-use crate::server::Changes;
+use super::reply::event;
+use crate::protocol::methods;
+use crate::protocol::request;
 use crate::sessions::Session;
 use axum::response::sse::Event;
 use futures_util::Stream;
@@ -86,12 +86,13 @@ async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: mpsc::Sender<
             () = state.shutdown.cancelled() => break,
             () = sender.closed() => break,
             changed = changes.recv() => {
-                let changes = match changed {
-                    Ok(changes) => changes,
-                    Err(broadcast::error::RecvError::Lagged(_)) => Arc::new(Changes { tools: true, prompts: true, resources: true, updated_uris: Vec::new() }),
+                let messages = match changed {
+                    Ok(changes) => state.server.session_notifications(&session, Some(&changes)),
+                    // Fell behind: everything, subscribed resources included, may have changed.
+                    Err(broadcast::error::RecvError::Lagged(_)) => state.server.session_notifications(&session, None),
                     Err(broadcast::error::RecvError::Closed) => break,
                 };
-                for message in notifications(&session, &changes) {
+                for message in messages {
                     if !deliver(&state, &session, &sender, message).await {
                         break;
                     }
@@ -116,30 +117,6 @@ async fn tick(timer: &mut Option<tokio::time::Interval>) {
     }
 }
 
-fn notifications(session: &Session, changes: &Changes) -> Vec<Value> {
-    let mut out = Vec::new();
-    for (changed, method) in [
-        (changes.tools, "notifications/tools/list_changed"),
-        (changes.prompts, "notifications/prompts/list_changed"),
-        (changes.resources, "notifications/resources/list_changed"),
-    ] {
-        if changed {
-            out.push(notification(method, json!({})));
-        }
-    }
-    for uri in changes
-        .updated_uris
-        .iter()
-        .filter(|uri| session.is_subscribed(uri))
-    {
-        out.push(notification(
-            "notifications/resources/updated",
-            json!({"uri": uri}),
-        ));
-    }
-    out
-}
-
 /// Sends a ping and, in the background, ends the session if no answer comes in time.
 async fn ping(
     state: &Arc<AppState>,
@@ -150,7 +127,14 @@ async fn ping(
 ) {
     let id = json!(format!("kube-mcp-ping-{sequence}"));
     let answered = session.expect_pong(&id);
-    if !deliver(state, session, sender, request(&id, "ping", json!({}))).await {
+    if !deliver(
+        state,
+        session,
+        sender,
+        request(&id, methods::PING, json!({})),
+    )
+    .await
+    {
         session.forget_ping(&id);
         return;
     }

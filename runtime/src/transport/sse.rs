@@ -3,13 +3,13 @@
 //! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
 
 use super::AppState;
-use super::answer::{self, error};
 use super::authn::Caller;
 use super::guard::check_content_type;
+use super::legacy;
+use super::reply::{self, error};
 use super::session_stream::{self, short};
-use super::streamable::{notification, run};
-use crate::protocol::{Era, Incoming, LegacyVersion, McpError, parse_message, success_response};
-use crate::server::initialize_result;
+use crate::protocol::methods;
+use crate::protocol::{Era, LegacyVersion, McpError, parse_message, success_response};
 use crate::sessions::{SessionStore, SessionTransport};
 use axum::Extension;
 use axum::body::Bytes;
@@ -64,7 +64,7 @@ pub async fn get(
         let _alive = &guard;
         event
     });
-    answer::sse(events, state.http.keepalive)
+    reply::sse(events, state.http.keepalive)
 }
 
 /// Ends an HTTP+SSE session when its stream is dropped (the client disconnected).
@@ -114,30 +114,25 @@ pub async fn post(
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
     };
-    let (id, method, params) = match message {
-        Incoming::Request { id, method, params } => (id, method, params),
-        Incoming::Notification { method, params } => {
-            notification(&session, &method, &params);
-            return StatusCode::ACCEPTED.into_response();
-        }
-        Incoming::Response { id, .. } => {
-            session.answer(&id);
-            return StatusCode::ACCEPTED.into_response();
-        }
+    let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
+        return StatusCode::ACCEPTED.into_response();
     };
     let Some(stream) = session.stream() else {
         return (StatusCode::NOT_FOUND, "session stream closed").into_response();
     };
     tokio::spawn(async move {
-        let started = std::time::Instant::now();
-        let response = if method == "initialize" {
-            let version = LegacyVersion::negotiate(&params);
-            session.set_version(version);
-            let result = initialize_result(&state.server.declaration(), version);
-            state.server.record("initialize", true, started);
-            Some(success_response(&id, result))
+        let response = if method == methods::INITIALIZE {
+            // The session opened with the stream; initialize gives it its version.
+            let (version, outcome) = state.server.initialize(&params, |version| {
+                session.set_version(version);
+                Ok(())
+            });
+            Some(match outcome {
+                Ok(((), result)) => success_response(&id, result),
+                Err(err) => reply::error_body(Some(&id), &err, Era::Legacy(version)).0,
+            })
         } else {
-            run(
+            legacy::run(
                 &state,
                 &session,
                 &id,

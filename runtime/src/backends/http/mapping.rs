@@ -3,9 +3,9 @@
 //! `args`, `status`, `headers`, `body` and `result`, and redaction of secrets. Calls `fetch`.
 
 use super::{Answer, CallError, fetch, redact};
-use crate::admin::metrics::Metrics;
 use crate::backends::{ToolReply, text_block};
 use crate::declaration::{CompiledHttp, CompiledResponse, JqProgram, Secret, Templates};
+use crate::metrics::Metrics;
 use crate::protocol::McpError;
 use base64::Engine as _;
 use serde_json::{Value, json};

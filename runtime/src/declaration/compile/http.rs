@@ -7,7 +7,7 @@ use crate::declaration::jq::JqProgram;
 use crate::declaration::json_body::JsonBody;
 use crate::declaration::secrets::Secret;
 use crate::declaration::types::{Http, HttpMethod, HttpResponse};
-use crate::declaration::url_template::UrlTemplate;
+use crate::declaration::upstream_url::UrlTemplate;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;

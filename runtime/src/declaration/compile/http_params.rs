@@ -10,7 +10,7 @@ use crate::declaration::template::Text;
 use crate::declaration::types::HttpParam;
 
 /// Headers the runtime sets itself (or that could redirect a request), refused in `headers`.
-const RESERVED_HEADERS: &[&str] = &[
+pub const RESERVED_HEADERS: &[&str] = &[
     "host",
     "content-length",
     "transfer-encoding",

@@ -4,7 +4,7 @@ use crate::declaration::jq::JqProgram;
 use crate::declaration::json_body::JsonBody;
 use crate::declaration::secrets::Secret;
 use crate::declaration::template::Text;
-use crate::declaration::url_template::UrlTemplate;
+use crate::declaration::upstream_url::UrlTemplate;
 use crate::declaration::value_template::ValueTemplate;
 use std::sync::Arc;
 use std::time::Duration;

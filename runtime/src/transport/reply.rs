@@ -92,7 +92,7 @@ fn queued(notifications: &mut Option<Notifications>) -> Option<Value> {
 /// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and
 /// whose notifications arrive on `notifications`. Without SSE support, notifications are dropped
 /// and the answer is JSON.
-pub async fn answer<F>(
+pub async fn respond<F>(
     outcome: F,
     mut notifications: Option<Notifications>,
     client_accepts_sse: bool,

@@ -1,63 +1,23 @@
-//! State for upstream-backed resources: the read cache (`cacheTtlMs`) and the poller that turns
-//! changes of subscribed resources into `notifications/resources/updated`. Only URIs someone
+//! The poller that turns changes of subscribed upstream-backed resources into
+//! `notifications/resources/updated`. Only URIs someone
 //! subscribed to are polled, at most [`MAX_POLLED`] at once, one task each, ending when the last
 //! subscriber leaves. The poll tasks do network I/O.
 
 use super::Changes;
+use super::read_cache::ReadCache;
 use super::resources;
-use crate::admin::metrics::Metrics;
 use crate::declaration::Compiled;
+use crate::metrics::Metrics;
 use arc_swap::ArcSwap;
-use dashmap::DashMap;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// Most resources polled at once per replica.
 pub const MAX_POLLED: usize = 256;
-
-/// Most cached read results.
-const MAX_CACHED: usize = 1_024;
-
-/// Read results of upstream resources, reused for their TTL.
-#[derive(Default)]
-pub struct ReadCache {
-    entries: DashMap<String, (Instant, Value)>,
-}
-
-impl ReadCache {
-    /// A fresh cached result for `uri`.
-    pub fn get(&self, uri: &str) -> Option<Value> {
-        let entry = self.entries.get(uri)?;
-        (entry.0 > Instant::now()).then(|| entry.1.clone())
-    }
-
-    /// Caches `contents` for `ttl` (skipped when the cache is full of fresh entries).
-    pub fn put(&self, uri: &str, contents: Value, ttl: Duration) {
-        if self.entries.len() >= MAX_CACHED {
-            let now = Instant::now();
-            self.entries.retain(|_, (expires, _)| *expires > now);
-            if self.entries.len() >= MAX_CACHED {
-                return;
-            }
-        }
-        self.entries
-            .insert(uri.to_owned(), (Instant::now() + ttl, contents));
-    }
-
-    /// Forgets `uri`, or everything (after a reload).
-    pub fn forget(&self, uri: Option<&str>) {
-        match uri {
-            Some(uri) => {
-                self.entries.remove(uri);
-            }
-            None => self.entries.clear(),
-        }
-    }
-}
 
 /// Who watches a polled URI: each subscriber's token, cancelled when it goes away.
 type Watchers = HashMap<String, CancellationToken>;
@@ -118,14 +78,6 @@ impl Poller {
         }
     }
 
-    /// How many URIs are being polled.
-    pub fn polled(&self) -> usize {
-        self.watched
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-
     fn poll(&self, uri: String, every: Duration) -> impl Future<Output = ()> + Send + 'static {
         let (current, metrics, changes, cache, watched) = (
             self.current.clone(),
@@ -165,31 +117,5 @@ impl Poller {
                 last = Some(contents);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn cached_reads_expire() {
-        let cache = ReadCache::default();
-        cache.put("a://x", json!({"text": "1"}), Duration::from_secs(60));
-        cache.put("a://y", json!({"text": "2"}), Duration::ZERO);
-        assert_eq!(cache.get("a://x"), Some(json!({"text": "1"})));
-        assert_eq!(cache.get("a://y"), None);
-        cache.forget(Some("a://x"));
-        assert_eq!(cache.get("a://x"), None);
-    }
-
-    #[test]
-    fn the_cache_stays_bounded() {
-        let cache = ReadCache::default();
-        for i in 0..MAX_CACHED + 10 {
-            cache.put(&format!("a://{i}"), json!(i), Duration::from_secs(60));
-        }
-        assert_eq!(cache.entries.len(), MAX_CACHED);
     }
 }

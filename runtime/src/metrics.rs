@@ -269,11 +269,6 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// The registry, for extra metrics (HTTP backends) and for encoding.
-    pub fn registry_mut(&mut self) -> &mut Registry {
-        &mut self.registry
-    }
-
     /// Prometheus text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -285,24 +280,7 @@ impl Metrics {
 
 /// Known method names as static labels; anything else is `other`.
 pub fn method_label(method: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "initialize",
-        "ping",
-        "server/discover",
-        "tools/list",
-        "tools/call",
-        "resources/list",
-        "resources/read",
-        "resources/templates/list",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "prompts/list",
-        "prompts/get",
-        "completion/complete",
-        "logging/setLevel",
-        "subscriptions/listen",
-    ];
-    KNOWN
+    crate::protocol::methods::ALL
         .iter()
         .find(|&&known| known == method)
         .copied()

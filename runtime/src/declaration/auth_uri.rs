@@ -1,4 +1,4 @@
-//! URI rules of the resource server: RFC 8707 canonical resource URIs (so `aud` comparison
+//! URI rules of `spec.auth` (checked at compile time, applied by `crate::auth`): RFC 8707 canonical resource URIs (so `aud` comparison
 //! ignores case and default ports, never meaning), and which URLs the runtime may fetch keys and
 //! metadata from (`https:`, or `http:` on a loopback address only). Pure, no I/O.
 

@@ -2,21 +2,18 @@
 //! (or a non-legacy `MCP-Protocol-Version` header without a session) is served statelessly;
 //! `initialize` and session traffic go to the legacy Streamable HTTP path.
 
-use super::answer::error;
 use super::authn::Caller;
 use super::guard::{check_accept, check_content_type};
-use super::{AppState, modern, streamable};
-use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, meta, parse_message};
+use super::headers::{SESSION_HEADER, VERSION_HEADER};
+use super::reply::error;
+use super::{AppState, stateless, streamable};
+use crate::protocol::methods;
+use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, meta, parse_message};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
-
-/// The session header of Streamable HTTP.
-pub const SESSION_HEADER: &str = "mcp-session-id";
-/// The protocol version header.
-pub const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// Handles every POST on `/mcp`.
 pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> Response {
@@ -39,7 +36,7 @@ pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> R
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
     if is_modern(&headers, &message) {
-        modern::post(state, headers, message, accepts.sse, caller).await
+        stateless::post(state, headers, message, accepts.sse, caller).await
     } else {
         streamable::post(state, headers, message, accepts.sse, caller).await
     }
@@ -59,16 +56,11 @@ fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
     {
         return true;
     }
-    if method == "initialize" || headers.contains_key(SESSION_HEADER) {
+    if method == methods::INITIALIZE || headers.contains_key(SESSION_HEADER) {
         return false;
     }
     headers
         .get(VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|version| LegacyVersion::parse(version.trim()).is_none())
-}
-
-/// The error for a request that needs a session but has none.
-pub fn missing_session() -> McpError {
-    McpError::InvalidRequest("missing Mcp-Session-Id header: send initialize first".into())
 }

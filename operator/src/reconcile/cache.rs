@@ -1,0 +1,105 @@
+//! The watch caches (reflector stores) of the operator's children, filled by the controller's
+//! label-scoped watches. Reconciles read children here instead of listing or getting them, so a
+//! reconcile with nothing to do makes no API call. No I/O.
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Resource;
+use kube::runtime::reflector::{ObjectRef, Store};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// One store per kind of child, and the pods of the servers (for failure reasons).
+#[derive(Clone)]
+pub struct Stores {
+    /// Runtime manifests.
+    pub config_maps: Store<ConfigMap>,
+    /// Services.
+    pub services: Store<Service>,
+    /// Deployments.
+    pub deployments: Store<Deployment>,
+    /// Ingresses.
+    pub ingresses: Store<Ingress>,
+    /// PodDisruptionBudgets.
+    pub pod_disruption_budgets: Store<PodDisruptionBudget>,
+    /// The servers' pods.
+    pub pods: Store<Pod>,
+}
+
+/// A kind of child the operator applies: how to find its store.
+pub trait Child:
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// The store of this kind.
+    fn store(stores: &Stores) -> &Store<Self>;
+
+    /// The cached object of this kind with this name, if the watch has seen one.
+    fn cached(stores: &Stores, namespace: &str, name: &str) -> Option<Arc<Self>> {
+        Self::store(stores).get(&ObjectRef::new(name).within(namespace))
+    }
+}
+
+impl Child for ConfigMap {
+    fn store(stores: &Stores) -> &Store<Self> {
+        &stores.config_maps
+    }
+}
+
+impl Child for Service {
+    fn store(stores: &Stores) -> &Store<Self> {
+        &stores.services
+    }
+}
+
+impl Child for Deployment {
+    fn store(stores: &Stores) -> &Store<Self> {
+        &stores.deployments
+    }
+}
+
+impl Child for Ingress {
+    fn store(stores: &Stores) -> &Store<Self> {
+        &stores.ingresses
+    }
+}
+
+impl Child for PodDisruptionBudget {
+    fn store(stores: &Stores) -> &Store<Self> {
+        &stores.pod_disruption_budgets
+    }
+}
+
+/// Longest wait for the caches' first listing before a reconcile goes on without them (a watch
+/// refused by RBAC never lists; the reconcile then reads what it needs, and prunes nothing).
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Stores {
+    /// Waits until every cache has listed once (immediate after start-up); false after
+    /// [`READY_WAIT`] if one has not.
+    pub async fn ready(&self) -> bool {
+        let all = async {
+            let (a, b, c, d, e, f) = tokio::join!(
+                self.config_maps.wait_until_ready(),
+                self.services.wait_until_ready(),
+                self.deployments.wait_until_ready(),
+                self.ingresses.wait_until_ready(),
+                self.pod_disruption_budgets.wait_until_ready(),
+                self.pods.wait_until_ready(),
+            );
+            a.is_ok() && b.is_ok() && c.is_ok() && d.is_ok() && e.is_ok() && f.is_ok()
+        };
+        tokio::time::timeout(READY_WAIT, all).await.unwrap_or(false)
+    }
+}

@@ -1,0 +1,66 @@
+//! What both legacy session transports (Streamable HTTP and HTTP+SSE) share: running a session
+//! request to its JSON-RPC response (in-flight bound, cancellation) and taking the client's
+//! notifications and responses. What each method does is decided in `server/`.
+
+use super::AppState;
+use super::reply;
+use crate::auth::Principal;
+use crate::protocol::{Era, Incoming, LegacyVersion, McpError, RequestId, success_response};
+use crate::server::{Notifier, RequestContext};
+use crate::sessions::{MAX_IN_FLIGHT, Session};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The error for a request that needs a session but has none.
+pub fn missing_session() -> McpError {
+    McpError::InvalidRequest("missing Mcp-Session-Id header: send initialize first".into())
+}
+
+/// A client message that is not a request: a notification goes to the server, a response
+/// answers one of our pings. `Some` returns the request's parts.
+pub fn take_request(
+    state: &AppState,
+    session: &Session,
+    message: Incoming,
+) -> Option<(RequestId, String, Value)> {
+    match message {
+        Incoming::Request { id, method, params } => Some((id, method, params)),
+        Incoming::Notification { method, params } => {
+            state.server.notification(session, &method, &params);
+            None
+        }
+        Incoming::Response { id, .. } => {
+            session.answer(&id);
+            None
+        }
+    }
+}
+
+/// Runs a session request to its JSON-RPC response, honoring cancellation (`None`: cancelled,
+/// no response is sent, as the protocol asks).
+pub async fn run(
+    state: &AppState,
+    session: &Arc<Session>,
+    id: &RequestId,
+    method: &str,
+    params: &Value,
+    notifier: Option<Notifier>,
+    caller: Option<Arc<Principal>>,
+) -> Option<Value> {
+    let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
+    let Some(in_flight) = session.start_request(id) else {
+        let err = McpError::TooManyRequests(MAX_IN_FLIGHT);
+        return Some(reply::error_body(Some(id), &err, era).0);
+    };
+    let ctx = RequestContext::new(era, params, session.log_level(), notifier)
+        .in_session(session.clone())
+        .with_caller(caller);
+    let outcome = tokio::select! {
+        outcome = state.server.handle(&ctx, method, params) => outcome,
+        () = in_flight.token.cancelled() => return None,
+    };
+    Some(match outcome {
+        Ok(result) => success_response(id, result),
+        Err(err) => reply::error_body(Some(id), &err, era).0,
+    })
+}
