@@ -11,8 +11,8 @@ use super::principal::Principal;
 use super::refusal::Refusal;
 use super::rules::{Rules, audience_ok};
 use dashmap::DashMap;
-use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::Validation;
+use jsonwebtoken::errors::ErrorKind;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
