@@ -2,9 +2,11 @@
 
 mod access;
 mod auth_uri;
+mod bounded_yaml;
 mod cluster_rules;
 mod compile;
 mod field_error;
+mod files;
 mod jq;
 mod json_body;
 mod load;
@@ -26,6 +28,7 @@ pub use compile::{
     RESERVED_HEADERS, Retry, StatusMatch, compile,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
+pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest};

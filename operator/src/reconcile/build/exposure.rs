@@ -1,10 +1,10 @@
 //! How clients reach the server: the Service, the optional Ingress (only the MCP endpoints,
-//! SSE-safe for ingress-nginx), the PodDisruptionBudget of a replicated server, and the URL
-//! reported in status. Pure.
+//! SSE-safe for ingress-nginx), the PodDisruptionBudget of a replicated server, the public
+//! endpoint (Ingress or gateway) and the URL reported in status. Pure.
 
 use super::BuildConfig;
 use super::meta::{child_meta, selector_labels};
-use crate::resource::{IngressSpec, MCPServer, ServiceType};
+use crate::resource::{Exposure, IngressSpec, MCPServer, ServiceType, UrlScheme};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
@@ -21,12 +21,8 @@ pub const SERVICE_PORT: i32 = 80;
 /// The endpoints an Ingress exposes: MCP's (modern and legacy sessions), and HTTP+SSE's.
 const ENDPOINTS: &[&str] = &["mcp", "sse", "messages"];
 
-/// Where the protected resource metadata of a server at the root is looked up.
-const METADATA_PATHS: [&str; 3] = [
-    "/.well-known/oauth-protected-resource",
-    "/.well-known/oauth-protected-resource/mcp",
-    "/.well-known/oauth-protected-resource/sse",
-];
+/// The well-known path of OAuth protected resource metadata (RFC 9728).
+const PROTECTED_RESOURCE: &str = "/.well-known/oauth-protected-resource";
 
 /// Annotations that keep server-sent event streams open through ingress-nginx: no response
 /// buffering and an hour before an idle stream is cut. Other controllers ignore them.
@@ -69,8 +65,13 @@ pub fn service(server: &MCPServer) -> Service {
     }
 }
 
-/// The Ingress, when the spec declares one.
+/// The Ingress, when the spec declares one (and no gateway). The runtime serves its endpoints
+/// under the path prefix itself, so the paths are exact and nothing is rewritten: any ingress
+/// controller routes them the same way, and no regex mode leaks onto other Ingresses of the host.
 pub fn ingress(server: &MCPServer) -> Option<Ingress> {
+    if server.spec.deployment.exposure == Some(Exposure::Gateway) {
+        return None;
+    }
     let declared = server.spec.deployment.ingress.as_ref()?;
     let mut annotations: BTreeMap<String, String> = SSE_ANNOTATIONS
         .iter()
@@ -86,55 +87,18 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
         }),
         ..Default::default()
     };
-    let path = |path: String, path_type: &str| HTTPIngressPath {
-        path: Some(path),
-        path_type: path_type.into(),
-        backend: backend.clone(),
-    };
     let auth = server.spec.declaration.auth.is_some();
-    let paths = match path_prefix(declared) {
-        // At the root, the endpoints are routed as they are, by any ingress controller; with
-        // `spec.auth`, so is the protected resource metadata (RFC 9728) clients look up.
-        None => ENDPOINTS
-            .iter()
-            .map(|endpoint| format!("/{endpoint}"))
-            .chain(
-                auth.then(|| METADATA_PATHS.map(str::to_owned))
-                    .into_iter()
-                    .flatten(),
-            )
-            .map(|p| path(p, "Exact"))
-            .collect(),
-        // Under a prefix, the runtime still serves at the root (the prefix only shapes the
-        // endpoint its HTTP+SSE stream announces): ingress-nginx strips the prefix.
-        Some(prefix) => {
-            annotations.insert(
-                "nginx.ingress.kubernetes.io/use-regex".into(),
-                "true".into(),
-            );
-            annotations.insert(
-                "nginx.ingress.kubernetes.io/rewrite-target".into(),
-                "/$1".into(),
-            );
-            let mut paths = vec![path(
-                format!("{}/({})$", regex_escape(prefix), ENDPOINTS.join("|")),
-                "ImplementationSpecific",
-            )];
-            if auth {
-                // The metadata of `https://host/prefix` lives at
-                // `/.well-known/oauth-protected-resource/prefix` (outside the prefix); the
-                // rewrite keeps that path, which the runtime serves.
-                paths.push(path(
-                    format!(
-                        "/(\\.well-known/oauth-protected-resource{}(?:/mcp|/sse)?)$",
-                        regex_escape(prefix)
-                    ),
-                    "ImplementationSpecific",
-                ));
-            }
-            paths
-        }
-    };
+    let prefix = path_prefix(declared);
+    let paths = endpoint_paths(prefix)
+        .into_iter()
+        // With `spec.auth`, the protected resource metadata clients look up is routed too.
+        .chain(auth.then(|| metadata_paths(prefix)).into_iter().flatten())
+        .map(|path| HTTPIngressPath {
+            path: Some(path),
+            path_type: "Exact".into(),
+            backend: backend.clone(),
+        })
+        .collect();
     annotations.extend(declared.annotations.clone());
     let mut metadata = child_meta(server, server.name_any());
     metadata.annotations = Some(annotations);
@@ -158,6 +122,22 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
     })
 }
 
+/// The MCP endpoints under `prefix`: `/weather/mcp`, `/weather/sse`, `/weather/messages`.
+pub fn endpoint_paths(prefix: Option<&str>) -> Vec<String> {
+    ENDPOINTS
+        .iter()
+        .map(|endpoint| format!("{}/{endpoint}", prefix.unwrap_or_default()))
+        .collect()
+}
+
+/// Where the runtime serves the protected resource metadata (RFC 9728) of the server under
+/// `prefix`: the well-known path followed by its URL's path, and by its `/mcp` and `/sse`
+/// endpoints' paths (clients look up either).
+pub fn metadata_paths(prefix: Option<&str>) -> Vec<String> {
+    let base = format!("{PROTECTED_RESOURCE}{}", prefix.unwrap_or_default());
+    vec![base.clone(), format!("{base}/mcp"), format!("{base}/sse")]
+}
+
 /// The PodDisruptionBudget of a server with more than one replica: voluntary disruptions (node
 /// drains) take one pod at a time.
 pub fn pod_disruption_budget(server: &MCPServer) -> Option<PodDisruptionBudget> {
@@ -178,19 +158,6 @@ pub fn pod_disruption_budget(server: &MCPServer) -> Option<PodDisruptionBudget> 
     })
 }
 
-/// `text` with the characters regular expressions give a meaning escaped.
-pub(super) fn regex_escape(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if r"\.+*?()|[]{}^$".contains(c) {
-                vec!['\\', c]
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
-}
-
 /// The ingress path as the runtime's `--path-prefix`, or `None` at the root.
 pub fn path_prefix(ingress: &IngressSpec) -> Option<&str> {
     ingress
@@ -199,7 +166,44 @@ pub fn path_prefix(ingress: &IngressSpec) -> Option<&str> {
         .filter(|path| *path != "/" && !path.is_empty())
 }
 
-/// Where MCP clients connect: the Ingress URL when one is declared, else the Service's.
+/// Where clients outside the cluster reach the server: the Ingress or the gateway's host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicEndpoint<'a> {
+    /// Host name clients use.
+    pub host: &'a str,
+    /// Path prefix, `None` at the root.
+    pub prefix: Option<&'a str>,
+    /// Whether clients use HTTPS.
+    pub https: bool,
+    /// The spec field declaring it, for messages.
+    pub field: &'static str,
+}
+
+/// The public endpoint of `server`, when it is exposed outside the cluster.
+pub fn public_endpoint(server: &MCPServer) -> Option<PublicEndpoint<'_>> {
+    let spec = &server.spec.deployment;
+    if spec.exposure == Some(Exposure::Gateway) {
+        let gateway = spec.gateway.as_ref()?;
+        return Some(PublicEndpoint {
+            host: &gateway.host,
+            prefix: gateway
+                .path
+                .as_deref()
+                .filter(|p| *p != "/" && !p.is_empty()),
+            https: gateway.scheme != Some(UrlScheme::Http),
+            field: "spec.gateway",
+        });
+    }
+    let ingress = spec.ingress.as_ref()?;
+    Some(PublicEndpoint {
+        host: &ingress.host,
+        prefix: path_prefix(ingress),
+        https: ingress.tls.is_some(),
+        field: "spec.ingress",
+    })
+}
+
+/// Where MCP clients connect: the public URL when the server is exposed, else the Service's.
 pub fn url(server: &MCPServer, config: &BuildConfig) -> String {
     format!("{}/mcp", public_url(server, config))
 }
@@ -207,19 +211,13 @@ pub fn url(server: &MCPServer, config: &BuildConfig) -> String {
 /// The server's canonical URL (the runtime's `--public-url`): where its endpoints live, path
 /// prefix included, without `/mcp` (HTTP+SSE clients call `/sse` under it).
 pub fn public_url(server: &MCPServer, config: &BuildConfig) -> String {
-    match &server.spec.deployment.ingress {
-        Some(ingress) => {
-            let scheme = if ingress.tls.is_some() {
-                "https"
-            } else {
-                "http"
-            };
-            format!(
-                "{scheme}://{}{}",
-                ingress.host,
-                path_prefix(ingress).unwrap_or_default()
-            )
-        }
+    match public_endpoint(server) {
+        Some(endpoint) => format!(
+            "{}://{}{}",
+            if endpoint.https { "https" } else { "http" },
+            endpoint.host,
+            endpoint.prefix.unwrap_or_default()
+        ),
         None => format!(
             "http://{}.{}.svc.{}",
             server.name_any(),
