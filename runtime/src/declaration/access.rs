@@ -53,6 +53,8 @@ pub struct AccessRules {
     resource_templates: HashMap<String, Access>,
     /// Every scope the declaration names (server-wide and per item), sorted.
     pub scopes: Vec<String>,
+    /// Some item has `requiredScopes` or `allow` (without, no request needs an item check).
+    item_rules: bool,
 }
 
 /// The caller an access decision is about.
@@ -130,7 +132,11 @@ impl AccessRules {
         if !compiler.errors.is_empty() {
             return Err(compiler.errors);
         }
+        let item_rules = [&tools, &prompts, &resources, &resource_templates]
+            .iter()
+            .any(|items| items.values().any(|access| !access.is_open()));
         Ok(Self {
+            item_rules,
             env: compiler.env,
             tools,
             prompts,
@@ -138,6 +144,11 @@ impl AccessRules {
             resource_templates,
             scopes: compiler.scopes.into_iter().collect(),
         })
+    }
+
+    /// Whether some item has rules of its own (`requiredScopes` or `allow`).
+    pub fn has_item_rules(&self) -> bool {
+        self.item_rules
     }
 
     /// The rules of a tool (open when unknown: unknown items are refused elsewhere).

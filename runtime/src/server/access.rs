@@ -39,7 +39,7 @@ pub fn visible<'a>(
     kind: Kind,
     entries: impl Iterator<Item = &'a Value>,
 ) -> Vec<&'a Value> {
-    let Some(principal) = &ctx.caller else {
+    let Some(principal) = ctx.caller.as_ref().filter(|_| decl.access.has_item_rules()) else {
         return entries.collect();
     };
     let caller = Caller {
@@ -75,7 +75,9 @@ pub fn refusal(
 
 /// For `tools/call`: the tool error to answer instead of calling, when `allow` refuses.
 pub fn tool_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Option<Value> {
-    ctx.caller.as_ref()?;
+    ctx.caller
+        .as_ref()
+        .filter(|_| decl.access.has_item_rules())?;
     let name = params.get("name").and_then(Value::as_str)?;
     let access = decl.access.tool(name);
     if access.is_open() {
@@ -88,7 +90,9 @@ pub fn tool_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Op
 
 /// For `prompts/get`: the refusal message, when `allow` refuses.
 pub fn prompt_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Option<String> {
-    ctx.caller.as_ref()?;
+    ctx.caller
+        .as_ref()
+        .filter(|_| decl.access.has_item_rules())?;
     let name = params.get("name").and_then(Value::as_str)?;
     let args = params.get("arguments").unwrap_or(&NO_ARGS);
     refusal(decl, ctx, decl.access.prompt(name), args)
@@ -97,7 +101,9 @@ pub fn prompt_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> 
 /// For `resources/read` and `resources/subscribe`: the refusal message, when the resource's
 /// rules refuse (a template's `args` are the URI's variables).
 pub fn resource_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Option<String> {
-    ctx.caller.as_ref()?;
+    ctx.caller
+        .as_ref()
+        .filter(|_| decl.access.has_item_rules())?;
     let uri = params.get("uri").and_then(Value::as_str)?;
     if decl.resource(uri).is_some() {
         return refusal(decl, ctx, decl.access.resource(uri), &json!({}));

@@ -1,16 +1,18 @@
 //! Bearer authentication of every MCP route (`POST/GET/DELETE /mcp`, `GET /sse`, each
 //! `POST /messages`) when the served declaration has `spec.auth`, and the Protected Resource
 //! Metadata document (RFC 9728). One middleware, so no route can be left out: it validates the
-//! token, refuses a session opened by another principal, refuses a request for an item whose
-//! scopes (or token-only `allow`) the caller lacks with a 403 challenge before any dispatch,
-//! hands the caller to the handlers, and ends a streamed response when the token expires. The
-//! token itself goes no further than this file: handlers see only the validated principal.
+//! token, refuses a session opened by another principal, hands the caller to the handlers, and
+//! ends a streamed response when the token expires. The handlers that parse a message
+//! (`POST /mcp`, `POST /messages`) then call [`check_message`], which refuses a request for an
+//! item whose scopes (or token-only `allow`) the caller lacks with a 403 challenge before any
+//! dispatch, from the message they parsed (the body is read once). The token itself goes no
+//! further than this file: handlers see only the validated principal.
 
 use super::AppState;
 use super::headers::SESSION_HEADER;
 use crate::auth::{Authenticator, Principal, Refusal};
 use crate::declaration::{Caller as AccessCaller, Compiled};
-use crate::protocol::methods;
+use crate::protocol::{Incoming, methods};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -18,14 +20,18 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use serde::Deserialize;
-use std::borrow::Cow;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The authenticated caller of a request (a request extension; absent without `spec.auth`).
-#[derive(Clone, Debug)]
-pub struct Caller(pub Arc<Principal>);
+#[derive(Clone)]
+pub struct Caller {
+    /// Who is calling.
+    pub principal: Arc<Principal>,
+    /// What authenticated it (for the item check and its challenge).
+    authenticator: Arc<Authenticator>,
+}
 
 /// The middleware.
 pub async fn authenticate(
@@ -67,23 +73,12 @@ pub async fn authenticate(
     {
         return refuse(&state, &authenticator, &Refusal::WrongPrincipal);
     }
-    let mut request = if request.method() == Method::POST {
-        let (parts, body) = request.into_parts();
-        let bytes = match axum::body::to_bytes(body, state.http.max_body_bytes).await {
-            Ok(bytes) => bytes,
-            Err(_) => {
-                return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
-            }
-        };
-        if let Err(refusal) = check_items(&compiled, &authenticator, &principal, &bytes) {
-            return refuse(&state, &authenticator, &refusal);
-        }
-        Request::from_parts(parts, Body::from(bytes))
-    } else {
-        request
-    };
+    let mut request = request;
     let expires_at = principal.expires_at;
-    request.extensions_mut().insert(Caller(principal));
+    request.extensions_mut().insert(Caller {
+        principal,
+        authenticator,
+    });
     let response = next.run(request).await;
     end_at_expiry(response, expires_at)
 }
@@ -112,80 +107,63 @@ fn session_id(request: &Request) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
-/// The parts of a JSON-RPC message that name an item.
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<Params<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Params<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    uri: Option<Cow<'a, str>>,
-}
-
 /// Refuses a message that uses an item the caller may not see: scopes it lacks (403 naming
 /// every scope needed) or a token-only `allow` that refuses it. Conditions over `args` are left
-/// to the dispatch (a tool error the model can read). Bodies that do not parse pass: the
-/// transport answers those as it always does.
-fn check_items(
-    compiled: &Compiled,
-    authenticator: &Authenticator,
-    principal: &Principal,
-    body: &[u8],
-) -> Result<(), Refusal> {
-    // One message or a batch, told apart by the first byte (an untagged enum would buffer the
-    // whole document first).
-    let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-    let messages = if batch {
-        match serde_json::from_slice::<Vec<Message<'_>>>(body) {
-            Ok(many) => many,
-            Err(_) => return Ok(()),
-        }
-    } else {
-        match serde_json::from_slice::<Message<'_>>(body) {
-            Ok(one) => vec![one],
-            Err(_) => return Ok(()),
-        }
+/// to the dispatch (a tool error the model can read).
+pub fn check_message(
+    state: &AppState,
+    caller: &Caller,
+    message: &Incoming,
+) -> Result<(), Response> {
+    let compiled = state.server.declaration();
+    if !compiled.access.has_item_rules() {
+        return Ok(());
+    }
+    let Incoming::Request { method, params, .. } = message else {
+        return Ok(());
     };
-    let caller = AccessCaller {
+    check_item(&compiled, caller, method, params)
+        .map_err(|refusal| refuse(state, &caller.authenticator, &refusal))
+}
+
+fn check_item(
+    compiled: &Compiled,
+    caller: &Caller,
+    method: &str,
+    params: &Value,
+) -> Result<(), Refusal> {
+    let text = |field: &str| params.get(field).and_then(Value::as_str);
+    let access = match (method, text("name"), text("uri")) {
+        (methods::TOOLS_CALL, Some(name), _) => compiled.access.tool(name),
+        (methods::PROMPTS_GET, Some(name), _) => compiled.access.prompt(name),
+        (methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE, _, Some(uri)) => {
+            if compiled.resource(uri).is_some() {
+                compiled.access.resource(uri)
+            } else {
+                let template = compiled
+                    .resource_templates
+                    .iter()
+                    .find(|t| t.uri.matches(uri).is_some())
+                    .and_then(|t| t.descriptor.get("uriTemplate"))
+                    .and_then(Value::as_str);
+                match template {
+                    Some(template) => compiled.access.resource_template(template),
+                    None => return Ok(()),
+                }
+            }
+        }
+        _ => return Ok(()),
+    };
+    let principal = &caller.principal;
+    caller
+        .authenticator
+        .require(principal, &access.required_scopes)?;
+    let who = AccessCaller {
         scopes: &principal.scopes,
         claims: &principal.claims,
     };
-    for message in messages {
-        let (Some(method), Some(params)) = (message.method, message.params) else {
-            continue;
-        };
-        let access = match (&*method, params.name, params.uri) {
-            (methods::TOOLS_CALL, Some(name), _) => compiled.access.tool(&name),
-            (methods::PROMPTS_GET, Some(name), _) => compiled.access.prompt(&name),
-            (methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE, _, Some(uri)) => {
-                if compiled.resource(&uri).is_some() {
-                    compiled.access.resource(&uri)
-                } else {
-                    let template = compiled
-                        .resource_templates
-                        .iter()
-                        .find(|t| t.uri.matches(&uri).is_some())
-                        .and_then(|t| t.descriptor.get("uriTemplate"))
-                        .and_then(serde_json::Value::as_str);
-                    match template {
-                        Some(template) => compiled.access.resource_template(template),
-                        None => continue,
-                    }
-                }
-            }
-            _ => continue,
-        };
-        authenticator.require(principal, &access.required_scopes)?;
-        if !access.decided_at_call() && !compiled.access.listed(access, caller) {
-            return Err(Refusal::Forbidden);
-        }
+    if !access.decided_at_call() && !compiled.access.listed(access, who) {
+        return Err(Refusal::Forbidden);
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! (or a non-legacy `MCP-Protocol-Version` header without a session) is served statelessly;
 //! `initialize` and session traffic go to the legacy Streamable HTTP path.
 
-use super::authn::Caller;
+use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> Response {
     // The headers are taken out rather than extracted as a `HeaderMap`, which would copy them.
     let headers = std::mem::take(request.headers_mut());
-    let caller = request.extensions().get::<Caller>().map(|c| c.0.clone());
+    let caller = request.extensions_mut().remove::<Caller>();
     let body = match Bytes::from_request(request, &state).await {
         Ok(body) => body,
         Err(rejection) => return rejection.into_response(),
@@ -35,6 +35,12 @@ pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> R
         Ok(message) => message,
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
+    if let Some(caller) = &caller
+        && let Err(refusal) = authn::check_message(&state, caller, &message)
+    {
+        return refusal;
+    }
+    let caller = caller.map(|c| c.principal);
     if is_modern(&headers, &message) {
         stateless::post(state, headers, message, accepts.sse, caller).await
     } else {

@@ -3,7 +3,7 @@
 //! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
 
 use super::AppState;
-use super::authn::Caller;
+use super::authn::{self, Caller};
 use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
@@ -31,7 +31,7 @@ pub async fn get(
     State(state): State<Arc<AppState>>,
     caller: Option<Extension<Caller>>,
 ) -> Response {
-    let principal = caller.map(|Extension(Caller(p))| p.digest());
+    let principal = caller.map(|Extension(caller)| caller.principal.digest());
     let session = match state
         .sessions
         .open_for(SessionTransport::Sse, None, principal)
@@ -98,7 +98,6 @@ pub async fn post(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let caller = caller.map(|Extension(Caller(p))| p);
     let Some(id) = query.session_id else {
         return (StatusCode::BAD_REQUEST, "missing sessionId query parameter").into_response();
     };
@@ -125,6 +124,12 @@ pub async fn post(
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
     };
+    if let Some(Extension(caller)) = &caller
+        && let Err(refusal) = authn::check_message(&state, caller, &message)
+    {
+        return refusal;
+    }
+    let caller = caller.map(|Extension(caller)| caller.principal);
     let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
         return StatusCode::ACCEPTED.into_response();
     };
