@@ -8,7 +8,7 @@ use crate::metrics::Metrics;
 use crate::reload;
 use crate::server::{ListenLimit, Server, ServerSettings};
 use crate::sessions::{Sealer, SessionSettings, SessionStore, read_key};
-use crate::transport::{self, AppState, HttpSettings};
+use crate::transport::{self, AppState, BodyBudget, HttpSettings};
 use anyhow::Context as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -104,6 +104,7 @@ pub async fn serve(
         shutdown: shutdown.clone(),
         listen_streams: ListenLimit::new(config.sessions.max_sessions),
         auth,
+        bodies: BodyBudget::new(&config.http),
     });
     let admin_state = Arc::new(AdminState {
         server: server.clone(),

@@ -168,6 +168,7 @@ fn config(args: ServeArgs) -> RunConfig {
             path_prefix: args.path_prefix,
             max_body_bytes: args.max_body_bytes,
             keepalive: args.sse_keepalive.into(),
+            ..HttpSettings::default()
         },
         sessions: SessionSettings {
             idle_timeout: args.session_idle_timeout.into(),

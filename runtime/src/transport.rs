@@ -3,6 +3,7 @@
 //! check HTTP, turn it into [`Server`] calls, and turn results back into HTTP.
 
 mod authn;
+mod body;
 mod guard;
 mod headers;
 mod legacy;
@@ -25,6 +26,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use authn::Caller;
+pub use body::BodyBudget;
 pub use guard::OriginPolicy;
 
 /// HTTP settings of the MCP port.
@@ -40,6 +42,12 @@ pub struct HttpSettings {
     pub max_body_bytes: usize,
     /// Interval of `:` keep-alive comments on SSE streams.
     pub keepalive: Duration,
+    /// Bytes of large bodies (over 64 KiB) read and parsed at once, across all clients.
+    pub large_body_budget: usize,
+    /// Longest a large body waits for its share of that budget before a 503.
+    pub large_body_wait: Duration,
+    /// Longest a body may take to arrive before a 408.
+    pub body_timeout: Duration,
 }
 
 impl Default for HttpSettings {
@@ -49,6 +57,10 @@ impl Default for HttpSettings {
             path_prefix: String::new(),
             max_body_bytes: 4 * 1024 * 1024,
             keepalive: Duration::from_secs(15),
+            // Four of the largest bodies: each costs at most a few times its size to parse.
+            large_body_budget: 16 * 1024 * 1024,
+            large_body_wait: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -83,6 +95,8 @@ pub struct AppState {
     pub listen_streams: ListenLimit,
     /// Who may call, when the declaration has `spec.auth`.
     pub auth: Arc<AuthState>,
+    /// Bounds the large bodies read and parsed at once.
+    pub bodies: BodyBudget,
 }
 
 /// The MCP routes: at the root (in-cluster clients, through the Service) and, with a path

@@ -27,6 +27,8 @@ SA=kube-mcp
 LEASE=kube-mcp-leader
 
 source "$ROOT/tests/lib/checks.sh"
+# shellcheck source=tests/lib/cluster.sh
+source "$ROOT/tests/lib/cluster.sh"
 CHECK_LOG=$E2E/last-check.log
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -57,25 +59,11 @@ cleanup() {
   [[ -n $STANDBY_PID ]] && kill "$STANDBY_PID" 2>/dev/null || true
   [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
   [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
-  if [[ ${KEEP_CLUSTER:-} == 1 ]]; then
-    log "control plane left running: eval \"\$(KUBE_MCP_TEST_RUN=$KUBE_MCP_TEST_RUN $CP env)\""
-  else
-    "$CP" stop || true
-  fi
+  cluster_stop
   exit "$rc"
 }
 
-# ----------------------------------------------------------------------------------------------
-# jq reads the API's JSON; curl talks to the admin endpoints. Both are Debian packages.
-if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
-  log "installing jq and curl"
-  apt-get update -qq && apt-get install -y -qq jq curl >/dev/null
-fi
-
-log "building mcp-operator and mcp-runtime"
-(cd "$ROOT" && nice cargo build --quiet -p mcp-operator -p mcp-runtime)
-OPERATOR_BIN=$ROOT/target/debug/mcp-operator
-RUNTIME_BIN=$ROOT/target/debug/mcp-runtime
+cluster_prerequisites
 
 "$CP" start
 trap cleanup EXIT

@@ -234,6 +234,12 @@ mod tests {
         );
     }
 
+    /// The runtime container's arguments.
+    fn runtime_args(children: &Children) -> Vec<String> {
+        let pod = children.deployment.spec.template.spec.as_ref().unwrap();
+        pod.containers[0].args.clone().unwrap()
+    }
+
     fn paths(ingress: &Ingress) -> Vec<(String, String)> {
         ingress.spec.clone().unwrap().rules.unwrap()[0]
             .http
@@ -364,7 +370,7 @@ mod tests {
     #[test]
     fn an_ingress_under_a_prefix_routes_exact_paths_without_rewriting() {
         let children = build(&weather());
-        let ingress = children.ingress.unwrap();
+        let ingress = children.ingress.clone().unwrap();
         let expected = ["/weather/mcp", "/weather/sse", "/weather/messages"];
         assert_eq!(
             paths(&ingress),
@@ -377,10 +383,7 @@ mod tests {
                 .all(|k| !k.ends_with("/rewrite-target") && !k.ends_with("/use-regex")),
             "{annotations:?}"
         );
-        let args = children.deployment.spec.template.spec.unwrap().containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let args = runtime_args(&children);
         assert!(args.windows(2).any(|w| w == ["--path-prefix", "/weather"]));
     }
 
@@ -409,10 +412,7 @@ mod tests {
             url(&server, &BuildConfig::default()),
             "https://mcp.example.com/weather/mcp"
         );
-        let args = children.deployment.spec.template.spec.unwrap().containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let args = runtime_args(&children);
         assert!(args.windows(2).any(|w| w == ["--path-prefix", "/weather"]));
         assert!(
             args.windows(2)
@@ -518,10 +518,7 @@ mod tests {
             url(&server, &BuildConfig::default()),
             "http://hello.tools.svc.cluster.local/mcp"
         );
-        let args = children.deployment.spec.template.spec.unwrap().containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let args = runtime_args(&children);
         assert!(!args.contains(&"--path-prefix".to_owned()), "{args:?}");
         assert!(!args.contains(&"--allowed-origin".to_owned()), "{args:?}");
         assert!(

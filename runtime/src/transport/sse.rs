@@ -12,7 +12,7 @@ use crate::protocol::methods;
 use crate::protocol::{Era, LegacyVersion, McpError, parse_message, success_response};
 use crate::sessions::{SessionStore, SessionTransport};
 use axum::Extension;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
@@ -96,7 +96,7 @@ pub async fn post(
     Query(query): Query<MessagesQuery>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let Some(id) = query.session_id else {
         return (StatusCode::BAD_REQUEST, "missing sessionId query parameter").into_response();
@@ -111,6 +111,10 @@ pub async fn post(
     if let Err(refusal) = check_content_type(&headers) {
         return refusal;
     }
+    let (body, share) = match state.bodies.read(&headers, body).await {
+        Ok(read) => read,
+        Err(refusal) => return refusal,
+    };
     let Some(queued) = session.queue_bytes(body.len()) else {
         state.sessions.end(&session.id);
         tracing::warn!(session = %short(&session.id), "ended a session: too much posted and not yet answered");
@@ -120,7 +124,9 @@ pub async fn post(
         )
             .into_response();
     };
-    let message = match parse_message(&body) {
+    let parsed = parse_message(&body);
+    drop((body, share));
+    let message = match parsed {
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
     };
