@@ -1,8 +1,11 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
+mod access;
+mod auth_uri;
 mod bounded_yaml;
 mod cluster_rules;
 mod compile;
+mod field_error;
 mod files;
 mod jq;
 mod json_body;
@@ -15,12 +18,17 @@ mod types;
 mod upstream_url;
 mod value_template;
 
+pub use access::{Access, AccessRules, Caller, MAX_LEEWAY_SECONDS, Verdict};
+pub use auth_uri::{
+    audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url,
+};
 pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CompileOptions, Compiled, CompiledBody, CompiledHttp, CompiledParam, CompiledPrompt,
-    CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, FieldError,
-    InvalidDeclaration, ParamValue, RESERVED_HEADERS, Retry, StatusMatch, compile,
+    CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, ParamValue,
+    RESERVED_HEADERS, Retry, StatusMatch, compile,
 };
+pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;

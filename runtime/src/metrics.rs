@@ -71,6 +71,13 @@ pub struct HashLabel {
     pub hash: String,
 }
 
+/// Labels of `mcp_auth_failures_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AuthFailure {
+    /// A fixed reason (`missing`, `invalid_signature`, `expired`, `wrong_audience`, ...).
+    pub reason: &'static str,
+}
+
 /// Every metric the runtime exports.
 pub struct Metrics {
     registry: Registry,
@@ -85,6 +92,7 @@ pub struct Metrics {
     upstream_requests: Family<UpstreamOutcome, Counter>,
     upstream_duration: Family<ToolLabel, Histogram>,
     declaration: Family<HashLabel, Gauge>,
+    auth_failures: Family<AuthFailure, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -110,6 +118,12 @@ impl Default for Metrics {
         let upstream_requests = Family::<UpstreamOutcome, Counter>::default();
         let upstream_duration = Family::<ToolLabel, Histogram>::new_with_constructor(
             latency_histogram as fn() -> Histogram,
+        );
+        let auth_failures = Family::<AuthFailure, Counter>::default();
+        registry.register(
+            "mcp_auth_failures",
+            "Requests refused by authentication or authorization, by reason",
+            auth_failures.clone(),
         );
         registry.register(
             "mcp_requests",
@@ -189,6 +203,7 @@ impl Default for Metrics {
             upstream_requests,
             upstream_duration,
             declaration,
+            auth_failures,
         }
     }
 }
@@ -231,6 +246,13 @@ impl Metrics {
     /// Counts a refused session.
     pub fn session_refused(&self) {
         self.session_refusals.inc();
+    }
+
+    /// Counts a refused request (`reason` is one of a fixed set; never a token).
+    pub fn auth_failure(&self, reason: &'static str) {
+        self.auth_failures
+            .get_or_create(&AuthFailure { reason })
+            .inc();
     }
 
     /// Counts a session closed for an unanswered ping.

@@ -2,6 +2,7 @@
 //! sessions) and `/sse` + `/messages` (2024-11-05 HTTP+SSE). Transports decide no method: they
 //! check HTTP, turn it into [`Server`] calls, and turn results back into HTTP.
 
+mod authn;
 mod body;
 mod guard;
 mod headers;
@@ -13,6 +14,7 @@ mod sse;
 mod stateless;
 mod streamable;
 
+use crate::auth::AuthState;
 use crate::server::{ListenLimit, Server};
 use crate::sessions::SessionStore;
 use axum::Router;
@@ -23,6 +25,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use authn::Caller;
 pub use body::BodyBudget;
 pub use guard::OriginPolicy;
 
@@ -90,6 +93,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
     pub listen_streams: ListenLimit,
+    /// Who may call, when the declaration has `spec.auth`.
+    pub auth: Arc<AuthState>,
     /// Bounds the large bodies read and parsed at once.
     pub bodies: BodyBudget,
 }
@@ -116,6 +121,13 @@ pub fn router(state: Arc<AppState>) -> Router {
             .route(&format!("{base}/messages"), post(sse::post));
     }
     router
+        // Every MCP route is authenticated (when the declaration asks for it); the metadata is
+        // not (clients read it to learn how to authenticate).
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authn::authenticate,
+        ))
+        .fallback(authn::metadata)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check_host_and_origin,

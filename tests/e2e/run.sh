@@ -177,6 +177,18 @@ check "the Deployment controller made pods from it (Pending: no kubelet)" eventu
   "(( \$(kubectl -n $NS get pods -l kube-mcp.io/server=weather -o name | grep -c pod/) >= 2 ))"
 check "the Ingress routes only the MCP endpoints, SSE-safe" holds ingress weather \
   '([.spec.rules[0].http.paths[] | .path + " " + .pathType] == ["/weather/mcp Exact", "/weather/sse Exact", "/weather/messages Exact"]) and (.metadata.annotations["nginx.ingress.kubernetes.io/rewrite-target"] == null) and .metadata.annotations["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"'
+log "spec.auth: the public URL, the metadata route, the printer column"
+check "add spec.auth" kubectl -n "$NS" patch mcpserver weather --type=merge -p \
+  '{"spec": {"auth": {"issuer": "https://idp.example.com/realms/acme", "requiredScopes": ["mcp"]}}}'
+check "the rendered config carries spec.auth" eventually 30 holds configmap weather-manifest \
+  '.data["manifest.yaml"] | test("issuer: https://idp.example.com/realms/acme")'
+check "the runtime gets --public-url from the Ingress, prefix included" eventually 30 holds deployment weather \
+  '.spec.template.spec.containers[0].args as $a | ($a | index("--public-url")) as $i | $i != null and $a[$i + 1] == "https://mcp.example.com/weather"'
+check "the Ingress routes the resource metadata of the prefixed URL, exactly" eventually 30 holds ingress weather \
+  '[.spec.rules[0].http.paths[] | .path + " " + .pathType][3:] == ["/.well-known/oauth-protected-resource/weather Exact", "/.well-known/oauth-protected-resource/weather/mcp Exact", "/.well-known/oauth-protected-resource/weather/sse Exact"]'
+check "kubectl get shows the issuer" bash -c "kubectl -n $NS get mcpserver weather | grep -q 'https://idp.example.com/realms/acme'"
+check "remove spec.auth" kubectl -n "$NS" patch mcpserver weather --type=json -p '[{"op": "remove", "path": "/spec/auth"}]'
+check "the Ingress routes the MCP endpoints only again" eventually 30 holds ingress weather '.spec.rules[0].http.paths | length == 3'
 events_with() { kubectl -n "$NS" get events --field-selector "involvedObject.name=weather" -o json | jq -e "[.items[] | select(.reason == \"$1\")] | length > 0" >/dev/null; }
 check "an event records the acceptance" eventually 20 events_with Compiled
 
@@ -469,6 +481,16 @@ check "and leaves other namespaces alone" bash -c \
 kill -TERM "$OPERATOR_PID" 2>/dev/null || true
 wait "$OPERATOR_PID" 2>/dev/null || true
 OPERATOR_PID=
+
+log "platform policy: policy.requireAuth refuses servers without spec.auth at admission"
+check "helm upgrade with policy.requireAuth=true" \
+  helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e --set operator.watchNamespace="$NS" --set policy.requireAuth=true
+# A new name, so the dry run is a create (an unchanged apply sends nothing to admit).
+sed 's/^  name: weather$/  name: policy-check/' "$ROOT/examples/weather.yaml" >"$E2E/policy-check.yaml"
+check "an MCPServer without spec.auth is refused" eventually 20 bash -c \
+  "! kubectl -n $NS create --dry-run=server -f '$E2E/policy-check.yaml' 2>'$E2E/policy.err' && grep -q 'requires spec.auth' '$E2E/policy.err'"
+check "one with spec.auth is admitted" bash -c \
+  "sed 's|^spec:|spec:\\n  auth: {issuer: \"https://idp.example.com\"}|' '$E2E/policy-check.yaml' | kubectl -n $NS create --dry-run=server -f -"
 
 log "uninstall keeps the CRD"
 check "helm uninstall succeeds" helm uninstall "$RELEASE" -n "$SYSTEM_NS"

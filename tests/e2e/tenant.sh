@@ -267,7 +267,7 @@ GATEWAY_SPEC='{"exposure": "gateway", "gateway": {"host": "gw.'$DOMAIN'", "path"
 check "apply the weather example with exposure: gateway" expose_weather "$T2" "$GATEWAY_SPEC"
 check "the API server accepted the operator's HTTPRoute" eventually 60 holds "$T2" httproute weather \
   '.spec.hostnames == ["gw.'$DOMAIN'"] and .spec.parentRefs[0].name == "shared" and
-   ([.spec.rules[0].matches[].path.value] == ["/weather/mcp", "/weather/sse", "/weather/messages", "/.well-known/oauth-protected-resource/weather/mcp"]) and
+   ([.spec.rules[0].matches[].path.value] == ["/weather/mcp", "/weather/sse", "/weather/messages"]) and
    .spec.rules[0].timeouts.request == "0s" and .spec.rules[0].backendRefs[0].name == "weather" and
    .metadata.ownerReferences[0].kind == "MCPServer"'
 check "an HTTPRoute deleted by hand is put back (the operator watches HTTPRoutes)" bash -c "

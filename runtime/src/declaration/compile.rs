@@ -22,6 +22,8 @@ pub use output::{
     CompiledResourceTemplate, CompiledTool,
 };
 
+use super::access::AccessRules;
+use super::field_error::{FieldError, InvalidDeclaration};
 use super::load::Manifest;
 use super::template::{DEFAULT_FUEL, Templates, Text};
 use super::types::{ContentBlock, Declaration};
@@ -30,29 +32,6 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-
-/// One problem in a declaration, located by its field path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    /// Such as `spec.tools[2].content[0].text`.
-    pub path: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
-
-/// Every problem found in a declaration.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", .errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-pub struct InvalidDeclaration {
-    /// The problems, in declaration order.
-    pub errors: Vec<FieldError>,
-}
 
 /// How to compile.
 #[derive(Clone, Debug)]
@@ -147,6 +126,9 @@ impl<'a> Compiler<'a> {
         let resources = self.resources(&decl.resources, base_dir);
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);
+        let access = AccessRules::compile(decl, self.options.template_fuel)
+            .map_err(|errors| self.errors.extend(errors))
+            .unwrap_or_default();
         if !self.errors.is_empty() {
             return Err(InvalidDeclaration {
                 errors: self.errors,
@@ -166,6 +148,8 @@ impl<'a> Compiler<'a> {
             resource_templates,
             prompts,
             templates: self.templates,
+            auth: decl.auth.clone(),
+            access,
         })
     }
 

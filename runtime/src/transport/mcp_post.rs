@@ -2,6 +2,7 @@
 //! (or a non-legacy `MCP-Protocol-Version` header without a session) is served statelessly;
 //! `initialize` and session traffic go to the legacy Streamable HTTP path.
 
+use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
@@ -16,7 +17,8 @@ use std::sync::Arc;
 /// Handles every POST on `/mcp`.
 pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
     // The headers are taken apart rather than extracted as a `HeaderMap`, which would copy them.
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    let caller = parts.extensions.remove::<Caller>();
     let headers = parts.headers;
     if let Err(refusal) = check_content_type(&headers) {
         return refusal;
@@ -36,10 +38,16 @@ pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Respo
         Ok(message) => message,
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
+    if let Some(caller) = &caller
+        && let Err(refusal) = authn::check_message(&state, caller, &message)
+    {
+        return refusal;
+    }
+    let caller = caller.map(|c| c.principal);
     if is_modern(&headers, &message) {
-        stateless::post(state, headers, message, accepts.sse).await
+        stateless::post(state, headers, message, accepts.sse, caller).await
     } else {
-        streamable::post(state, headers, message, accepts.sse).await
+        streamable::post(state, headers, message, accepts.sse, caller).await
     }
 }
 

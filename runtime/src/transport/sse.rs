@@ -3,6 +3,7 @@
 //! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
 
 use super::AppState;
+use super::authn::{self, Caller};
 use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
@@ -10,6 +11,7 @@ use super::session_stream::{self, short};
 use crate::protocol::methods;
 use crate::protocol::{Era, LegacyVersion, McpError, parse_message, success_response};
 use crate::sessions::{SessionStore, SessionTransport};
+use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -25,8 +27,15 @@ const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
 const STREAM_SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `GET /sse`: opens a session whose life is this stream.
-pub async fn get(State(state): State<Arc<AppState>>) -> Response {
-    let session = match state.sessions.open(SessionTransport::Sse, None) {
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    caller: Option<Extension<Caller>>,
+) -> Response {
+    let principal = caller.map(|Extension(caller)| caller.principal.digest());
+    let session = match state
+        .sessions
+        .open_for(SessionTransport::Sse, None, principal)
+    {
         Ok(session) => session,
         Err(err) => return error(None, &err, ERA),
     };
@@ -85,6 +94,7 @@ pub struct MessagesQuery {
 pub async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -120,6 +130,12 @@ pub async fn post(
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
     };
+    if let Some(Extension(caller)) = &caller
+        && let Err(refusal) = authn::check_message(&state, caller, &message)
+    {
+        return refusal;
+    }
+    let caller = caller.map(|Extension(caller)| caller.principal);
     let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
         return StatusCode::ACCEPTED.into_response();
     };
@@ -146,6 +162,7 @@ pub async fn post(
                 &method,
                 &params,
                 Some(stream.clone()),
+                caller,
             )
             .await
         };
