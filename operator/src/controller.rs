@@ -16,7 +16,7 @@ use crate::reconcile::build::{
 use crate::reconcile::cache::Stores;
 use crate::reconcile::host_claims;
 use crate::reconcile::memory::{Memory, fingerprint};
-use crate::reconcile::{Context, error_chain, error_policy, pods, reconcile};
+use crate::reconcile::{Context, error_chain, error_policy, pods, reconcile, status};
 use crate::resource::MCPServer;
 use changes::{Filter, changes};
 use futures_util::StreamExt as _;
@@ -132,26 +132,15 @@ async fn route_watch(
     (store, futures_util::stream::empty().boxed())
 }
 
-/// What of a Deployment the `Ready` condition reads, plus its [`fingerprint`].
+/// What of a Deployment the `Ready` condition reads, plus its [`fingerprint`]: the steps of a
+/// rollout in progress that do not change `Ready` (the controller's first look, the ReplicaSet
+/// making pods) trigger no reconcile.
 fn readiness(deployment: &Deployment) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    fingerprint(deployment).hash(&mut hasher);
-    if let Some(status) = &deployment.status {
-        (
-            status.observed_generation,
-            status.replicas,
-            status.updated_replicas,
-            status.available_replicas,
-            status.unavailable_replicas,
-        )
-            .hash(&mut hasher);
-        for condition in status.conditions.iter().flatten() {
-            if condition.type_.as_deref() == Some("Progressing") {
-                condition.reason.hash(&mut hasher);
-            }
-        }
-    }
-    hasher.finish()
+    let desired = deployment.spec.replicas.unwrap_or(1);
+    changes::hash_one(&(
+        fingerprint(deployment),
+        status::rollout(deployment, desired),
+    ))
 }
 
 /// The echo of the operator's own Deployment apply: what it wrote, before the Deployment

@@ -111,10 +111,6 @@ fn resync() -> Duration {
     Duration::from_secs(rand::rng().random_range(1800..2700))
 }
 
-/// Longest wait for the Deployment controller's first look at a new server's Deployment before
-/// the first status is written anyway.
-const FIRST_LOOK: Duration = Duration::from_secs(5);
-
 /// How often a server whose children conflict with foreign objects looks again (those objects
 /// are not watched: they lack the operator's labels).
 const CONFLICT_RECHECK: Duration = Duration::from_secs(60);
@@ -237,24 +233,6 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
             .iter()
             .map(|c| (c.type_.as_str(), c.status.as_str())),
     );
-    // A server's first status waits once, at most FIRST_LOOK, for the Deployment controller's
-    // first look at the Deployment just written (its status write is watched, and usually comes
-    // within a second or two): "waiting for the Deployment controller" would be superseded at
-    // once, so it is not written. A reconcile that did not write the Deployment writes status.
-    let deployment_unseen = applied.deployment.as_ref().is_some_and(|d| {
-        d.status
-            .as_ref()
-            .and_then(|s| s.observed_generation)
-            .is_none()
-    });
-    if old.conditions.is_empty()
-        && applied.deployment_written
-        && deployment_unseen
-        && apply_error.is_none()
-    {
-        tracing::debug!(server = %format!("{namespace}/{name}"), "first status waits for the Deployment controller");
-        return Ok(Action::requeue(FIRST_LOOK));
-    }
     let mut events = Vec::new();
     if status != old || server.status.is_none() {
         write_status(ctx, &namespace, &name, &status).await?;

@@ -136,7 +136,7 @@ check "status observes the generation" eventually 60 observed weather
 check "Accepted=True, reason Compiled" holds mcpserver weather \
   '.status.conditions[] | select(.type == "Accepted") | .status == "True" and .reason == "Compiled"'
 check "Ready=False with a reason and message (no kubelet: pods stay Pending)" eventually 30 holds mcpserver weather \
-  '.status.conditions[] | select(.type == "Ready") | .status == "False" and (.reason == "ReplicasUnavailable" or .reason == "RollingOut") and (.message | test("of 2 replicas"))'
+  '.status.conditions[] | select(.type == "Ready") | .status == "False" and .reason == "RollingOut" and (.message | test("of 2 replicas"))'
 check "status url is the ingress URL" holds mcpserver weather '.status.url == "https://mcp.example.com/weather/mcp"'
 EXPECTED_COUNTS=$(kubectl -n "$NS" get mcpserver weather -o json | jq -c '.spec | {tools: (.tools // [] | length), resources: (.resources // [] | length), resourceTemplates: (.resourceTemplates // [] | length), prompts: (.prompts // [] | length)}')
 check "status counts what is declared ($EXPECTED_COUNTS)" holds mcpserver weather \
@@ -201,7 +201,7 @@ server_events() {
     jq -c '[.items[] | {reason, count: (.count // 1), series: (.series.count // 0)}] | sort_by(.reason)'
 }
 reconciles() { curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '/^mcp_operator_reconciles_total/ {s += $2} END {print s + 0}'; }
-eventually 30 bash -c "[[ \$(kubectl -n $NS get mcpserver weather -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}') == ReplicasUnavailable ]]" || true
+eventually 30 bash -c "[[ \$(kubectl -n $NS get mcpserver weather -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}') == RollingOut ]]" || true
 sleep 3
 TIMES_BEFORE=$(condition_times)
 EVENTS_BEFORE=$(server_events)
@@ -240,7 +240,7 @@ check "a failing image gives Ready=False ImagePullBackOff with the kubelet's mes
 waiting_pod "${PODS[0]}" CreateContainerConfigError 'secret \"upstream-token\" not found'
 check "a missing Secret gives Ready=False CreateContainerConfigError naming it" eventually 30 ready_is CreateContainerConfigError 'secret \"upstream-token\" not found'
 waiting_pod "${PODS[0]}" ContainerCreating ''
-check "and back to ReplicasUnavailable once the pod no longer names a problem" eventually 30 ready_is ReplicasUnavailable 'of 2 replicas available'
+check "and back to RollingOut once the pod no longer names a problem" eventually 30 ready_is RollingOut 'of 2 replicas available; the Deployment is rolling out'
 check "a Warning event names each reason" bash -c "kubectl -n $NS get events --field-selector involvedObject.kind=MCPServer,involvedObject.name=weather -o json | jq -e '[.items[] | select(.type == \"Warning\") | .reason] | index(\"ImagePullBackOff\") and index(\"CreateContainerConfigError\")'"
 
 log "a same-named object someone else created is refused, not adopted"

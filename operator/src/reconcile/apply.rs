@@ -6,14 +6,12 @@
 //! operator's last apply, and pruning reads the watch cache. A same-named object someone else
 //! created is never adopted: the server gets `ChildConflict` and the object is left alone.
 
-use super::build::{Children, HttpRoute, SERVER_LABEL};
+use super::build::{Children, SERVER_LABEL};
 use super::cache::{Child, Stores};
 use super::memory::{Applied as Remembered, Memory, child_key, fingerprint, hash_of};
 use crate::resource::MCPServer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 
@@ -118,8 +116,6 @@ pub struct Applied {
     pub conflicts: Vec<Conflict>,
     /// API writes made.
     pub writes: u32,
-    /// Whether this apply wrote the Deployment.
-    pub deployment_written: bool,
 }
 
 /// What an apply works with.
@@ -153,28 +149,23 @@ pub async fn apply(
     session_key: impl FnOnce() -> Secret,
 ) -> Result<Applied, ApplyError> {
     let mut applied = Applied::default();
-    let checks = [
-        owner_of(target, &children.config_map).await?,
-        owner_of(target, &children.service).await?,
-        owner_of(target, &children.deployment).await?,
-        match &children.ingress {
-            Some(ingress) => owner_of(target, ingress).await?,
-            None => None,
-        },
-        match &children.pod_disruption_budget {
-            Some(pdb) => owner_of(target, pdb).await?,
-            None => None,
-        },
-        match &children.network_policy {
-            Some(policy) => owner_of(target, policy).await?,
-            None => None,
-        },
-        match &children.http_route {
-            Some(route) => owner_of(target, route).await?,
-            None => None,
-        },
-    ];
-    applied.conflicts = checks.into_iter().flatten().collect();
+    // The checks, and then the writes that do not depend on each other, go out together: a
+    // reconcile waits for one round trip per step, not per object.
+    let checks = tokio::try_join!(
+        owner_of(target, &children.config_map),
+        owner_of(target, &children.service),
+        owner_of(target, &children.deployment),
+        maybe_owner_of(target, children.ingress.as_ref()),
+        maybe_owner_of(target, children.pod_disruption_budget.as_ref()),
+        maybe_owner_of(target, children.network_policy.as_ref()),
+        maybe_owner_of(target, children.http_route.as_ref()),
+    )?;
+    applied.conflicts = [
+        checks.0, checks.1, checks.2, checks.3, checks.4, checks.5, checks.6,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if !applied.conflicts.is_empty() {
         applied.deployment = Deployment::cached(
             target.stores,
@@ -186,35 +177,49 @@ pub async fn apply(
         return Ok(applied);
     }
 
-    if !target.memory.has_session_key(&target.uid()) {
-        applied.writes += 1;
+    let session_key = async {
+        if target.memory.has_session_key(&target.uid()) {
+            return Ok(0);
+        }
         create_once(target.client, &target.namespace(), &session_key()).await?;
         target.memory.session_key_exists(&target.uid());
-    }
-    apply_one(target, &children.config_map, &mut applied.writes).await?;
-    apply_one(target, &children.service, &mut applied.writes).await?;
-    let before = applied.writes;
-    applied.deployment = Some(apply_one(target, &children.deployment, &mut applied.writes).await?);
-    applied.deployment_written = applied.writes > before;
-    match &children.ingress {
-        Some(ingress) => drop(apply_one(target, ingress, &mut applied.writes).await?),
-        None => prune::<Ingress>(target, &mut applied).await?,
-    }
-    match &children.pod_disruption_budget {
-        Some(pdb) => drop(apply_one(target, pdb, &mut applied.writes).await?),
-        None => prune::<PodDisruptionBudget>(target, &mut applied).await?,
-    }
-    match &children.network_policy {
-        Some(policy) => drop(apply_one(target, policy, &mut applied.writes).await?),
-        None => prune::<NetworkPolicy>(target, &mut applied).await?,
-    }
-    // Without the Gateway API CRDs the cache stays empty: nothing to prune, and a route the spec
-    // asks for fails to apply with the API server's answer.
-    match &children.http_route {
-        Some(route) => drop(apply_one(target, route, &mut applied.writes).await?),
-        None => prune::<HttpRoute>(target, &mut applied).await?,
+        Ok(1)
+    };
+    // The session key and the manifest exist before the Deployment whose pods mount them.
+    let (key_writes, config_map, service) = tokio::try_join!(
+        session_key,
+        apply_one(target, &children.config_map),
+        apply_one(target, &children.service),
+    )?;
+    applied.writes += key_writes + config_map.1 + service.1;
+    let (deployment, written) = apply_one(target, &children.deployment).await?;
+    applied.deployment = Some(deployment);
+    applied.writes += written;
+    let optional = tokio::try_join!(
+        apply_or_prune(target, children.ingress.as_ref()),
+        apply_or_prune(target, children.pod_disruption_budget.as_ref()),
+        apply_or_prune(target, children.network_policy.as_ref()),
+        // Without the Gateway API CRDs the cache stays empty: nothing to prune, and a route the
+        // spec asks for fails to apply with the API server's answer.
+        apply_or_prune(target, children.http_route.as_ref()),
+    )?;
+    for (writes, pruned) in [optional.0, optional.1, optional.2, optional.3] {
+        applied.writes += writes;
+        applied.pruned.extend(pruned);
     }
     Ok(applied)
+}
+
+/// Applies an optional child the spec asks for, or prunes the server's children of its kind
+/// when it does not; returns the writes made and the children pruned.
+async fn apply_or_prune<K: Child>(
+    target: &Target<'_>,
+    desired: Option<&K>,
+) -> Result<(u32, Vec<String>), ApplyError> {
+    match desired {
+        Some(desired) => Ok((apply_one(target, desired).await?.1, Vec::new())),
+        None => prune::<K>(target).await,
+    }
 }
 
 /// The server's Deployment as the watch cache has it (the last good one when the spec is
@@ -280,13 +285,20 @@ async fn owner_of<K: Child>(
     }))
 }
 
-/// Applies one child unless neither the desired object nor the cached child changed since the
-/// last apply; returns the child as it now is.
-async fn apply_one<K: Child>(
+/// [`owner_of`] for an optional child.
+async fn maybe_owner_of<K: Child>(
     target: &Target<'_>,
-    desired: &K,
-    writes: &mut u32,
-) -> Result<K, ApplyError> {
+    desired: Option<&K>,
+) -> Result<Option<Conflict>, ApplyError> {
+    match desired {
+        Some(desired) => owner_of(target, desired).await,
+        None => Ok(None),
+    }
+}
+
+/// Applies one child unless neither the desired object nor the cached child changed since the
+/// last apply; returns the child as it now is, and the writes made (0 or 1).
+async fn apply_one<K: Child>(target: &Target<'_>, desired: &K) -> Result<(K, u32), ApplyError> {
     let (namespace, name, uid) = (target.namespace(), desired.name_any(), target.uid());
     let key = child_key::<K>(&namespace, &name);
     let desired_hash = hash_of(desired);
@@ -295,10 +307,9 @@ async fn apply_one<K: Child>(
         && last.desired == desired_hash
         && last.fingerprint == fingerprint(cached.as_ref())
     {
-        return Ok(cached.as_ref().clone());
+        return Ok((cached.as_ref().clone(), 0));
     }
     let api: Api<K> = Api::namespaced(target.client.clone(), &namespace);
-    *writes += 1;
     let answer = api
         .patch(
             &name,
@@ -319,7 +330,7 @@ async fn apply_one<K: Child>(
             fingerprint: fingerprint(&answer),
         },
     );
-    Ok(answer)
+    Ok((answer, 1))
 }
 
 /// Creates the Secret unless it exists. Needs only `create` on Secrets: the operator never reads
@@ -341,8 +352,9 @@ async fn create_once(client: &Client, namespace: &str, secret: &Secret) -> Resul
 }
 
 /// Deletes the server's cached children of kind `K`: those labelled with the server and
-/// controlled by it (same UID), so a namesake created by someone else is never touched.
-async fn prune<K: Child>(target: &Target<'_>, applied: &mut Applied) -> Result<(), ApplyError> {
+/// controlled by it (same UID), so a namesake created by someone else is never touched. Returns
+/// the deletes sent and the children deleted, as `Kind/name`.
+async fn prune<K: Child>(target: &Target<'_>) -> Result<(u32, Vec<String>), ApplyError> {
     let (namespace, server, uid) = (target.namespace(), target.server.name_any(), target.uid());
     let owned = K::store(target.stores).state_filter(|child| {
         child.namespace().as_deref() == Some(namespace.as_str())
@@ -351,11 +363,12 @@ async fn prune<K: Child>(target: &Target<'_>, applied: &mut Applied) -> Result<(
             && child.meta().deletion_timestamp.is_none()
     });
     let api: Api<K> = Api::namespaced(target.client.clone(), &namespace);
+    let (mut writes, mut pruned) = (0, Vec::new());
     for child in owned {
         let name = child.name_any();
-        applied.writes += 1;
+        writes += 1;
         match api.delete(&name, &DeleteParams::background()).await {
-            Ok(_) => applied.pruned.push(format!("{}/{name}", K::kind(&()))),
+            Ok(_) => pruned.push(format!("{}/{name}", K::kind(&()))),
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(source) => {
                 return Err(ApplyError::Prune {
@@ -369,5 +382,5 @@ async fn prune<K: Child>(target: &Target<'_>, applied: &mut Applied) -> Result<(
             .memory
             .forget_child(&uid, &child_key::<K>(&namespace, &child.name_any()));
     }
-    Ok(())
+    Ok((writes, pruned))
 }

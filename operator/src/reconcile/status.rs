@@ -221,64 +221,92 @@ fn ready_state(seen: &Observation<'_>, desired: i32) -> State {
             ),
         };
     };
-    let status = deployment.status.clone().unwrap_or_default();
-    let generation = deployment.metadata.generation.unwrap_or(0);
-    let stuck = status.conditions.iter().flatten().find(|c| {
-        c.type_.as_deref() == Some("Progressing")
-            && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
-    });
-    let updated = status.updated_replicas.unwrap_or(0);
-    let available = status.available_replicas.unwrap_or(0);
-    let total = status.replicas.unwrap_or(0);
+    let rollout = rollout(deployment, desired);
     if desired == 0 {
         state(
             "False",
             "ScaledToZero",
             "spec.replicas is 0: nothing serves".into(),
         )
-    } else if let Some(stuck) = stuck {
-        state(
-            "False",
-            "RolloutStuck",
-            stuck
-                .message
-                .clone()
-                .unwrap_or_else(|| "the rollout made no progress".into()),
-        )
-    } else if status.observed_generation.unwrap_or(0) < generation {
-        state(
-            "False",
-            "RollingOut",
-            "waiting for the Deployment controller to see the new pod template".into(),
-        )
-    } else if updated < desired || total > updated {
-        state(
-            "False",
-            "RollingOut",
-            format!("{updated} of {desired} replicas updated, {available} available"),
-        )
-    } else if available < desired {
-        match &seen.pod_problem {
-            Some(problem) => state(
-                "False",
-                problem.reason,
-                format!(
-                    "{available} of {desired} replicas available: {}",
-                    problem.message
-                ),
-            ),
-            None => state(
-                "False",
-                "ReplicasUnavailable",
-                format!("{available} of {desired} replicas available"),
-            ),
-        }
-    } else {
+    } else if let Some(stuck) = rollout.stuck {
+        state("False", "RolloutStuck", stuck)
+    } else if rollout.rolled_out && rollout.available >= desired {
         state(
             "True",
             "Available",
-            format!("{available} of {desired} replicas available"),
+            format!("{} of {desired} replicas available", rollout.available),
         )
+    } else if let Some(problem) = &seen.pod_problem {
+        state(
+            "False",
+            problem.reason,
+            format!(
+                "{} of {desired} replicas available: {}",
+                rollout.available, problem.message
+            ),
+        )
+    } else if !rollout.rolled_out || !rollout.completed {
+        // One message for every step of a rollout (the controller's first look, the ReplicaSet
+        // making pods, pods starting): they are not transitions a person acts on, and a message
+        // that followed each would be a status write per step.
+        state(
+            "False",
+            "RollingOut",
+            format!(
+                "{} of {desired} replicas available; the Deployment is rolling out",
+                rollout.available
+            ),
+        )
+    } else {
+        state(
+            "False",
+            "ReplicasUnavailable",
+            format!(
+                "{} of {desired} replicas available (the rollout had completed)",
+                rollout.available
+            ),
+        )
+    }
+}
+
+/// What the `Ready` condition reads of a Deployment: a change of anything else (the
+/// controller's bookkeeping while a rollout progresses) does not change `Ready`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct Rollout {
+    /// The current pod template is on every replica: the controller saw the current generation,
+    /// `desired` replicas are updated and no old one is left.
+    pub rolled_out: bool,
+    /// The controller reports the rollout complete (`Progressing` reason
+    /// `NewReplicaSetAvailable`, kept when replicas are lost later).
+    pub completed: bool,
+    /// Available replicas.
+    pub available: i32,
+    /// The message of `Progressing=False/ProgressDeadlineExceeded`, when the rollout is stuck.
+    pub stuck: Option<String>,
+}
+
+/// The [`Rollout`] of `deployment` against `desired` replicas.
+pub fn rollout(deployment: &Deployment, desired: i32) -> Rollout {
+    let status = deployment.status.clone().unwrap_or_default();
+    let generation = deployment.metadata.generation.unwrap_or(0);
+    let progressing = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_.as_deref() == Some("Progressing"));
+    let reason = progressing.and_then(|c| c.reason.as_deref());
+    let updated = status.updated_replicas.unwrap_or(0);
+    Rollout {
+        rolled_out: status.observed_generation.unwrap_or(0) >= generation
+            && updated >= desired
+            && status.replicas.unwrap_or(0) <= updated,
+        completed: reason == Some("NewReplicaSetAvailable"),
+        available: status.available_replicas.unwrap_or(0),
+        stuck: (reason == Some("ProgressDeadlineExceeded")).then(|| {
+            progressing
+                .and_then(|c| c.message.clone())
+                .unwrap_or_else(|| "the rollout made no progress".into())
+        }),
     }
 }
 
@@ -510,8 +538,14 @@ mod tests {
                 "status: {observedGeneration: 2, replicas: 3, updatedReplicas: 1, availableReplicas: 2}",
                 "RollingOut",
             ),
+            // A new Deployment whose pods have not started: still rolling out.
             (
-                "status: {observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 1}",
+                "status: {observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 1, conditions: [{type: Progressing, status: 'True', reason: ReplicaSetUpdated}]}",
+                "RollingOut",
+            ),
+            // A completed rollout that lost a replica.
+            (
+                "status: {observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 1, conditions: [{type: Progressing, status: 'True', reason: NewReplicaSetAvailable}]}",
                 "ReplicasUnavailable",
             ),
             (
@@ -535,6 +569,52 @@ mod tests {
                 "{status_yaml}"
             );
             assert!(!ready.message.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_steps_of_a_new_rollout_are_one_status() {
+        // What the Deployment controller writes while a new server's pods come up (no pod
+        // available yet): every step gives the same status, so it is written once.
+        let server = hello(2);
+        let accepted = validate(&server).unwrap();
+        let steps = [
+            "{}",
+            "{observedGeneration: 2}",
+            "{observedGeneration: 2, conditions: [{type: Progressing, status: 'True', reason: NewReplicaSetCreated}]}",
+            "{observedGeneration: 2, replicas: 1, updatedReplicas: 1, unavailableReplicas: 1, conditions: [{type: Progressing, status: 'True', reason: ReplicaSetUpdated}]}",
+            "{observedGeneration: 2, replicas: 2, updatedReplicas: 2, unavailableReplicas: 2, conditions: [{type: Available, status: 'False', reason: MinimumReplicasUnavailable}, {type: Progressing, status: 'True', reason: ReplicaSetUpdated}]}",
+        ];
+        let statuses: Vec<MCPServerStatus> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, step)| {
+                let deployment = deployment(&format!(
+                    "metadata: {{name: hello, generation: 2}}\nspec: {{selector: {{}}, template: {{}}}}\nstatus: {step}"
+                ));
+                next(
+                    &server,
+                    &observe(Ok(&accepted), Some(&deployment)),
+                    &time(i as i64),
+                )
+            })
+            .collect();
+        let ready = statuses[0].condition(READY).unwrap();
+        assert_eq!(ready.reason, "RollingOut");
+        assert_eq!(
+            ready.message,
+            "0 of 2 replicas available; the Deployment is rolling out"
+        );
+        // Times aside (`server.status` is unset here), every step is the same status.
+        let without_times = |s: &MCPServerStatus| {
+            let mut s = s.clone();
+            for c in &mut s.conditions {
+                c.last_transition_time = time(0);
+            }
+            s
+        };
+        for (step, status) in steps.iter().zip(&statuses) {
+            assert_eq!(without_times(status), without_times(&statuses[0]), "{step}");
         }
     }
 
