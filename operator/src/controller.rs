@@ -137,10 +137,8 @@ async fn route_watch(
 /// making pods) trigger no reconcile.
 fn readiness(deployment: &Deployment) -> u64 {
     let desired = deployment.spec.replicas.unwrap_or(1);
-    changes::hash_one(&(
-        fingerprint(deployment),
-        status::rollout(deployment, desired),
-    ))
+    let rollout = status::rollout(deployment, desired).decides(desired);
+    changes::hash_one(&(fingerprint(deployment), rollout))
 }
 
 /// The echo of the operator's own Deployment apply: what it wrote, before the Deployment

@@ -185,16 +185,18 @@ pub async fn apply(
         target.memory.session_key_exists(&target.uid());
         Ok(1)
     };
-    // The session key and the manifest exist before the Deployment whose pods mount them.
-    let (key_writes, config_map, service) = tokio::try_join!(
-        session_key,
-        apply_one(target, &children.config_map),
-        apply_one(target, &children.service),
-    )?;
-    applied.writes += key_writes + config_map.1 + service.1;
-    let (deployment, written) = apply_one(target, &children.deployment).await?;
+    // The session key and the manifest exist before the Deployment whose pods mount them; the
+    // Service (its ClusterIP allocation is the slowest create) goes out alongside.
+    let pods = async {
+        let (key_writes, config_map) =
+            tokio::try_join!(session_key, apply_one(target, &children.config_map))?;
+        let (deployment, written) = apply_one(target, &children.deployment).await?;
+        Ok::<_, ApplyError>((deployment, key_writes + config_map.1 + written))
+    };
+    let ((deployment, pod_writes), service) =
+        tokio::try_join!(pods, apply_one(target, &children.service))?;
     applied.deployment = Some(deployment);
-    applied.writes += written;
+    applied.writes += pod_writes + service.1;
     let optional = tokio::try_join!(
         apply_or_prune(target, children.ingress.as_ref()),
         apply_or_prune(target, children.pod_disruption_budget.as_ref()),

@@ -285,6 +285,20 @@ pub struct Rollout {
     pub stuck: Option<String>,
 }
 
+impl Rollout {
+    /// What decides `Ready` (and its message) with `desired` replicas, pods aside: a change of
+    /// anything else is not news. `rolled_out` alone is not (a new server's ReplicaSet making
+    /// its pods leaves it rolling out).
+    pub fn decides(&self, desired: i32) -> (bool, bool, i32, Option<String>) {
+        (
+            self.rolled_out && self.available >= desired,
+            self.rolled_out && self.completed,
+            self.available,
+            self.stuck.clone(),
+        )
+    }
+}
+
 /// The [`Rollout`] of `deployment` against `desired` replicas.
 pub fn rollout(deployment: &Deployment, desired: i32) -> Rollout {
     let status = deployment.status.clone().unwrap_or_default();
@@ -585,6 +599,7 @@ mod tests {
             "{observedGeneration: 2, replicas: 1, updatedReplicas: 1, unavailableReplicas: 1, conditions: [{type: Progressing, status: 'True', reason: ReplicaSetUpdated}]}",
             "{observedGeneration: 2, replicas: 2, updatedReplicas: 2, unavailableReplicas: 2, conditions: [{type: Available, status: 'False', reason: MinimumReplicasUnavailable}, {type: Progressing, status: 'True', reason: ReplicaSetUpdated}]}",
         ];
+        let mut decides = Vec::new();
         let statuses: Vec<MCPServerStatus> = steps
             .iter()
             .enumerate()
@@ -592,6 +607,7 @@ mod tests {
                 let deployment = deployment(&format!(
                     "metadata: {{name: hello, generation: 2}}\nspec: {{selector: {{}}, template: {{}}}}\nstatus: {step}"
                 ));
+                decides.push(rollout(&deployment, 2).decides(2));
                 next(
                     &server,
                     &observe(Ok(&accepted), Some(&deployment)),
@@ -616,6 +632,8 @@ mod tests {
         for (step, status) in steps.iter().zip(&statuses) {
             assert_eq!(without_times(status), without_times(&statuses[0]), "{step}");
         }
+        // Nor do they trigger a reconcile.
+        assert!(decides.iter().all(|d| *d == decides[0]), "{decides:?}");
     }
 
     #[test]
