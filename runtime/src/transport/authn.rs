@@ -3,8 +3,8 @@
 //! Metadata document (RFC 9728). One middleware, so no route can be left out: it validates the
 //! token, refuses a session opened by another principal, hands the caller to the handlers, and
 //! ends a streamed response when the token expires. The handlers that parse a message
-//! (`POST /mcp`, `POST /messages`) then call [`check_message`], which refuses a request for an
-//! item whose scopes (or token-only `allow`) the caller lacks with a 403 challenge before any
+//! (`POST /mcp`, `POST /messages`) then call [`item_refusal`], and refuse a request for an item
+//! whose scopes (or token-only `allow`) the caller lacks with a 403 challenge before any
 //! dispatch, from the message they parsed (the body is read once). The token itself goes no
 //! further than this file: handlers see only the validated principal.
 
@@ -108,23 +108,23 @@ fn session_id(request: &Request) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
-/// Refuses a message that uses an item the caller may not see: scopes it lacks (403 naming
-/// every scope needed) or a token-only `allow` that refuses it. Conditions over `args` are left
-/// to the dispatch (a tool error the model can read).
-pub fn check_message(
-    state: &AppState,
-    caller: &Caller,
-    message: &Incoming,
-) -> Result<(), Response> {
+/// Why `message` may not be served to the caller: it uses an item whose scopes (or token-only
+/// `allow`) the caller lacks. Conditions over `args` are left to the dispatch (a tool error the
+/// model can read). Answer a refusal with [`refuse_item`].
+pub fn item_refusal(state: &AppState, caller: &Caller, message: &Incoming) -> Option<Refusal> {
     let compiled = state.server.declaration();
     if !compiled.access.has_item_rules() {
-        return Ok(());
+        return None;
     }
     let Incoming::Request { method, params, .. } = message else {
-        return Ok(());
+        return None;
     };
-    check_item(&compiled, caller, method, params)
-        .map_err(|refusal| refuse(state, &caller.authenticator, &refusal))
+    check_item(&compiled, caller, method, params).err()
+}
+
+/// The 403 answer to a refusal from [`item_refusal`], with its challenge.
+pub fn refuse_item(state: &AppState, caller: &Caller, refusal: &Refusal) -> Response {
+    refuse(state, &caller.authenticator, refusal)
 }
 
 fn check_item(
