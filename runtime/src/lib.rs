@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod audit;
 pub mod backends;
 pub mod check;
 pub mod declaration;
@@ -12,4 +13,5 @@ pub mod protocol;
 pub mod reload;
 pub mod server;
 pub mod sessions;
+pub mod telemetry;
 pub mod transport;

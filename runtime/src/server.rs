@@ -8,6 +8,7 @@
 mod catalog;
 mod completion;
 mod lifecycle;
+mod observe;
 mod params;
 mod polling;
 mod prompts;
@@ -76,6 +77,8 @@ pub struct RequestContext {
     /// The legacy session the request belongs to: `logging/setLevel` and
     /// `resources/(un)subscribe` change its state.
     pub session: Option<Arc<Session>>,
+    /// The trace parent named by the HTTP `traceparent` header (`_meta.traceparent` wins).
+    pub trace_parent: Option<opentelemetry::Context>,
 }
 
 impl RequestContext {
@@ -92,7 +95,15 @@ impl RequestContext {
             progress_token: Self::progress_token(params).cloned(),
             notifier,
             session: None,
+            trace_parent: None,
         }
+    }
+
+    /// The same context, with the trace parent of the request's HTTP headers.
+    #[must_use]
+    pub fn with_trace_parent(mut self, parent: Option<opentelemetry::Context>) -> Self {
+        self.trace_parent = parent;
+        self
     }
 
     /// The same context, in `session`.
@@ -266,10 +277,18 @@ impl Server {
     ) -> Result<Value, McpError> {
         let started = Instant::now();
         let decl = self.current.load_full();
-        let result = self.dispatch(&decl, ctx, method, params).await;
+        let observed = observe::begin(ctx, method, params, &decl);
+        let dispatched = self.dispatch(&decl, ctx, method, params);
+        let result = match &observed {
+            Some(observed) => observed.scope().run(dispatched).await,
+            None => dispatched.await,
+        };
         let result = result.map(|result| finish(&decl, ctx.era, method, result));
         self.metrics
             .request(method_label(method), result.is_ok(), started.elapsed());
+        if let Some(observed) = observed {
+            observed.finish(&result);
+        }
         result
     }
 
