@@ -202,6 +202,10 @@ kubectl -n quota apply -f examples/weather.yaml >/dev/null
 op_scraped() { curl -fsS "http://127.0.0.1:$OP_ADMIN/metrics" | grep -E "$1"; }
 check "the operator counted a successful reconcile" eventually 60 op_scraped '^mcp_operator_reconciles_total\{result="success"\} [1-9]'
 check "the operator counted the refused Service as a reconcile error" eventually 60 op_scraped '^mcp_operator_reconcile_errors_total\{'
+check "the operator timed each reconcile step" eventually 60 op_scraped '^mcp_operator_reconcile_step_duration_seconds_count\{step="(validate|build|apply|verify|status)"\} [1-9]'
+for step in validate build apply verify status; do
+  check "the operator timed the $step step" op_scraped "^mcp_operator_reconcile_step_duration_seconds_count\\{step=\"$step\"\\} [1-9]"
+done
 
 # ---------------------------------------------------------------------------------------------------
 log "every dashboard and rule expression against the live metrics"
