@@ -29,6 +29,7 @@ pub const DEPLOYMENT_FIELDS: &[&str] = &[
     "sessions",
     "logLevel",
     "secrets",
+    "telemetry",
 ];
 
 /// A parsed manifest: the server's name and what it declares.
