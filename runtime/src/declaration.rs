@@ -1,7 +1,9 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
+mod bounded_yaml;
 mod cluster_rules;
 mod compile;
+mod files;
 mod jq;
 mod json_body;
 mod load;
@@ -18,6 +20,7 @@ pub use compile::{
     CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, FieldError,
     InvalidDeclaration, ParamValue, RESERVED_HEADERS, Retry, StatusMatch, compile,
 };
+pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest};
