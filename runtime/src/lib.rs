@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod app;
 pub mod audit;
+pub mod auth;
 pub mod backends;
 pub mod check;
 pub mod declaration;

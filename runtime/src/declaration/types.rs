@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+mod auth;
 mod http;
+pub use auth::*;
 pub use http::*;
 
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
@@ -39,6 +41,9 @@ pub struct Declaration {
     /// Prompt templates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prompts: Vec<Prompt>,
+    /// Bearer-token authentication of every request (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<Auth>,
 }
 
 /// Caching hints sent as `ttlMs` and `cacheScope` on cacheable results.
@@ -123,6 +128,14 @@ pub struct Tool {
     /// Log messages sent to the client before the reply, at or above its requested level.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<LogMessage>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// One declared progress notification of a tool call.
@@ -353,6 +366,14 @@ pub struct Resource {
     /// Contents fetched from an upstream HTTP API on each read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<Http>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// Resources addressed by a URI template; the contents are a template over the URI's variables
@@ -386,6 +407,14 @@ pub struct ResourceTemplate {
     /// Values offered by `completion/complete` for each URI variable.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub completions: BTreeMap<String, Vec<String>>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// A prompt template.
@@ -408,6 +437,14 @@ pub struct Prompt {
     pub icons: Vec<Icon>,
     /// The messages `prompts/get` returns.
     pub messages: Vec<PromptMessage>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// An argument of a prompt.
