@@ -45,7 +45,8 @@ pub struct Record {
     pub audit: &'static str,
     /// `serverInfo.name` of the declaration that answered.
     pub server: String,
-    /// The declaration that answered: a digest of what it serves.
+    /// The hash of the declaration that answered (the one reported in `_meta` and in
+    /// `mcp_runtime_declaration_info`).
     pub declaration: String,
     /// The tool called.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,7 +55,7 @@ pub struct Record {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
     /// Who called (with authentication on); `null` otherwise.
-    pub principal: Option<String>,
+    pub principal: Option<Caller>,
     /// The protocol version the call was made in.
     pub protocol_version: &'static str,
     /// A digest of the legacy session's id (never the id, which lets anyone use the session).
@@ -83,6 +84,16 @@ pub struct Record {
     /// The trace the call belongs to (the request span's, else the client's `traceparent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+}
+
+/// The authenticated caller of an audited call.
+#[derive(Debug, Serialize)]
+pub struct Caller {
+    /// The token's `iss`.
+    pub issuer: String,
+    /// The token's `sub` (client-credentials tokens of some servers carry none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 struct Sink {

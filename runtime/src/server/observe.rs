@@ -12,7 +12,7 @@ use crate::telemetry::{self, CallScope, RequestSpan};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::TraceContextExt as _;
 use serde_json::Value;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Longest tool name or URI copied into a record (they come from the client).
@@ -222,7 +222,7 @@ fn audit_record(
             .as_str()
             .unwrap_or_default()
             .to_owned(),
-        declaration: declaration_digest(decl),
+        declaration: decl.hash.clone(),
         tool: if is_tool_call { text("name") } else { None },
         uri: if is_tool_call { None } else { text("uri") },
         principal: principal(ctx),
@@ -239,33 +239,14 @@ fn audit_record(
     }
 }
 
-/// Who is calling. The single hook for authentication: `None` until the request context
-/// carries an authenticated caller (then: its issuer and subject, never its token).
-fn principal(_ctx: &RequestContext) -> Option<String> {
-    None
-}
-
-/// A digest of what the declaration serves (server info and every descriptor), computed once
-/// per loaded declaration. The runtime's reported declaration hash replaces it once there is one.
-fn declaration_digest(decl: &Arc<Compiled>) -> String {
-    static LAST: Mutex<Option<(Weak<Compiled>, String)>> = Mutex::new(None);
-    let Ok(mut last) = LAST.lock() else {
-        return String::new();
-    };
-    // Holding the `Weak` keeps the allocation, so an equal pointer is the same declaration.
-    if let Some((weak, digest)) = last.as_ref()
-        && std::ptr::eq(weak.as_ptr(), Arc::as_ptr(decl))
-    {
-        return digest.clone();
-    }
-    let served = serde_json::json!({
-        "serverInfo": decl.server_info,
-        "tools": decl.tools.iter().map(|t| &t.descriptor).collect::<Vec<_>>(),
-        "resources": decl.resources.iter().map(|r| &r.descriptor).collect::<Vec<_>>(),
-        "resourceTemplates": decl.resource_templates.iter().map(|t| &t.descriptor).collect::<Vec<_>>(),
-        "prompts": decl.prompts.iter().map(|p| &p.descriptor).collect::<Vec<_>>(),
-    });
-    let digest = audit::digest(&served);
-    *last = Some((Arc::downgrade(decl), digest.clone()));
-    digest
+/// Who is calling, when authentication is on: the validated token's issuer and subject (never
+/// the token, nor its other claims).
+fn principal(ctx: &RequestContext) -> Option<audit::Caller> {
+    ctx.caller.as_ref().map(|caller| audit::Caller {
+        issuer: caller.issuer.chars().take(MAX_NAME).collect(),
+        subject: caller
+            .subject
+            .as_ref()
+            .map(|s| s.chars().take(MAX_NAME).collect()),
+    })
 }
