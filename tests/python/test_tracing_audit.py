@@ -17,7 +17,17 @@ import random
 
 import httpx2
 import pytest
-from harness import MANIFESTS, LEGACY, MODERN, Runtime, start_runtime
+from harness import (
+    JSON_AND_SSE,
+    LEGACY,
+    MANIFESTS,
+    MODERN,
+    Runtime,
+    initialize_body,
+    metric_labels,
+    modern_request,
+    start_runtime,
+)
 from http_upstream import Upstream
 from mcp import Client
 from opentelemetry import trace
@@ -87,7 +97,7 @@ def run(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    parents = {key: _parent() for key in ("lookup", "greet", "broken", "unknown")}
+    parents = {key: _parent() for key in ("lookup", "greet", "broken", "unknown", "header", "meta", "ignored", "legacy")}
     results: dict[str, object] = {}
 
     async def calls() -> None:
@@ -110,14 +120,48 @@ def run(tmp_path_factory):
 
     try:
         anyio.run(calls)
+        _header_calls(rt, parents)
+        metrics = rt.metrics()
         # Spans leave in batches every 200 ms; SIGTERM exports the rest before exit.
-        receiver.wait_for(6, timeout=5)
+        receiver.wait_for(9, timeout=5)
     finally:
         problem = rt.stop()
         upstream.stop()
         receiver.stop()
     assert problem is None, problem
-    yield {"rt": rt, "receiver": receiver, "upstream": upstream, "parents": parents, "results": results}
+    yield {
+        "rt": rt,
+        "receiver": receiver,
+        "upstream": upstream,
+        "parents": parents,
+        "results": results,
+        "metrics": metrics,
+    }
+
+
+def _traceparent(sc: SpanContext) -> str:
+    trace_id, span_id = _hex(sc)
+    return f"00-{trace_id}-{span_id}-01"
+
+
+def _header_calls(rt: Runtime, parents: dict[str, SpanContext]) -> None:
+    """Raw `tools/list` calls whose parent rides in the HTTP `traceparent` header: stateless
+    with no `_meta.traceparent`, stateless with both (`_meta` names `meta`), and in a legacy
+    session."""
+    headers, body = modern_request(1, "tools/list")
+    headers["traceparent"] = _traceparent(parents["header"])
+    assert httpx2.post(rt.url, headers=headers, json=body, timeout=10).status_code == 200
+    body["params"]["_meta"]["traceparent"] = _traceparent(parents["meta"])
+    headers["traceparent"] = _traceparent(parents["ignored"])
+    assert httpx2.post(rt.url, headers=headers, json=body, timeout=10).status_code == 200
+    r = httpx2.post(rt.url, headers=JSON_AND_SSE, json=initialize_body(), timeout=10)
+    assert r.status_code == 200, r.text
+    session = dict(JSON_AND_SSE, **{"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": LEGACY})
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert httpx2.post(rt.url, headers=session, json=initialized, timeout=10).status_code == 202
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    traced = dict(session, traceparent=_traceparent(parents["legacy"]))
+    assert httpx2.post(rt.url, headers=traced, json=listing, timeout=10).status_code == 200
 
 
 def _one(spans, **match):
@@ -198,6 +242,20 @@ def test_legacy_sessions_are_parented_from_meta_too(run):
     assert {s.scope for s in spans} == {"mcp-runtime"}
 
 
+def test_the_http_traceparent_header_parents_when_meta_has_none(run):
+    spans = run["receiver"].spans()
+    for key, era in (("header", "stateless"), ("legacy", "session")):
+        trace_id, parent_id = _hex(run["parents"][key])
+        span = _one(spans, trace_id=trace_id)
+        assert (span.name, span.parent_span_id) == ("tools/list", parent_id)
+        assert span.attributes["kube_mcp.era"] == era
+    # With both, `_meta.traceparent` wins: the span is in its trace, and none in the header's.
+    trace_id, parent_id = _hex(run["parents"]["meta"])
+    span = _one(spans, trace_id=trace_id)
+    assert (span.name, span.parent_span_id) == ("tools/list", parent_id)
+    assert not [s for s in spans if s.trace_id == _hex(run["parents"]["ignored"])[0]]
+
+
 def test_no_secret_or_argument_value_is_exported(run):
     bodies = b"".join(run["receiver"].received.bodies)
     assert bodies, "nothing was exported"
@@ -227,7 +285,8 @@ def test_audit_records_allowed_failed_and_refused_calls(run):
     assert lookup["principal"] is None
     assert lookup["durationMs"] > 0
     assert lookup["traceId"] == _hex(run["parents"]["lookup"])[0]
-    assert lookup["declaration"].startswith("sha256:")
+    # The hash of the declaration that answered, as the runtime reports it.
+    assert metric_labels(run["metrics"], "mcp_runtime_declaration_info") == [{"hash": lookup["declaration"]}]
     assert sorted(lookup["redacted"]) == ["/options/note", "/password"]
     redacted = {"id": ARG_ID, "password": "[redacted]", "options": {"note": "[redacted]", "verbose": True}}
     assert lookup["argumentsDigest"] == _digest(redacted)

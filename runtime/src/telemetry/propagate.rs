@@ -28,9 +28,9 @@ pub fn parent_from_meta(params: &Value) -> Option<Context> {
 }
 
 /// The remote parent named in the `traceparent` header, if valid (`None` as well when tracing
-/// is off, so an untraced request pays for nothing).
+/// and auditing are off, so an unobserved request pays for nothing).
 pub fn parent_from_headers(headers: &http::HeaderMap) -> Option<Context> {
-    if !super::enabled() || !headers.contains_key("traceparent") {
+    if !(super::enabled() || crate::audit::enabled()) || !headers.contains_key("traceparent") {
         return None;
     }
     let carrier = opentelemetry_http::HeaderExtractor(headers);

@@ -135,7 +135,7 @@ pub async fn post(
     {
         return refusal;
     }
-    let caller = caller.map(|Extension(caller)| caller.principal);
+    let origin = legacy::Origin::new(&headers, caller.map(|Extension(caller)| caller.principal));
     let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
         return StatusCode::ACCEPTED.into_response();
     };
@@ -162,7 +162,7 @@ pub async fn post(
                 &method,
                 &params,
                 Some(stream.clone()),
-                caller,
+                origin,
             )
             .await
         };
