@@ -203,7 +203,7 @@ impl Server {
     /// Records a request refused before it reached the dispatch (by a transport's checks).
     pub fn record(&self, method: &str, ok: bool, started: Instant) {
         self.metrics
-            .request(method_label(method), ok, started.elapsed());
+            .request(method_label(method), ok, started.elapsed(), None);
     }
 
     /// Change notifications from reloads.
@@ -301,8 +301,14 @@ impl Server {
             None => dispatched.await,
         };
         let result = result.map(|result| finish(&decl, ctx.era, method, result));
-        self.metrics
-            .request(method_label(method), result.is_ok(), started.elapsed());
+        self.metrics.request(
+            method_label(method),
+            result.is_ok(),
+            started.elapsed(),
+            observed
+                .as_ref()
+                .and_then(observe::Observation::sampled_trace_id),
+        );
         if let Some(observed) = observed {
             observed.finish(&result);
         }

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+import re
 
 import httpx2
 import pytest
@@ -254,6 +255,49 @@ def test_the_http_traceparent_header_parents_when_meta_has_none(run):
     span = _one(spans, trace_id=trace_id)
     assert (span.name, span.parent_span_id) == ("tools/list", parent_id)
     assert not [s for s in spans if s.trace_id == _hex(run["parents"]["ignored"])[0]]
+
+
+_EXEMPLAR = re.compile(r'^(\w+)_bucket\{([^}]*)\} \S+ # \{trace_id="([0-9a-f]{32})"\} \S+$')
+
+
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _exemplars(metrics: str) -> list[tuple[str, str, str]]:
+    """(histogram, its label other than `le` as `name="value"`, exemplar trace id) of every
+    bucket line with an exemplar."""
+    found = []
+    for line in metrics.splitlines():
+        if m := _EXEMPLAR.match(line):
+            labels = [f'{k}="{v}"' for k, v in _LABEL.findall(m.group(2)) if k != "le"]
+            found.append((m.group(1), ",".join(labels), m.group(3)))
+    return found
+
+
+def test_duration_histograms_carry_the_trace_as_an_exemplar(run):
+    exemplars = _exemplars(run["metrics"])
+    lookup = _hex(run["parents"]["lookup"])[0]
+    # The lookup tool was called once: its buckets' only exemplar is its trace.
+    assert {t for h, labels, t in exemplars if labels.startswith('tool="lookup"')} == {lookup}
+    assert ("mcp_tool_call_duration_seconds", 'tool="lookup"', lookup) in exemplars
+    assert ("mcp_upstream_request_duration_seconds", 'tool="lookup"', lookup) in exemplars
+    calls = {_hex(run["parents"][key])[0] for key in ("lookup", "broken", "unknown", "greet")}
+    requests = {t for h, labels, t in exemplars if h == "mcp_request_duration_seconds" and labels == 'method="tools/call"'}
+    assert requests and requests <= calls, exemplars
+    # Every exemplar links to a trace the collector received.
+    assert {t for _, _, t in exemplars} <= {span.trace_id for span in run["receiver"].spans()}
+
+
+def test_without_tracing_no_histogram_has_exemplars(start):
+    rt = start(extra_args=("--audit-log", "stdout"))
+    parent = _traceparent(_parent())
+    headers, body = modern_request(1, "tools/list")
+    headers["traceparent"] = parent
+    body["params"]["_meta"]["traceparent"] = parent
+    assert httpx2.post(rt.url, headers=headers, json=body, timeout=10).status_code == 200
+    metrics = rt.metrics()
+    assert 'mcp_request_duration_seconds_count{method="tools/list"} 1' in metrics
+    assert not _exemplars(metrics) and " # {" not in metrics
 
 
 def test_no_secret_or_argument_value_is_exported(run):

@@ -71,6 +71,11 @@ pub fn begin(
 }
 
 impl Observation {
+    /// The request span's trace id, when it is sampled.
+    pub fn sampled_trace_id(&self) -> Option<String> {
+        self.span.as_ref().and_then(RequestSpan::sampled_trace_id)
+    }
+
     /// The scope the dispatch runs in.
     pub fn scope(&self) -> &Arc<CallScope> {
         &self.scope

@@ -56,6 +56,25 @@ pub fn record_upstream(code: &str) {
     });
 }
 
+/// The trace of the running request, when it is traced and sampled (the exemplar of the
+/// latencies it observes); `None` at once when tracing is off.
+pub fn current_trace_id() -> Option<String> {
+    super::tracer()?;
+    CALL.try_with(|scope| scope.trace.as_ref().and_then(sampled_trace_id))
+        .ok()
+        .flatten()
+}
+
+/// The trace id of `cx`'s span as 32 hex digits, when it is sampled (an unsampled trace never
+/// reaches a backend, so it would be a dead link).
+fn sampled_trace_id(cx: &Context) -> Option<String> {
+    let span = cx.span();
+    let span_context = span.span_context();
+    span_context
+        .is_sampled()
+        .then(|| span_context.trace_id().to_string())
+}
+
 /// The span of one JSON-RPC request.
 pub struct RequestSpan {
     cx: Context,
@@ -89,6 +108,11 @@ impl RequestSpan {
     /// The trace id, as 32 hex digits.
     pub fn trace_id(&self) -> String {
         self.cx.span().span_context().trace_id().to_string()
+    }
+
+    /// The trace id when the span is sampled.
+    pub fn sampled_trace_id(&self) -> Option<String> {
+        sampled_trace_id(&self.cx)
     }
 
     /// Ends the span with the outcome's attributes; `error` marks it failed with that short,
