@@ -44,6 +44,12 @@ spec:
       inputSchema: {type: object, properties: {repo: {type: string}}, required: [repo]}
       allow: "{{ args.repo in token.claims.repos }}"
       content: [{type: text, text: "closed an issue in {{ args.repo }}"}]
+  resources:
+    - uri: issues://closed
+      name: closed
+      description: Issues closed lately; only for callers who may close them.
+      requiredScopes: ["issues:write"]
+      text: none yet
 """
 
 
@@ -222,6 +228,25 @@ async def test_a_stream_ends_when_its_token_expires(start: StartRuntime, tmp_pat
                 pass
         # Ended by the server at `exp` (2 s), long before the 20 s read timeout.
         assert time.monotonic() - started < 10
+
+
+async def test_listening_to_a_resource_needs_what_reading_it_needs(authed: Runtime, issuer: str) -> None:
+    reader = client_credentials(issuer, "reader", "mcp", authed.base)
+    writer = client_credentials(issuer, "writer", "mcp issues:write", authed.base)
+    r = call(authed, reader, "resources/read", {"uri": "issues://closed"}, name="issues://closed")
+    assert r.status_code == 403
+    # A listen stream would tell the reader when the resource changes: refused the same way,
+    # with every scope in one challenge.
+    listen = {"notifications": {"resourceSubscriptions": ["issues://closed"]}}
+    r = call(authed, reader, "subscriptions/listen", listen)
+    assert r.status_code == 403
+    assert 'scope="mcp issues:write", error="insufficient_scope"' in r.headers["www-authenticate"]
+    # The writer may read it, so it may listen: the stream opens.
+    headers, body = modern_request(1, "subscriptions/listen", listen)
+    headers["Authorization"] = f"Bearer {writer}"
+    with httpx2.stream("POST", authed.url, headers=headers, json=body, timeout=10) as stream:
+        assert stream.status_code == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
 
 
 def _claims(token: str) -> dict:

@@ -11,8 +11,9 @@
 use super::AppState;
 use super::headers::SESSION_HEADER;
 use crate::auth::{Authenticator, Principal, Refusal};
-use crate::declaration::{Caller as AccessCaller, Compiled};
+use crate::declaration::{Access, Caller as AccessCaller, Compiled};
 use crate::protocol::{Incoming, methods};
+use crate::server::MAX_SUBSCRIPTIONS;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -137,32 +138,74 @@ fn check_item(
         (methods::TOOLS_CALL, Some(name), _) => compiled.access.tool(name),
         (methods::PROMPTS_GET, Some(name), _) => compiled.access.prompt(name),
         (methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE, _, Some(uri)) => {
-            if compiled.resource(uri).is_some() {
-                compiled.access.resource(uri)
-            } else {
-                let template = compiled
-                    .resource_templates
-                    .iter()
-                    .find(|t| t.uri.matches(uri).is_some())
-                    .and_then(|t| t.descriptor.get("uriTemplate"))
-                    .and_then(Value::as_str);
-                match template {
-                    Some(template) => compiled.access.resource_template(template),
-                    None => return Ok(()),
-                }
+            match resource_access(compiled, uri) {
+                Some(access) => access,
+                None => return Ok(()),
             }
         }
+        (methods::SUBSCRIPTIONS_LISTEN, _, _) => return check_listened(compiled, caller, params),
         _ => return Ok(()),
     };
+    check_access(compiled, caller, &access.required_scopes, &[access])
+}
+
+/// The access rules of the resource or resource template that serves `uri` (`None`: nothing
+/// serves it, and the dispatch answers that).
+fn resource_access<'d>(compiled: &'d Compiled, uri: &str) -> Option<&'d Access> {
+    if compiled.resource(uri).is_some() {
+        return Some(compiled.access.resource(uri));
+    }
+    let template = compiled
+        .resource_templates
+        .iter()
+        .find(|t| t.uri.matches(uri).is_some())
+        .and_then(|t| t.descriptor.get("uriTemplate"))
+        .and_then(Value::as_str)?;
+    Some(compiled.access.resource_template(template))
+}
+
+/// A `subscriptions/listen` request tells its caller when the resources it names change: each
+/// is checked as if it were read, and one challenge names every scope they need together. Past
+/// [`MAX_SUBSCRIPTIONS`] the dispatch refuses the request anyway, so no more are looked at.
+fn check_listened(compiled: &Compiled, caller: &Caller, params: &Value) -> Result<(), Refusal> {
+    let uris = params
+        .pointer("/notifications/resourceSubscriptions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let accesses: Vec<&Access> = uris
+        .iter()
+        .take(MAX_SUBSCRIPTIONS)
+        .filter_map(Value::as_str)
+        .filter_map(|uri| resource_access(compiled, uri))
+        .collect();
+    let mut scopes: Vec<String> = Vec::new();
+    for scope in accesses.iter().flat_map(|access| &access.required_scopes) {
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
+    check_access(compiled, caller, &scopes, &accesses)
+}
+
+/// Refuses the caller unless it holds `scopes` and every token-only `allow` of `accesses`
+/// admits it (an `allow` over arguments is the dispatch's to decide).
+fn check_access(
+    compiled: &Compiled,
+    caller: &Caller,
+    scopes: &[String],
+    accesses: &[&Access],
+) -> Result<(), Refusal> {
     let principal = &caller.principal;
-    caller
-        .authenticator
-        .require(principal, &access.required_scopes)?;
+    caller.authenticator.require(principal, scopes)?;
     let who = AccessCaller {
         scopes: &principal.scopes,
         claims: &principal.claims,
     };
-    if !access.decided_at_call() && !compiled.access.listed(access, who) {
+    let refused = accesses
+        .iter()
+        .any(|access| !access.decided_at_call() && !compiled.access.listed(access, who));
+    if refused {
         return Err(Refusal::Forbidden);
     }
     Ok(())
