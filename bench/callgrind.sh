@@ -7,7 +7,9 @@
 #
 # Knobs: CG_PORT (18170), CG_DURATION (10s), CG_CONCURRENCY (4), CG_RUNTIME and CG_BENCH (the
 # binaries; default target/profiling/…, built with `cargo build --profile profiling -p
-# mcp-runtime -p mcp-bench`), CG_OUT (a directory for the dump; default a temp dir).
+# mcp-runtime -p mcp-bench`), CG_OUT (a directory for the dump; default a temp dir), CG_ARGS
+# (more `serve` flags), CG_TRACING=1 (tracing on, exporting to bench/otlp-sink.py on
+# 127.0.0.1:CG_PORT+2; what reached it is printed too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${CG_PORT:-18170}
@@ -16,15 +18,32 @@ CONCURRENCY=${CG_CONCURRENCY:-4}
 RUNTIME=${CG_RUNTIME:-target/profiling/mcp-runtime}
 BENCH=${CG_BENCH:-target/profiling/mcp-bench}
 OUT=${CG_OUT:-$(mktemp -d -t kube-mcp-callgrind.XXXXXX)}
+mkdir -p "$OUT"
 for tool in valgrind callgrind_control; do
   command -v "$tool" >/dev/null || { echo "needs $tool (apt-get install valgrind)" >&2; exit 1; }
 done
 
+read -ra EXTRA <<<"${CG_ARGS:-}"
+SINK=
+if [[ ${CG_TRACING:-0} == 1 ]]; then
+  python3 bench/otlp-sink.py "$((PORT + 2))" >"$OUT/sink.out" 2>&1 &
+  SINK=$!
+  for _ in $(seq 50); do [[ -s $OUT/sink.out ]] && break; sleep 0.1; done
+  EXTRA+=(--otlp-endpoint "http://127.0.0.1:$(head -n1 "$OUT/sink.out")")
+fi
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.out.%p" \
   "$RUNTIME" serve --manifest bench/manifest.yaml --listen "127.0.0.1:$PORT" \
-  --admin-listen "127.0.0.1:$((PORT + 1))" --ping-interval 0s >"$OUT/server.log" 2>&1 &
+  --admin-listen "127.0.0.1:$((PORT + 1))" --ping-interval 0s "${EXTRA[@]}" >"$OUT/server.log" 2>&1 &
 PID=$!
-trap 'kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true' EXIT
+stop() {
+  kill "$PID" 2>/dev/null || true
+  wait "$PID" 2>/dev/null || true
+  if [[ -n $SINK ]]; then
+    kill "$SINK" 2>/dev/null || true
+    wait "$SINK" 2>/dev/null || true
+  fi
+}
+trap stop EXIT
 for _ in $(seq 300); do
   curl -fsS "http://127.0.0.1:$((PORT + 1))/readyz" >/dev/null 2>&1 && break
   kill -0 "$PID" 2>/dev/null || { cat "$OUT/server.log" >&2; exit 1; }
@@ -50,3 +69,9 @@ if ((requests <= 0)); then
 fi
 echo "requests $requests instructions $instructions"
 echo "instructions/request $((instructions / requests))"
+if [[ -n $SINK ]]; then
+  # The server flushes its last spans on SIGTERM; then the sink reports what reached it.
+  stop
+  trap - EXIT
+  echo "sink $(tail -n1 "$OUT/sink.out")"
+fi

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 type Labels = Vec<(&'static str, &'static str)>;
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 type OwnedLabels = Vec<(&'static str, String)>;
 
 /// The statuses a condition can have; each gets a series, 1 for the current one.
@@ -24,6 +25,7 @@ pub struct Metrics {
     reconciles: Family<Labels, Counter>,
     failures: Family<Labels, Counter>,
     duration: Histogram,
+    step_duration: Histograms,
     leader: Gauge,
     conditions: Family<OwnedLabels, Gauge>,
     /// Condition types exported per (namespace, name), so that dropped ones can be removed.
@@ -59,6 +61,13 @@ impl Metrics {
             "Time one reconcile takes",
             duration.clone(),
         );
+        let step_duration: Histograms =
+            Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16)));
+        registry.register(
+            "reconcile_step_duration_seconds",
+            "Time each step of a reconcile takes: validate, build, apply, verify, status",
+            step_duration.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -82,6 +91,7 @@ impl Metrics {
             reconciles,
             failures,
             duration,
+            step_duration,
             leader,
             conditions,
             condition_types: Mutex::new(HashMap::new()),
@@ -158,6 +168,13 @@ impl Metrics {
         }
     }
 
+    /// Records how long one step of a reconcile took.
+    pub fn observe_step(&self, step: &'static str, took: Duration) {
+        self.step_duration
+            .get_or_create(&vec![("step", step)])
+            .observe(took.as_secs_f64());
+    }
+
     /// Records whether this replica leads.
     pub fn set_leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
@@ -190,8 +207,19 @@ mod tests {
         let metrics = Metrics::new();
         metrics.observe_reconcile(Duration::from_millis(20), None);
         metrics.observe_reconcile(Duration::from_millis(20), Some("apply"));
+        metrics.observe_step("apply", Duration::from_millis(3));
+        metrics.observe_step("apply", Duration::from_millis(300));
+        metrics.observe_step("validate", Duration::from_micros(200));
         metrics.set_leader(true);
         let text = metrics.encode();
+        for expected in [
+            r#"mcp_operator_reconcile_step_duration_seconds_count{step="apply"} 2"#,
+            r#"mcp_operator_reconcile_step_duration_seconds_sum{step="apply"} 0.303"#,
+            r#"mcp_operator_reconcile_step_duration_seconds_bucket{le="0.004",step="apply"} 1"#,
+            r#"mcp_operator_reconcile_step_duration_seconds_bucket{le="0.0005",step="validate"} 1"#,
+        ] {
+            assert!(text.contains(expected), "missing {expected} in\n{text}");
+        }
         assert!(
             text.contains(r#"mcp_operator_reconciles_total{result="success"} 1"#),
             "{text}"

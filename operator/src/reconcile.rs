@@ -179,15 +179,19 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         }
         return Ok(Action::await_change());
     }
+    let step = Instant::now();
     let verdict = validate::validate(server);
     let verdict = host_claims::check(server, &ctx.stores.servers, verdict);
+    ctx.metrics.observe_step("validate", step.elapsed());
     let url = build::url(server, &ctx.config);
     let mut apply_error = None;
     let mut applied = apply::Applied::default();
     match &verdict {
         Ok(accepted) => {
+            let step = Instant::now();
             let children =
                 build::children(server, &accepted.manifest_yaml, &accepted.hash, &ctx.config);
+            ctx.metrics.observe_step("build", step.elapsed());
             let target = Target {
                 client: &ctx.client,
                 stores: &ctx.stores,
@@ -199,7 +203,10 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
                 rand::rng().fill(&mut key);
                 build::session_key(server, key)
             };
-            match apply::apply(&target, &children, session_key).await {
+            let step = Instant::now();
+            let applied_now = apply::apply(&target, &children, session_key).await;
+            ctx.metrics.observe_step("apply", step.elapsed());
+            match applied_now {
                 Ok(done) => applied = done,
                 Err(error) => {
                     applied.deployment = apply::cached_deployment(&ctx.stores, server);
@@ -213,7 +220,10 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         pod.namespace().as_deref() == Some(namespace.as_str())
             && pod.labels().get(SERVER_LABEL) == Some(&name)
     });
+    let step = Instant::now();
     let (verification, verify_misses) = verify_step(ctx, server, &verdict, &old, &applied).await;
+    ctx.metrics.observe_step("verify", step.elapsed());
+    let step = Instant::now();
     let seen = Observation {
         verdict: verdict.as_ref(),
         url,
@@ -256,6 +266,7 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         note: format!("deleted {child}: the spec no longer asks for it"),
     }));
     publish(ctx, server, &events).await;
+    ctx.metrics.observe_step("status", step.elapsed());
     match apply_error {
         Some(error) => Err(error.into()),
         None if !applied.conflicts.is_empty() => Ok(Action::requeue(CONFLICT_RECHECK)),

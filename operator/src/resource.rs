@@ -9,7 +9,7 @@ mod status;
 
 pub use deployment_fields::{
     DeploymentFields, ImagePullPolicy, IngressSpec, IngressTls, RuntimeLogLevel, ServiceSpec,
-    ServiceType, SessionsSpec,
+    ServiceType, SessionsSpec, TelemetrySpec,
 };
 pub use generate::{crd, crd_yaml, helm_crd_template};
 pub use platform_fields::{

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod backends;
 pub mod check;
@@ -14,4 +15,5 @@ pub mod protocol;
 pub mod reload;
 pub mod server;
 pub mod sessions;
+pub mod telemetry;
 pub mod transport;

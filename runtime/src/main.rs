@@ -7,6 +7,7 @@ use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR
 use mcp_runtime::server::ServerSettings;
 use mcp_runtime::sessions::SessionSettings;
 use mcp_runtime::transport::{HttpSettings, OriginPolicy, check_path_prefix};
+use mcp_runtime::{audit, telemetry};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -113,6 +114,26 @@ struct ServeArgs {
     /// Log level (trace, debug, info, warn, error); RUST_LOG overrides it.
     #[arg(long, value_name = "LEVEL", default_value = "info")]
     log_level: String,
+    /// OTLP/HTTP collector base URL, such as http://127.0.0.1:4318: traces each request and its
+    /// upstream calls (spans go to URL/v1/traces). Off when neither this nor
+    /// OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; the other
+    /// standard OTEL_* variables (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+    /// OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS) apply.
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+    /// Where audit records of tool calls and resource reads go, as JSON lines.
+    #[arg(long, value_enum, default_value_t = AuditLog::Off)]
+    audit_log: AuditLog,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AuditLog {
+    /// No audit records.
+    Off,
+    /// Standard output (logs stay on standard error).
+    Stdout,
+    /// Standard error, among the log lines.
+    Stderr,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -128,12 +149,15 @@ fn main() -> ExitCode {
         Command::Check(args) => return mcp_runtime::check::run_cli(args),
     };
     init_logging(args.log_format, &args.log_level);
+    let observers = observers(&args);
     let config = config(*args);
-    let served = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(anyhow::Error::from)
-        .and_then(|runtime| runtime.block_on(run(config)));
+    let served = observers.and_then(|endpoint| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|runtime| runtime.block_on(run_observed(endpoint, config)))
+    });
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -142,6 +166,37 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Starts the audit writer and decides where spans go (tracing itself starts in the runtime).
+fn observers(args: &ServeArgs) -> anyhow::Result<Option<telemetry::Endpoint>> {
+    let endpoint = telemetry::endpoint(args.otlp_endpoint.as_deref(), |name| {
+        std::env::var(name).ok()
+    })?;
+    audit::init(match args.audit_log {
+        AuditLog::Off => audit::AuditTarget::Off,
+        AuditLog::Stdout => audit::AuditTarget::Stdout,
+        AuditLog::Stderr => audit::AuditTarget::Stderr,
+    })?;
+    Ok(endpoint)
+}
+
+/// Serves with tracing on when asked, then exports the last spans and audit records.
+async fn run_observed(
+    endpoint: Option<telemetry::Endpoint>,
+    config: RunConfig,
+) -> anyhow::Result<()> {
+    let telemetry = telemetry::init(endpoint)?;
+    let served = run(config).await;
+    // Both flushes block (bounded): off the async workers.
+    let _ = tokio::task::spawn_blocking(move || {
+        if let Some(telemetry) = telemetry {
+            telemetry.shutdown();
+        }
+        audit::flush();
+    })
+    .await;
+    served
 }
 
 fn config(args: ServeArgs) -> RunConfig {

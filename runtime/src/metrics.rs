@@ -5,9 +5,12 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::time::Duration;
+
+mod latency;
+
+pub use latency::{Latency, TraceLabel};
 
 /// Labels of `mcp_requests_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -82,43 +85,32 @@ pub struct AuthFailure {
 pub struct Metrics {
     registry: Registry,
     requests: Family<MethodOutcome, Counter>,
-    request_duration: Family<MethodLabel, Histogram>,
+    request_duration: Family<MethodLabel, Latency>,
     tool_calls: Family<ToolOutcome, Counter>,
-    tool_duration: Family<ToolLabel, Histogram>,
+    tool_duration: Family<ToolLabel, Latency>,
     sessions: Family<TransportLabel, Gauge>,
     session_refusals: Counter,
     ping_failures: Counter,
     reloads: Family<ReloadOutcome, Counter>,
     upstream_requests: Family<UpstreamOutcome, Counter>,
-    upstream_duration: Family<ToolLabel, Histogram>,
+    upstream_duration: Family<ToolLabel, Latency>,
     declaration: Family<HashLabel, Gauge>,
     auth_failures: Family<AuthFailure, Counter>,
-}
-
-fn latency_histogram() -> Histogram {
-    // 100 µs .. ~26 s
-    Histogram::new(exponential_buckets(0.0001, 2.0, 18))
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::default();
         let requests = Family::<MethodOutcome, Counter>::default();
-        let request_duration = Family::<MethodLabel, Histogram>::new_with_constructor(
-            latency_histogram as fn() -> Histogram,
-        );
+        let request_duration = Family::<MethodLabel, Latency>::default();
         let tool_calls = Family::<ToolOutcome, Counter>::default();
-        let tool_duration = Family::<ToolLabel, Histogram>::new_with_constructor(
-            latency_histogram as fn() -> Histogram,
-        );
+        let tool_duration = Family::<ToolLabel, Latency>::default();
         let sessions = Family::<TransportLabel, Gauge>::default();
         let session_refusals = Counter::default();
         let ping_failures = Counter::default();
         let reloads = Family::<ReloadOutcome, Counter>::default();
         let upstream_requests = Family::<UpstreamOutcome, Counter>::default();
-        let upstream_duration = Family::<ToolLabel, Histogram>::new_with_constructor(
-            latency_histogram as fn() -> Histogram,
-        );
+        let upstream_duration = Family::<ToolLabel, Latency>::default();
         let auth_failures = Family::<AuthFailure, Counter>::default();
         registry.register(
             "mcp_auth_failures",
@@ -209,18 +201,25 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Records one answered request.
-    pub fn request(&self, method: &'static str, ok: bool, elapsed: Duration) {
+    /// Records one answered request (`trace_id`: its sampled trace, kept as an exemplar).
+    pub fn request(
+        &self,
+        method: &'static str,
+        ok: bool,
+        elapsed: Duration,
+        trace_id: Option<String>,
+    ) {
         let outcome = if ok { "ok" } else { "error" };
         self.requests
             .get_or_create(&MethodOutcome { method, outcome })
             .inc();
         self.request_duration
             .get_or_create(&MethodLabel { method })
-            .observe(elapsed.as_secs_f64());
+            .observe(elapsed.as_secs_f64(), trace_id);
     }
 
-    /// Records one tool call of a declared tool.
+    /// Records one tool call of a declared tool (within its request, whose sampled trace is
+    /// kept as an exemplar).
     pub fn tool_call(&self, tool: &str, ok: bool, elapsed: Duration) {
         let outcome = if ok { "ok" } else { "error" };
         self.tool_calls
@@ -233,7 +232,7 @@ impl Metrics {
             .get_or_create(&ToolLabel {
                 tool: tool.to_owned(),
             })
-            .observe(elapsed.as_secs_f64());
+            .observe(elapsed.as_secs_f64(), crate::telemetry::current_trace_id());
     }
 
     /// Adjusts the open-session gauge of a transport.
@@ -269,7 +268,8 @@ impl Metrics {
             .inc();
     }
 
-    /// Records one upstream HTTP request of a tool or resource (`code`: status or failure kind).
+    /// Records one upstream HTTP request of a tool or resource (`code`: status or failure kind),
+    /// within its request, whose sampled trace is kept as an exemplar.
     pub fn upstream(&self, tool: &str, code: &str, elapsed: Duration) {
         self.upstream_requests
             .get_or_create(&UpstreamOutcome {
@@ -281,7 +281,7 @@ impl Metrics {
             .get_or_create(&ToolLabel {
                 tool: tool.to_owned(),
             })
-            .observe(elapsed.as_secs_f64());
+            .observe(elapsed.as_secs_f64(), crate::telemetry::current_trace_id());
     }
 
     /// Records the declaration now served (`old`: the one it replaces, whose series is dropped so
@@ -324,11 +324,17 @@ mod tests {
     #[test]
     fn exports_the_documented_names() {
         let metrics = Metrics::default();
-        metrics.request(method_label("tools/call"), true, Duration::from_millis(2));
+        metrics.request(
+            method_label("tools/call"),
+            true,
+            Duration::from_millis(2),
+            None,
+        );
         metrics.request(
             method_label("evil/{injected}"),
             false,
             Duration::from_millis(2),
+            None,
         );
         metrics.tool_call("greet", false, Duration::from_millis(1));
         metrics.sessions("sse", 1);

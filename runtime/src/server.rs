@@ -9,6 +9,7 @@ mod access;
 mod catalog;
 mod completion;
 mod lifecycle;
+mod observe;
 mod params;
 mod polling;
 mod prompts;
@@ -82,6 +83,8 @@ pub struct RequestContext {
     /// The legacy session the request belongs to: `logging/setLevel` and
     /// `resources/(un)subscribe` change its state.
     pub session: Option<Arc<Session>>,
+    /// The trace parent named by the HTTP `traceparent` header (`_meta.traceparent` wins).
+    pub trace_parent: Option<opentelemetry::Context>,
 }
 
 impl RequestContext {
@@ -99,7 +102,15 @@ impl RequestContext {
             notifier,
             caller: None,
             session: None,
+            trace_parent: None,
         }
+    }
+
+    /// The same context, with the trace parent of the request's HTTP headers.
+    #[must_use]
+    pub fn with_trace_parent(mut self, parent: Option<opentelemetry::Context>) -> Self {
+        self.trace_parent = parent;
+        self
     }
 
     /// The same context, for `caller`.
@@ -192,7 +203,7 @@ impl Server {
     /// Records a request refused before it reached the dispatch (by a transport's checks).
     pub fn record(&self, method: &str, ok: bool, started: Instant) {
         self.metrics
-            .request(method_label(method), ok, started.elapsed());
+            .request(method_label(method), ok, started.elapsed(), None);
     }
 
     /// Change notifications from reloads.
@@ -283,10 +294,24 @@ impl Server {
     ) -> Result<Value, McpError> {
         let started = Instant::now();
         let decl = self.current.load_full();
-        let result = self.dispatch(&decl, ctx, method, params).await;
+        let observed = observe::begin(ctx, method, params, &decl);
+        let dispatched = self.dispatch(&decl, ctx, method, params);
+        let result = match &observed {
+            Some(observed) => observed.scope().run(dispatched).await,
+            None => dispatched.await,
+        };
         let result = result.map(|result| finish(&decl, ctx.era, method, result));
-        self.metrics
-            .request(method_label(method), result.is_ok(), started.elapsed());
+        self.metrics.request(
+            method_label(method),
+            result.is_ok(),
+            started.elapsed(),
+            observed
+                .as_ref()
+                .and_then(observe::Observation::sampled_trace_id),
+        );
+        if let Some(observed) = observed {
+            observed.finish(&result);
+        }
         result
     }
 

@@ -163,8 +163,10 @@ PIDS+=($!)
 sed "s|@UPSTREAM@|http://127.0.0.1:$UPSTREAM_PORT|" tests/monitoring/manifest.yaml >"$WORK/manifest.yaml"
 RT_PORT=$(free_port)
 RT_ADMIN=$(free_port)
+# Tracing on, so the duration histograms carry trace exemplars for Prometheus' parser to read;
+# the spans go to a closed port (the export fails quietly, the exemplars are the point here).
 target/debug/mcp-runtime serve --manifest "$WORK/manifest.yaml" --listen "127.0.0.1:$RT_PORT" \
-  --admin-listen "127.0.0.1:$RT_ADMIN" >"$WORK/runtime.log" 2>&1 &
+  --admin-listen "127.0.0.1:$RT_ADMIN" --otlp-endpoint "http://127.0.0.1:$(free_port)" >"$WORK/runtime.log" 2>&1 &
 PIDS+=($!)
 check "mcp-runtime is ready" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$RT_ADMIN/readyz"
 eventually 10 curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$UPSTREAM_PORT/ok.json"
@@ -202,6 +204,10 @@ kubectl -n quota apply -f examples/weather.yaml >/dev/null
 op_scraped() { curl -fsS "http://127.0.0.1:$OP_ADMIN/metrics" | grep -E "$1"; }
 check "the operator counted a successful reconcile" eventually 60 op_scraped '^mcp_operator_reconciles_total\{result="success"\} [1-9]'
 check "the operator counted the refused Service as a reconcile error" eventually 60 op_scraped '^mcp_operator_reconcile_errors_total\{'
+check "the operator timed each reconcile step" eventually 60 op_scraped '^mcp_operator_reconcile_step_duration_seconds_count\{step="(validate|build|apply|verify|status)"\} [1-9]'
+for step in validate build apply verify status; do
+  check "the operator timed the $step step" op_scraped "^mcp_operator_reconcile_step_duration_seconds_count\\{step=\"$step\"\\} [1-9]"
+done
 
 # ---------------------------------------------------------------------------------------------------
 log "every dashboard and rule expression against the live metrics"
@@ -217,6 +223,8 @@ promql_check() {
     -rules "$RULES" -rules "$WORK/rendered-rules.json" "${dashboards[@]}" | tee "$WORK/promql-check.log"
 }
 check "promql-check: every metric and label in the dashboards and rules is exported" promql_check
+exemplars_parsed() { grep -E "^# exemplars http://127.0.0.1:$RT_ADMIN/metrics [1-9]" "$WORK/promql-check.log"; }
+check "Prometheus' OpenMetrics parser reads the runtime's trace exemplars" exemplars_parsed
 # The checker must be able to fail: a dashboard with an unknown label and an unknown metric.
 sed -e 's/sum by (namespace, server) (rate(mcp_requests_total/sum by (namespace, servr) (rate(mcp_requests_total/' \
   -e 's/mcp_sessions_active/mcp_sessions_open/' "$CHART/monitoring/dashboards/kube-mcp-fleet.json" >"$WORK/broken.json"

@@ -83,6 +83,16 @@ def parse_metric(text: str, name: str, **labels: str) -> float:
     return total
 
 
+
+def metric_labels(text: str, name: str) -> list[dict[str, str]]:
+    """The label sets of the samples of `name`, in exposition order."""
+    found = []
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m and m.group("name") == name:
+            found.append(dict(_LABEL.findall(m.group("labels") or "")))
+    return found
+
 @dataclass
 class Runtime:
     """One running `mcp-runtime serve` process."""

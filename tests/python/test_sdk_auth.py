@@ -7,6 +7,8 @@ session binding and stream expiry that a well-behaved client never triggers."""
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -22,7 +24,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from mcp.shared.exceptions import MCPError
 
 from auth_server import authorization_server, client_credentials, sign_in
-from harness import JSON_AND_SSE, MODERN, Runtime, StartRuntime, initialize_body, modern_request
+from harness import JSON_AND_SSE, MODERN, Runtime, StartRuntime, initialize_body, metric_labels, modern_request
 
 pytestmark = pytest.mark.anyio
 
@@ -286,3 +288,50 @@ async def test_lists_and_calls_follow_the_callers_scopes_in_every_era(authed: Ru
         assert result.content[0].text == "closed an issue in kube-mcp/kube-mcp"
         refused = await client.call_tool("close_issue", {"repo": "someone/else"})
         assert refused.is_error is True
+
+
+def _claims(token: str) -> dict:
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+async def test_audit_records_name_the_principal_never_the_token(
+    start: StartRuntime, tmp_path: Path, issuer: str
+) -> None:
+    manifest = tmp_path / "manifest" / "auth.yaml"
+    manifest.parent.mkdir()
+    manifest.write_text(MANIFEST.replace("ISSUER", issuer))
+    rt = start(manifest, ("--audit-log", "stdout"))
+    writer = client_credentials(issuer, "writer", "mcp issues:write", rt.base)
+    args = {"name": "close_issue", "arguments": {"repo": "kube-mcp/kube-mcp"}}
+    assert call(rt, writer, "tools/call", args, name="close_issue").status_code == 200
+    other = {"name": "close_issue", "arguments": {"repo": "someone/else"}}
+    assert call(rt, writer, "tools/call", other, name="close_issue").json()["result"]["isError"] is True
+    # A legacy session carries its opener as the caller too.
+    headers = dict(JSON_AND_SSE, Authorization=f"Bearer {writer}")
+    r = httpx2.post(rt.url, headers=headers, json=initialize_body(), timeout=10)
+    own = dict(headers, **{"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"})
+    hello = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hello", "arguments": {}}}
+    assert httpx2.post(rt.url, headers=own, json=hello, timeout=10).status_code == 200
+
+    served = metric_labels(rt.metrics(), "mcp_runtime_declaration_info")
+    deadline = time.monotonic() + 5
+    while len(records := _audit_lines(rt)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [(r["tool"], r["outcome"]) for r in records] == [
+        ("close_issue", "ok"),
+        ("close_issue", "failed"),
+        ("hello", "ok"),
+    ], records
+    claims = _claims(writer)
+    for record in records:
+        assert record["principal"] == {"issuer": claims["iss"], "subject": claims["sub"]}
+        # The declaration that answered is the one the runtime reports serving.
+        assert [{"hash": record["declaration"]}] == served
+    text = rt.log.read_text(errors="replace")
+    assert writer not in text and writer.split(".")[2] not in text
+
+
+def _audit_lines(rt: Runtime) -> list[dict]:
+    lines = rt.log.read_text(errors="replace").splitlines()
+    return [json.loads(line) for line in lines if line.startswith("{") and '"audit"' in line]

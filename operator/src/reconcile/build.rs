@@ -591,6 +591,66 @@ mod tests {
     }
 
     #[test]
+    fn telemetry_turns_on_tracing_and_audit_in_the_runtime() {
+        let server = server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              telemetry: {otlpEndpoint: "http://collector.obs:4318", samplingPercent: 25, audit: true}
+              env: [{name: OTEL_SERVICE_NAME, value: mine}, {name: OTEL_EXPORTER_OTLP_HEADERS, value: "x=1"}]
+            "#,
+        );
+        let pod = build(&server).deployment.spec.template.spec.unwrap();
+        let container = &pod.containers[0];
+        let args = container.args.clone().unwrap().join(" ");
+        assert!(
+            args.contains("--otlp-endpoint http://collector.obs:4318"),
+            "{args}"
+        );
+        assert!(args.contains("--audit-log stdout"), "{args}");
+        let env: Vec<(String, String)> = container
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+            .collect();
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        // The spec's own OTEL_SERVICE_NAME wins; names stay unique (server-side apply needs it).
+        assert_eq!(
+            env,
+            pairs(&[
+                (
+                    "OTEL_RESOURCE_ATTRIBUTES",
+                    "k8s.namespace.name=tools,kube_mcp.server=api"
+                ),
+                ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+                ("OTEL_TRACES_SAMPLER_ARG", "0.25"),
+                ("OTEL_SERVICE_NAME", "mine"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "x=1"),
+            ])
+        );
+        // Without an endpoint nothing of tracing is set; audit alone still works.
+        let quiet = self::server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              telemetry: {audit: true}
+            "#,
+        );
+        let pod = build(&quiet).deployment.spec.template.spec.unwrap();
+        let container = &pod.containers[0];
+        assert!(container.env.is_none());
+        let args = container.args.clone().unwrap().join(" ");
+        assert!(!args.contains("--otlp-endpoint") && args.contains("--audit-log stdout"));
+    }
+
+    #[test]
     fn the_session_key_is_an_immutable_owned_secret() {
         let secret = session_key(&weather(), [7; 32]);
         assert_eq!(secret.metadata.name.as_deref(), Some("weather-session-key"));

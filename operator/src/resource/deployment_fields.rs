@@ -50,6 +50,9 @@ pub struct DeploymentFields {
     /// Extra environment variables of the runtime container.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
+    /// Traces and audit records of the runtime (both off by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetrySpec>,
     /// Exposes the server outside the cluster through an Ingress; without it the server is
     /// reachable in the cluster only, through its Service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,6 +225,29 @@ pub struct SessionsSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(DURATION))]
     pub ping_timeout: Option<String>,
+}
+
+/// Traces and audit records. The pods are named in traces by `OTEL_SERVICE_NAME` (the
+/// MCPServer's name) and `OTEL_RESOURCE_ATTRIBUTES` (its namespace); variables of the same names
+/// in `env` win, as do any other standard `OTEL_*` variables set there.
+#[derive(KubeSchema, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TelemetrySpec {
+    /// OTLP/HTTP (protobuf) collector base URL, such as
+    /// `http://otel-collector.observability:4318`: each request, and each upstream call, becomes a
+    /// span sent to `<url>/v1/traces`. Tracing is off without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.startsWith('http://') || self.startsWith('https://')").message("must be an http:// or https:// URL"))]
+    #[schemars(length(max = 2048))]
+    pub otlp_endpoint: Option<String>,
+    /// Share of traces sampled, in percent (default 100), where the caller did not decide: a
+    /// request whose `traceparent` says sampled or not sampled follows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub sampling_percent: Option<u8>,
+    /// Write an audit record (a JSON line on standard output) per tool call and resource read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub audit: bool,
 }
 
 /// Log level of the runtime.

@@ -80,7 +80,16 @@ pub async fn fetch(
     let mut attempt = 1;
     loop {
         let started = Instant::now();
-        let outcome = match tokio::time::timeout_at(deadline, once(http, &prepared)).await {
+        let span = crate::telemetry::upstream_span(
+            http.method.as_str(),
+            &prepared.url,
+            http.url.as_str(),
+            &http.label,
+            attempt,
+        );
+        let trace_headers = span.as_ref().map(crate::telemetry::UpstreamSpan::headers);
+        let sent = once(http, &prepared, trace_headers);
+        let outcome = match tokio::time::timeout_at(deadline, sent).await {
             Ok(outcome) => outcome,
             Err(_) => Err(CallError::Timeout(http.timeout)),
         };
@@ -90,6 +99,10 @@ pub async fn fetch(
         };
         let elapsed = started.elapsed();
         metrics.upstream(&http.label, &code, elapsed);
+        crate::telemetry::record_upstream(&code);
+        if let Some(span) = span {
+            span.end(&code);
+        }
         tracing::debug!(
             upstream = %http.label,
             method = %http.method,
@@ -114,12 +127,23 @@ pub async fn fetch(
     }
 }
 
-/// One request and its body, read up to the size cap.
-async fn once(http: &CompiledHttp, prepared: &request::Prepared) -> Result<Answer, CallError> {
+/// One request and its body, read up to the size cap. `trace` (the attempt's `traceparent`)
+/// replaces any declared header of the same name.
+async fn once(
+    http: &CompiledHttp,
+    prepared: &request::Prepared,
+    trace: Option<reqwest::header::HeaderMap>,
+) -> Result<Answer, CallError> {
+    let mut headers = prepared.headers.clone();
+    for (name, value) in trace.into_iter().flatten() {
+        if let Some(name) = name {
+            headers.insert(name, value);
+        }
+    }
     let mut request = http
         .client
         .request(http.method.clone(), prepared.url.clone())
-        .headers(prepared.headers.clone());
+        .headers(headers);
     if let Some(body) = &prepared.body {
         request = request.body(body.clone());
     }

@@ -35,6 +35,7 @@ pub const DEPLOYMENT_FIELDS: &[&str] = &[
     "priorityClassName",
     "topologySpreadConstraints",
     "suspend",
+    "telemetry",
 ];
 
 /// A parsed manifest: the server's name and what it declares.

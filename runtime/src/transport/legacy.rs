@@ -11,6 +11,26 @@ use crate::sessions::Session;
 use serde_json::Value;
 use std::sync::Arc;
 
+/// Where a session request came from, beyond its session: the authenticated caller and the
+/// trace parent of its HTTP `traceparent` header (`_meta.traceparent` wins over it).
+#[derive(Default)]
+pub struct Origin {
+    /// The authenticated caller (with `spec.auth`).
+    pub caller: Option<Arc<Principal>>,
+    /// The parent from the HTTP headers.
+    pub trace_parent: Option<opentelemetry::Context>,
+}
+
+impl Origin {
+    /// The origin of a request with these HTTP headers, sent by `caller`.
+    pub fn new(headers: &http::HeaderMap, caller: Option<Arc<Principal>>) -> Self {
+        Self {
+            caller,
+            trace_parent: crate::telemetry::parent_from_headers(headers),
+        }
+    }
+}
+
 /// The error for a request that needs a session but has none.
 pub fn missing_session() -> McpError {
     McpError::InvalidRequest("missing Mcp-Session-Id header: send initialize first".into())
@@ -45,7 +65,7 @@ pub async fn run(
     method: &str,
     params: &Value,
     notifier: Option<Notifier>,
-    caller: Option<Arc<Principal>>,
+    origin: Origin,
 ) -> Option<Value> {
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
     let in_flight = match session.try_start_request(id) {
@@ -54,7 +74,8 @@ pub async fn run(
     };
     let ctx = RequestContext::new(era, params, session.log_level(), notifier)
         .in_session(session.clone())
-        .with_caller(caller);
+        .with_caller(origin.caller)
+        .with_trace_parent(origin.trace_parent);
     let outcome = tokio::select! {
         outcome = state.server.handle(&ctx, method, params) => outcome,
         () = in_flight.token.cancelled() => return None,

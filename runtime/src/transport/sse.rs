@@ -145,7 +145,7 @@ pub async fn post(
         }
         return authn::refuse_item(&state, caller, &refusal);
     }
-    let caller = caller.map(|Extension(caller)| caller.principal);
+    let origin = legacy::Origin::new(&headers, caller.map(|Extension(caller)| caller.principal));
     let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
         return StatusCode::ACCEPTED.into_response();
     };
@@ -172,7 +172,7 @@ pub async fn post(
                 &method,
                 &params,
                 Some(stream.clone()),
-                caller,
+                origin,
             )
             .await
         };

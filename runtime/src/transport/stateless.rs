@@ -50,7 +50,9 @@ pub async fn post(
     let keepalive = state.http.keepalive;
     let may_notify = log_level.is_some() || RequestContext::progress_token(&params).is_some();
     let (notifier, notifications) = reply::notification_channel(may_notify);
-    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier).with_caller(caller);
+    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier)
+        .with_caller(caller)
+        .with_trace_parent(crate::telemetry::parent_from_headers(&headers));
     let outcome = async move {
         match state.server.handle(&ctx, &method, &params).await {
             Ok(result) => (StatusCode::OK, success_response(&id, result)),

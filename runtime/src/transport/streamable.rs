@@ -54,7 +54,8 @@ pub async fn post(
     }
     match legacy::take_request(&state, &session, message) {
         Some((id, method, params)) => {
-            request(state, session, id, method, params, accepts_sse, caller).await
+            let origin = legacy::Origin::new(&headers, caller);
+            request(state, session, id, method, params, accepts_sse, origin).await
         }
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -115,14 +116,14 @@ async fn request(
     method: String,
     params: Value,
     accepts_sse: bool,
-    caller: Option<Arc<Principal>>,
+    origin: legacy::Origin,
 ) -> Response {
     let keepalive = state.http.keepalive;
     let may_notify =
         session.log_level().is_some() || RequestContext::progress_token(&params).is_some();
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
-        let response = legacy::run(&state, &session, &id, &method, &params, notifier, caller).await;
+        let response = legacy::run(&state, &session, &id, &method, &params, notifier, origin).await;
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());

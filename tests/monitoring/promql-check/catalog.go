@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 )
@@ -21,12 +22,13 @@ type series struct {
 }
 
 type catalog struct {
-	series   map[string]*series
-	families map[string]string // family name (TYPE line) -> URL, to explain series never sampled
+	series    map[string]*series
+	families  map[string]string // family name (TYPE line) -> URL, to explain series never sampled
+	exemplars map[string]int    // URL -> exemplars with a trace_id label that the parser accepted
 }
 
 func newCatalog() *catalog {
-	return &catalog{series: map[string]*series{}, families: map[string]string{}}
+	return &catalog{series: map[string]*series{}, families: map[string]string{}, exemplars: map[string]int{}}
 }
 
 // Series that Prometheus itself adds to every target.
@@ -91,6 +93,13 @@ func (c *catalog) scrape(url string, target []string) error {
 			})
 			add(lbls.Get(labels.MetricName), names)
 			samples++
+			var e exemplar.Exemplar
+			for p.Exemplar(&e) {
+				if e.Labels.Get("trace_id") != "" {
+					c.exemplars[url]++
+				}
+				e = exemplar.Exemplar{}
+			}
 		}
 	}
 	if samples == 0 {

@@ -8,6 +8,7 @@
 //
 // Usage: promql-check -scrape URL[|LABEL,...] ... -rules FILE ... -dashboard FILE ...
 // The labels after `|` are the ones a Prometheus scrape of that target adds (target labels).
+// It prints `# exemplars URL N`: the exemplars with a `trace_id` each scrape held.
 package main
 
 import (
@@ -44,6 +45,8 @@ func main() {
 			fmt.Fprintf(os.Stderr, "scrape %s: %v\n", url, err)
 			os.Exit(1)
 		}
+		// Exemplars (OpenMetrics), as Prometheus' parser read them: a trace link per bucket.
+		fmt.Printf("# exemplars %s %d\n", url, catalog.exemplars[url])
 	}
 
 	var exprs []checked

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
     HTTPGetAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
     SeccompProfile, SecretVolumeSource, SecurityContext, TopologySpreadConstraint, Volume,
     VolumeMount,
@@ -104,7 +104,7 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
         command: Some(vec!["mcp-runtime".into()]),
         args: Some(args(server, config)),
         ports: Some(vec![port("http", HTTP_PORT), port("admin", ADMIN_PORT)]),
-        env: (!spec.env.is_empty()).then(|| spec.env.clone()),
+        env: env(server),
         resources: Some(
             spec.container_resources
                 .clone()
@@ -274,12 +274,63 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
             flag("--ping-timeout", timeout.clone());
         }
     }
+    if let Some(telemetry) = &spec.telemetry {
+        if let Some(endpoint) = &telemetry.otlp_endpoint {
+            flag("--otlp-endpoint", endpoint.clone());
+        }
+        if telemetry.audit {
+            flag("--audit-log", "stdout".into());
+        }
+    }
     flag("--log-format", "json".into());
     flag(
         "--log-level",
         spec.log_level.map_or("info", |level| level.as_str()).into(),
     );
     args
+}
+
+/// The container's environment: `spec.env`, after the OpenTelemetry variables that name the
+/// server in traces (and the sampler) when tracing is on; a variable `spec.env` sets itself is
+/// left to it.
+fn env(server: &MCPServer) -> Option<Vec<EnvVar>> {
+    let spec = &server.spec.deployment;
+    let mut env = Vec::new();
+    if let Some(telemetry) = spec
+        .telemetry
+        .as_ref()
+        .filter(|t| t.otlp_endpoint.is_some())
+    {
+        let mut otel = vec![
+            ("OTEL_SERVICE_NAME", server.name_any()),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                format!(
+                    "k8s.namespace.name={},kube_mcp.server={}",
+                    server.namespace().unwrap_or_default(),
+                    server.name_any()
+                ),
+            ),
+        ];
+        if let Some(percent) = telemetry.sampling_percent {
+            otel.push(("OTEL_TRACES_SAMPLER", "parentbased_traceidratio".into()));
+            otel.push((
+                "OTEL_TRACES_SAMPLER_ARG",
+                format!("{}", f64::from(percent) / 100.0),
+            ));
+        }
+        env.extend(
+            otel.into_iter()
+                .filter(|(name, _)| !spec.env.iter().any(|e| e.name == *name))
+                .map(|(name, value)| EnvVar {
+                    name: name.into(),
+                    value: Some(value),
+                    ..Default::default()
+                }),
+        );
+    }
+    env.extend(spec.env.iter().cloned());
+    (!env.is_empty()).then_some(env)
 }
 
 fn mount(volume: &str, path: &str) -> VolumeMount {
