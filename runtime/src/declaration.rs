@@ -14,9 +14,10 @@ mod value_template;
 
 pub use cluster_rules::cluster_problems;
 pub use compile::{
-    BodyKind, CompileOptions, Compiled, CompiledBody, CompiledHttp, CompiledParam, CompiledPrompt,
-    CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, FieldError,
-    InvalidDeclaration, ParamValue, RESERVED_HEADERS, Retry, StatusMatch, compile,
+    BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
+    CompiledInteraction, CompiledParam, CompiledPrompt, CompiledResource, CompiledResourceTemplate,
+    CompiledResponse, CompiledSample, CompiledTool, FieldError, InvalidDeclaration, ParamValue,
+    RESERVED_HEADERS, ROOTS_KEY, Retry, SAMPLE_KEY, StatusMatch, compile,
 };
 pub use jq::JqProgram;
 pub use json_body::JsonBody;

@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 mod http;
+mod interactive;
 pub use http::*;
+pub use interactive::*;
 
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -123,6 +125,20 @@ pub struct Tool {
     /// Log messages sent to the client before the reply, at or above its requested level.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<LogMessage>,
+    /// Ask the user to confirm before the tool runs (a template over `args`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Confirm>,
+    /// Values asked from the user when the call lacks them, merged into `args`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elicit: Vec<ElicitField>,
+    /// A completion asked from the client's model; the reply templates see it as `sample`.
+    /// Declared-content tools only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Sample>,
+    /// Ask the client for its roots; the reply templates see them as `roots` (a list of
+    /// `{uri, name}`). Declared-content tools only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub roots: bool,
 }
 
 /// One declared progress notification of a tool call.
@@ -408,6 +424,9 @@ pub struct Prompt {
     pub icons: Vec<Icon>,
     /// The messages `prompts/get` returns.
     pub messages: Vec<PromptMessage>,
+    /// Values asked from the user when the request lacks them, merged into `args` as strings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elicit: Vec<ElicitField>,
 }
 
 /// An argument of a prompt.
