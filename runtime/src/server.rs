@@ -7,6 +7,7 @@
 
 mod catalog;
 mod completion;
+mod interactive;
 mod lifecycle;
 mod params;
 mod polling;
@@ -20,7 +21,7 @@ use crate::declaration::{Compiled, LogLevel};
 use crate::metrics::{Metrics, method_label};
 use crate::protocol::methods::{self, notifications};
 use crate::protocol::{Era, LegacyVersion, McpError, RequestId, meta, object};
-use crate::sessions::Session;
+use crate::sessions::{Sealer, Session};
 use arc_swap::ArcSwap;
 use futures_util::Stream;
 use polling::Poller;
@@ -140,6 +141,7 @@ pub struct Server {
     changes: broadcast::Sender<Arc<Changes>>,
     cache: Arc<ReadCache>,
     poller: Poller,
+    sealer: Arc<Sealer>,
 }
 
 impl Server {
@@ -161,7 +163,16 @@ impl Server {
             changes,
             cache,
             poller,
+            sealer: Arc::new(Sealer::random()),
         }
+    }
+
+    /// The same server, sealing 2026-07-28 `requestState` with `sealer` (the session key all
+    /// replicas share, so any replica continues any round). Default: a random key.
+    #[must_use]
+    pub fn with_sealer(mut self, sealer: Arc<Sealer>) -> Self {
+        self.sealer = sealer;
+        self
     }
 
     /// The declaration being served.
@@ -297,7 +308,9 @@ impl Server {
                 "tools",
                 decl.tools.iter().map(|t| &t.descriptor),
             ),
-            (_, methods::TOOLS_CALL) => tools::call(decl, &self.metrics, ctx, params).await,
+            (_, methods::TOOLS_CALL) => {
+                tools::call(decl, &self.metrics, &self.sealer, ctx, method, params).await
+            }
             (_, methods::RESOURCES_LIST) => catalog::list(
                 params,
                 page_size,
@@ -319,7 +332,9 @@ impl Server {
                 "prompts",
                 decl.prompts.iter().map(|p| &p.descriptor),
             ),
-            (_, methods::PROMPTS_GET) => prompts::get(decl, params),
+            (_, methods::PROMPTS_GET) => {
+                prompts::get(decl, &self.sealer, ctx, method, params).await
+            }
             (_, methods::COMPLETION_COMPLETE) => completion::complete(decl, params),
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }
@@ -342,7 +357,9 @@ fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
     if era != Era::Modern {
         return result;
     }
-    result["resultType"] = Value::String("complete".to_owned());
+    if result.get("resultType").is_none() {
+        result["resultType"] = Value::String("complete".to_owned());
+    }
     result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]);
     if CACHEABLE.contains(&method) {
         result["ttlMs"] = Value::from(decl.cache.ttl_ms);
