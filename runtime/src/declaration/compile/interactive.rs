@@ -33,6 +33,9 @@ const FIELD_KEYWORDS: &[&str] = &[
     "minLength",
     "maxLength",
     "format",
+    "items",
+    "minItems",
+    "maxItems",
 ];
 const FORMATS: &[&str] = &["email", "uri", "date", "date-time"];
 /// Name fragments that suggest a secret; MCP forbids asking for those in a form.
@@ -191,16 +194,29 @@ impl Compiler<'_> {
             if !FIELD_KEYWORDS.contains(&key.as_str()) {
                 self.error(
                     format!("{path}.schema.{key}"),
-                    "not allowed: a form field is one flat primitive (type, title, description, default, enum, oneOf, minimum, maximum, minLength, maxLength, format)",
+                    "not allowed: a form field is one flat primitive or a multi-select of strings (type, title, description, default, enum, enumNames, oneOf, minimum, maximum, minLength, maxLength, format, items, minItems, maxItems)",
                 );
             }
         }
         match schema.get("type").and_then(Value::as_str) {
-            Some("string" | "number" | "integer" | "boolean") => {}
+            Some("string" | "number" | "integer" | "boolean") if !schema.contains_key("items") => {}
+            Some("array") if multi_select(schema.get("items")) => {}
+            Some("array") => self.error(
+                format!("{path}.schema.items"),
+                "a multi-select needs `items` of `{type: string, enum: [...]}` or `{anyOf: [{const, title}, ...]}`",
+            ),
             _ => self.error(
                 format!("{path}.schema.type"),
-                "must be \"string\", \"number\", \"integer\" or \"boolean\"",
+                "must be \"string\", \"number\", \"integer\", \"boolean\" or \"array\" (a multi-select)",
             ),
+        }
+        if let Some(options) = schema.get("oneOf")
+            && !titled_options(options)
+        {
+            self.error(
+                format!("{path}.schema.oneOf"),
+                "must list `{const, title}` options (a titled single-select)",
+            );
         }
         if let Some(format) = schema.get("format")
             && !format.as_str().is_some_and(|f| FORMATS.contains(&f))
@@ -305,6 +321,38 @@ impl Compiler<'_> {
             literal,
         })
     }
+}
+
+/// `items` of a multi-select: strings from an `enum`, or titled `anyOf` options.
+fn multi_select(items: Option<&Value>) -> bool {
+    let Some(Value::Object(items)) = items else {
+        return false;
+    };
+    let strings = |v: &Value| {
+        v.as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string))
+    };
+    match (items.get("enum"), items.get("anyOf")) {
+        (Some(values), None) => {
+            items.get("type") == Some(&json!("string"))
+                && strings(values)
+                && items.keys().all(|k| k == "type" || k == "enum")
+        }
+        (None, Some(options)) => titled_options(options) && items.len() == 1,
+        _ => false,
+    }
+}
+
+/// A list of `{const: string, title: string}` options.
+fn titled_options(options: &Value) -> bool {
+    options.as_array().is_some_and(|options| {
+        !options.is_empty()
+            && options.iter().all(|o| {
+                o.get("const").is_some_and(Value::is_string)
+                    && o.get("title").is_some_and(Value::is_string)
+                    && o.as_object().is_some_and(|o| o.len() == 2)
+            })
+    })
 }
 
 /// Checks that a tool's `inputSchema` lets elicited values in.

@@ -31,9 +31,11 @@ pub struct ElicitField {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON Schema of the value: one primitive (`string`, `number`, `integer`, `boolean`) with
-    /// optional `enum`, `default`, `minimum`/`maximum`, `minLength`/`maxLength` and `format`
-    /// (`email`, `uri`, `date`, `date-time`). A field with a `default` is not asked from clients
-    /// that cannot elicit; the default is used.
+    /// optional `enum` (`enumNames`, or titled `oneOf: [{const, title}]`), `default`,
+    /// `minimum`/`maximum`, `minLength`/`maxLength` and `format` (`email`, `uri`, `date`,
+    /// `date-time`); or a multi-select (`type: array`, `items` of `{type: string, enum}` or
+    /// `{anyOf: [{const, title}]}`, `minItems`/`maxItems`). A field with a `default` is not
+    /// asked from clients that cannot elicit; the default is used.
     #[schemars(schema_with = "crate::declaration::types::any_object")]
     pub schema: Map<String, Value>,
     /// The form (input request) this field is asked in; fields naming the same form are asked
