@@ -268,6 +268,21 @@ impl Server {
         subscriptions::session_notifications(session, changes)
     }
 
+    /// Whether answering this request may ask the client for input (an interactive tool or
+    /// prompt): legacy transports then keep a stream open for the server's requests.
+    pub fn may_ask(&self, method: &str, params: &Value) -> bool {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let decl = self.current.load();
+        match method {
+            methods::TOOLS_CALL => decl.tool(name).is_some_and(|t| !t.interaction.is_empty()),
+            methods::PROMPTS_GET => decl.prompt(name).is_some_and(|p| !p.interaction.is_empty()),
+            _ => false,
+        }
+    }
+
     /// Answers one request.
     pub async fn handle(
         &self,

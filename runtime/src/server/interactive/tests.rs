@@ -248,3 +248,103 @@ fn declarations_ask_only_flat_non_secret_primitives() {
     );
     assert!(http.contains("maxTokens"), "{http}");
 }
+
+/// A legacy session whose client answers each server request with `answer(method, params)`.
+async fn legacy_call(
+    server: &Server,
+    caps: Value,
+    method: &str,
+    params: Value,
+    answer: fn(&str, &Value) -> Value,
+) -> (Result<Value, McpError>, Vec<String>) {
+    use crate::protocol::LegacyVersion;
+    use crate::sessions::{Session, SessionTransport};
+    let session = Arc::new(Session::new(
+        "s".into(),
+        SessionTransport::StreamableHttp,
+        Some(LegacyVersion::V2025_11_25),
+        0,
+    ));
+    session.set_client_capabilities(Some(&caps));
+    let (notifier, mut requests) = tokio::sync::mpsc::channel::<Value>(8);
+    let client = session.clone();
+    let answering = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(request) = requests.recv().await {
+            let method = request["method"].as_str().unwrap().to_owned();
+            let result = answer(&method, &request["params"]);
+            let response = if result.get("error").is_some() {
+                result
+            } else {
+                json!({"result": result})
+            };
+            assert!(client.deliver_answer(&request["id"], response));
+            seen.push(method);
+        }
+        seen
+    });
+    let ctx = RequestContext::new(
+        Era::Legacy(LegacyVersion::V2025_11_25),
+        &params,
+        None,
+        Some(notifier),
+    )
+    .in_session(session);
+    let result = server.handle(&ctx, method, &params).await;
+    drop(ctx);
+    (result, answering.await.unwrap())
+}
+
+#[tokio::test]
+async fn legacy_sessions_ask_over_the_stream_round_after_round() {
+    let server = server();
+    let (result, asked) = legacy_call(
+        &server,
+        serde_json::from_str(ALL).unwrap(),
+        "tools/call",
+        json!({"name": "delete_issue", "arguments": {"id": 7}}),
+        |method, params| match params["requestedSchema"]["properties"].get("project") {
+            Some(_) => json!({"action": "accept", "content": {"project": "alpha"}}),
+            None => {
+                assert_eq!(method, "elicitation/create");
+                assert_eq!(params["message"], "Delete issue #7 of alpha for good?");
+                json!({"action": "accept", "content": {"confirm": true}})
+            }
+        },
+    )
+    .await;
+    assert_eq!(result.unwrap()["content"][0]["text"], "deleted 7 in alpha");
+    assert_eq!(asked, ["elicitation/create", "elicitation/create"]);
+    let (result, asked) = legacy_call(
+        &server,
+        serde_json::from_str(ALL).unwrap(),
+        "tools/call",
+        json!({"name": "summarise", "arguments": {"text": "t"}}),
+        |method, _| match method {
+            "sampling/createMessage" => {
+                json!({"error": {"code": -1, "message": "User rejected sampling"}})
+            }
+            _ => json!({"roots": []}),
+        },
+    )
+    .await;
+    let result = result.unwrap();
+    assert_eq!(result["isError"], true);
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("User rejected sampling")
+    );
+    assert_eq!(asked.len(), 2);
+    let (result, asked) = legacy_call(
+        &server,
+        json!({"elicitation": {}}),
+        "tools/call",
+        json!({"name": "summarise", "arguments": {}}),
+        |_, _| unreachable!(),
+    )
+    .await;
+    assert_eq!(result.unwrap_err().code(Era::Modern), -32021);
+    assert!(asked.is_empty());
+}
