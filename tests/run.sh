@@ -45,6 +45,15 @@ rust_tests() {
 
 source tests/lib/python-venv.sh
 
+# The operator suite, then tenant isolation (admission policy, host conflicts, exposure) on a
+# fresh control plane of its own; both run even if the first fails.
+e2e_tests() {
+  local rc=0
+  tests/e2e/run.sh || rc=1
+  tests/e2e/tenant.sh || rc=1
+  return "$rc"
+}
+
 python_clients() {
   python_venv && "$PYTHON" -m pytest tests/python -q -p no:cacheprovider
 }
@@ -55,7 +64,7 @@ STAGES=(
   "rust|cargo build and cargo test, whole workspace|rust_tests"
   "conformance|the official MCP conformance suite|tests/conformance/run.sh"
   "python|official Python SDK and Inspector clients|python_clients"
-  "e2e|cluster end to end: control plane, operator, helm|tests/e2e/run.sh"
+  "e2e|cluster end to end: operator, helm, tenant isolation|e2e_tests"
   "monitoring|alert rules, dashboards, monitors vs live metrics|tests/monitoring/run.sh"
 )
 

@@ -9,8 +9,11 @@
 
 mod changes;
 
-use crate::reconcile::build::{MANAGED_BY, SERVER_LABEL};
+use crate::reconcile::build::{
+    GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, MANAGED_BY, SERVER_LABEL,
+};
 use crate::reconcile::cache::Stores;
+use crate::reconcile::host_claims;
 use crate::reconcile::memory::{Memory, fingerprint};
 use crate::reconcile::{Context, error_chain, error_policy, pods, reconcile};
 use crate::resource::MCPServer;
@@ -19,7 +22,7 @@ use futures_util::StreamExt as _;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt as _, controller, watcher};
@@ -76,6 +79,36 @@ where
         .modify(|object: &mut K| object.meta_mut().managed_fields = None)
         .reflect(writer);
     (reader, stream)
+}
+
+/// The HTTPRoute cache and its watch events, when the API server serves the Gateway API (its
+/// CRDs are optional); else a cache that is empty and ready, and no events. Checked once, at
+/// start-up: installing the Gateway API later needs an operator restart to watch routes.
+async fn route_watch(
+    client: &Client,
+    namespace: Option<&str>,
+) -> (
+    Store<HttpRoute>,
+    futures_util::stream::BoxStream<'static, Result<watcher::Event<HttpRoute>, watcher::Error>>,
+) {
+    let served = match client
+        .list_api_group_resources(&format!("{GATEWAY_GROUP}/{GATEWAY_VERSION}"))
+        .await
+    {
+        Ok(list) => list.resources.iter().any(|r| r.name == "httproutes"),
+        Err(error) => {
+            tracing::info!(error = %error_chain(&error), "Gateway API not served; HTTPRoutes are not watched");
+            false
+        }
+    };
+    if served {
+        let (store, events) = cached_watch::<HttpRoute>(client, namespace);
+        return (store, events.boxed());
+    }
+    let (store, mut writer) = reflector::store::<HttpRoute>();
+    // Nothing will ever list: the empty cache is complete as it is.
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    (store, futures_util::stream::empty().boxed())
 }
 
 /// What of a Deployment the `Ready` condition reads, plus its [`fingerprint`].
@@ -149,16 +182,26 @@ pub async fn run(
     let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespace);
     let (pdbs, pdb_events) = cached_watch::<PodDisruptionBudget>(&client, namespace);
     let (pods, pod_events) = cached_watch::<Pod>(&client, namespace);
+    let (network_policies, network_policy_events) =
+        cached_watch::<NetworkPolicy>(&client, namespace);
+    let (http_routes, http_route_events) = route_watch(&client, namespace).await;
     let stores = Stores {
         config_maps,
         services,
         deployments,
         ingresses,
         pod_disruption_budgets: pdbs,
+        network_policies,
+        http_routes,
         pods,
+        servers: servers.clone(),
     };
     let ctx = context(stores);
 
+    // Servers refused with HostConflict are looked at again when another server changes or goes
+    // away (it may have released the route they wait for).
+    let (claims_changed, claims_released) = host_claims::requeue(servers.clone());
+    let deleted_claim = claims_changed.clone();
     let forget = memory.clone();
     let metrics = ctx.metrics.clone();
     let server_changes = changes(
@@ -176,12 +219,20 @@ pub async fn run(
                 forget.forget_server(&server.uid().unwrap_or_default());
                 // Reconciles are not called for deleted servers; their series go here.
                 metrics.forget_server(&server.namespace().unwrap_or_default(), &server.name_any());
+                host_claims::changed(&deleted_claim, server);
                 false
             },
         },
-    );
+    )
+    .inspect(move |server| {
+        if let Ok(server) = server {
+            host_claims::changed(&claims_changed, server);
+        }
+    });
 
-    let (m1, m2, m3, m4, m5) = (
+    let (m1, m2, m3, m4, m5, m6, m7) = (
+        memory.clone(),
+        memory.clone(),
         memory.clone(),
         memory.clone(),
         memory.clone(),
@@ -198,6 +249,9 @@ pub async fn run(
         .owns_stream(changes(service_events, child_filter(m2)))
         .owns_stream(changes(ingress_events, child_filter(m3)))
         .owns_stream(changes(pdb_events, child_filter(m4)))
+        .owns_stream(changes(network_policy_events, child_filter(m6)))
+        .owns_stream(changes(http_route_events, child_filter(m7)))
+        .reconcile_on(claims_released)
         .owns_stream(changes(
             deployment_events,
             Filter {

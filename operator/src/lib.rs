@@ -12,3 +12,4 @@ pub mod metrics;
 pub mod reconcile;
 pub mod resource;
 pub mod run;
+pub mod suspend;

@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_operator::leader::LeaseConfig;
-use mcp_operator::reconcile::build::BuildConfig;
+use mcp_operator::reconcile::build::{BuildConfig, NetworkConfig};
 use mcp_operator::run::{RunConfig, run};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -57,6 +57,20 @@ struct RunArgs {
         default_value = "127.0.0.1:9090"
     )]
     admin_listen: SocketAddr,
+    /// Give every MCPServer a NetworkPolicy unless its spec turns it off.
+    #[arg(long, env = "MCP_OPERATOR_NETWORK_POLICIES", default_value_t = false, action = clap::ArgAction::Set)]
+    network_policies: bool,
+    /// Namespace of an ingress controller or gateway whose pods may reach the MCP port
+    /// (repeatable, or comma-separated).
+    #[arg(long, env = "MCP_OPERATOR_INGRESS_NAMESPACES", value_delimiter = ',')]
+    ingress_namespace: Vec<String>,
+    /// Namespace whose pods may scrape the admin port (repeatable, or comma-separated).
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_MONITORING_NAMESPACES",
+        value_delimiter = ','
+    )]
+    monitoring_namespace: Vec<String>,
     /// Elect a leader with a Lease, so that replicas never reconcile at once.
     #[arg(long, env = "MCP_OPERATOR_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     leader_elect: bool,
@@ -126,6 +140,13 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             runtime_image: args.runtime_image,
             image_pull_policy: args.runtime_image_pull_policy,
             cluster_domain: args.cluster_domain,
+            network: NetworkConfig {
+                enabled: args.network_policies,
+                ingress_namespaces: args.ingress_namespace,
+                monitoring_namespaces: args.monitoring_namespace,
+                // The operator's pods may reach the MCP port (to check what a server serves).
+                operator_namespace: args.lease_namespace.clone(),
+            },
         },
         admin_listen: args.admin_listen,
         lease,

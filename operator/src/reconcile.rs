@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod build;
 pub mod cache;
+pub mod host_claims;
 pub mod memory;
 pub mod pods;
 pub mod status;
@@ -175,7 +176,15 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         .status(&uid)
         .or_else(|| server.status.clone())
         .unwrap_or_default();
+    if let Some(status) = crate::suspend::status(&old, server, &Time(jiff::Timestamp::now())) {
+        if status != old || server.status.is_none() {
+            write_status(ctx, &namespace, &name, &status).await?;
+            ctx.memory.remember_status(&uid, status);
+        }
+        return Ok(Action::await_change());
+    }
     let verdict = validate::validate(server);
+    let verdict = host_claims::check(server, &ctx.stores.servers, verdict);
     let url = build::url(server, &ctx.config);
     let mut apply_error = None;
     let mut applied = apply::Applied::default();
@@ -310,12 +319,8 @@ async fn verify_step(
     if ctx.memory.verified(&uid).as_deref() == Some(want_hash.as_str()) {
         return (Verification::Unchanged, 0);
     }
-    let prefix = server
-        .spec
-        .deployment
-        .ingress
-        .as_ref()
-        .and_then(build::path_prefix)
+    let prefix = build::public_endpoint(server)
+        .and_then(|endpoint| endpoint.prefix)
         .unwrap_or_default();
     let verification = match verify::ask(&ctx.client, &namespace, &server.name_any(), prefix).await
     {

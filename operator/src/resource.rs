@@ -3,6 +3,7 @@
 
 mod deployment_fields;
 mod generate;
+mod platform_fields;
 mod schema;
 mod status;
 
@@ -11,6 +12,9 @@ pub use deployment_fields::{
     ServiceType, SessionsSpec,
 };
 pub use generate::{crd, crd_yaml, helm_crd_template};
+pub use platform_fields::{
+    Exposure, GatewayParentRef, GatewaySpec, NetworkPolicySpec, UrlScheme, exposure_rules,
+};
 pub use status::{Condition, Counts, MCPServerStatus};
 
 use kube::{CustomResource, KubeSchema};
@@ -28,6 +32,7 @@ use serde::{Deserialize, Serialize};
     category = "kube-mcp",
     namespaced,
     status = "MCPServerStatus",
+    scale = r#"{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.selector"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether the server's replicas are available"}"#,
     printcolumn = r#"{"name":"Verified","type":"string","jsonPath":".status.conditions[?(@.type==\"Verified\")].status","description":"Whether a replica was found serving the current declaration"}"#,
     printcolumn = r#"{"name":"URL","type":"string","jsonPath":".status.url","description":"Where MCP clients connect"}"#,

@@ -113,9 +113,11 @@ pub async fn serve(
     let admin_app = routes::router(admin_state.clone());
     let admin_stop = shutdown.clone();
     let admin_task = tokio::spawn(async move {
-        axum::serve(admin, admin_app)
-            .with_graceful_shutdown(admin_stop.cancelled_owned())
-            .await
+        let limits = crate::listener::ConnectionLimits {
+            max_connections: 256,
+            ..crate::listener::ConnectionLimits::default()
+        };
+        crate::listener::serve(admin, admin_app, limits, admin_stop).await
     });
     tracing::info!(mcp = %mcp.local_addr()?, admin = %admin_addr, "serving");
     admin_state.set_ready(true);

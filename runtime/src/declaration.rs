@@ -1,7 +1,9 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
+mod bounded_yaml;
 mod cluster_rules;
 mod compile;
+mod files;
 mod jq;
 mod json_body;
 mod load;
@@ -19,6 +21,7 @@ pub use compile::{
     CompiledResponse, CompiledSample, CompiledTool, FieldError, InvalidDeclaration, ParamValue,
     RESERVED_HEADERS, ROOTS_KEY, Retry, SAMPLE_KEY, StatusMatch, compile,
 };
+pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest};

@@ -7,6 +7,7 @@ pub mod backends;
 pub mod check;
 pub mod declaration;
 pub mod import;
+pub mod listener;
 pub mod metrics;
 pub mod protocol;
 pub mod reload;

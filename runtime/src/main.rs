@@ -5,7 +5,7 @@ use mcp_runtime::app::{RunConfig, run};
 use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR};
 use mcp_runtime::server::ServerSettings;
 use mcp_runtime::sessions::SessionSettings;
-use mcp_runtime::transport::{HttpSettings, OriginPolicy};
+use mcp_runtime::transport::{HttpSettings, OriginPolicy, check_path_prefix};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,9 +51,10 @@ struct ServeArgs {
     /// 127.0.0.1, [::1].
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
-    /// Path prefix under which an ingress exposes this server, such as /weather (used in the
-    /// HTTP+SSE endpoint event).
-    #[arg(long, value_name = "PATH", default_value = "")]
+    /// Path prefix under which an ingress or gateway exposes this server, such as /weather: the
+    /// endpoints are served under it (as well as at the root) and the HTTP+SSE endpoint event
+    /// points there.
+    #[arg(long, value_name = "PATH", default_value = "", value_parser = check_path_prefix)]
     path_prefix: String,
     /// Largest accepted request body, in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_body_bytes)]
@@ -61,6 +62,10 @@ struct ServeArgs {
     /// End a legacy session after this long without requests or an open stream.
     #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().idle_timeout.into())]
     session_idle_timeout: humantime::Duration,
+    /// End a legacy session that served no request after its `initialize` (and has no open
+    /// stream) this soon.
+    #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().unused_timeout.into(), value_parser = positive_duration)]
+    session_unused_timeout: humantime::Duration,
     /// Most legacy sessions, and most 2026-07-28 subscriptions/listen streams, open at once;
     /// more are refused with 503.
     #[arg(long, value_name = "N", default_value_t = SessionSettings::default().max_sessions)]
@@ -76,11 +81,11 @@ struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     session_key_file: Option<PathBuf>,
     /// Interval of `:` keep-alive comments on SSE streams (keeps proxies from cutting them).
-    #[arg(long, value_name = "DURATION", default_value_t = HttpSettings::default().keepalive.into())]
+    #[arg(long, value_name = "DURATION", default_value_t = HttpSettings::default().keepalive.into(), value_parser = positive_duration)]
     sse_keepalive: humantime::Duration,
     /// How often the manifest is checked for changes.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
-    reload_interval: Duration,
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = positive_duration)]
+    reload_interval: humantime::Duration,
     /// Longest wait for open connections and streams after SIGTERM.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     shutdown_timeout: Duration,
@@ -151,12 +156,13 @@ fn config(args: ServeArgs) -> RunConfig {
         admin_listen: args.admin_listen,
         http: HttpSettings {
             origins,
-            path_prefix: args.path_prefix.trim_end_matches('/').to_owned(),
+            path_prefix: args.path_prefix,
             max_body_bytes: args.max_body_bytes,
             keepalive: args.sse_keepalive.into(),
         },
         sessions: SessionSettings {
             idle_timeout: args.session_idle_timeout.into(),
+            unused_timeout: args.session_unused_timeout.into(),
             max_sessions: args.max_sessions,
             ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval.into()),
             ping_timeout: args.ping_timeout.into(),
@@ -170,7 +176,7 @@ fn config(args: ServeArgs) -> RunConfig {
             read_files: true,
             secrets_dir: Some(args.secrets_dir),
         },
-        reload_interval: args.reload_interval,
+        reload_interval: args.reload_interval.into(),
         shutdown_timeout: args.shutdown_timeout,
     }
 }
@@ -193,5 +199,28 @@ fn init_logging(format: LogFormat, level: &str) {
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// A duration above zero (a zero interval would spin or panic the timer that uses it).
+fn positive_duration(text: &str) -> Result<humantime::Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(duration) if duration.is_zero() => Err("must be longer than zero".into()),
+        Ok(duration) => Ok(duration.into()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn intervals_must_be_longer_than_zero() {
+        // `--reload-interval 0s` panicked the reload task.
+        assert!(super::positive_duration("0s").is_err());
+        assert!(super::positive_duration("soon").is_err());
+        assert_eq!(
+            super::positive_duration("250ms").map(std::time::Duration::from),
+            Ok(std::time::Duration::from_millis(250))
+        );
     }
 }

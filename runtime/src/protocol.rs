@@ -6,6 +6,7 @@ mod error;
 mod jsonrpc;
 pub mod methods;
 mod version;
+mod weight;
 
 pub use error::McpError;
 pub use jsonrpc::{

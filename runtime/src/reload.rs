@@ -1,15 +1,24 @@
 //! Live reload: polls the manifest (and the files its resources and secret references name) and
 //! swaps in the new declaration when they change. Polling follows the symlink swaps of ConfigMap volumes without
 //! special cases. An invalid new version keeps the old one serving, is logged and counted.
+//! Each poll reads and compiles on a blocking thread under a time limit, so a file that blocks
+//! (a FIFO, a hung network mount) cannot stall the process; while such a poll is stuck, later
+//! ticks are skipped.
 
 use crate::declaration::{
-    CompileOptions, Compiled, Manifest, compile, parse_manifest, secret_path,
+    CompileOptions, Compiled, Manifest, compile, parse_manifest, read_regular, secret_path,
 };
 use crate::server::Server;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+/// Longest a poll may take to read and compile before it is given up on.
+pub const POLL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Shortest interval between polls.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What a served declaration was built from: the manifest's bytes, and the files it names
 /// (resource `file`s, referenced secrets) with the size and modification time they had. Each poll
@@ -55,7 +64,7 @@ fn named_files(manifest: &Manifest, secrets_dir: Option<&Path>) -> Vec<PathBuf> 
 /// field. The returned inputs describe what was read, also when compiling failed (so a refused
 /// version is not retried until it changes again).
 pub fn load(path: &Path, options: &CompileOptions) -> (Result<Compiled, String>, Inputs) {
-    let manifest = match std::fs::read(path) {
+    let manifest = match read_regular(path) {
         Ok(bytes) => bytes,
         Err(err) => {
             return (
@@ -96,30 +105,60 @@ fn load_bytes(
     )
 }
 
+/// What one poll found: nothing new, or a new version (compiled or refused) and its inputs.
+type Polled = Option<(Result<Compiled, String>, Inputs)>;
+
+/// Reads the manifest and, when it or a file it names changed, parses and compiles it.
+fn poll(path: &Path, options: &CompileOptions, served: &Inputs) -> Polled {
+    // A manifest being swapped may be briefly unreadable; the next tick sees it.
+    let manifest = read_regular(path).ok()?;
+    if !served.changed(&manifest) {
+        return None;
+    }
+    Some(load_bytes(path, manifest, options))
+}
+
 /// Watches until `stop`, starting from the inputs of what is being served.
 pub async fn watch(
     path: PathBuf,
     options: CompileOptions,
     server: Arc<Server>,
-    mut served: Inputs,
+    served: Inputs,
     every: Duration,
     stop: CancellationToken,
 ) {
-    let mut timer = tokio::time::interval(every);
+    let mut served = Arc::new(served);
+    // `interval` panics on zero; the CLI refuses it too.
+    let mut timer = tokio::time::interval(every.max(MIN_INTERVAL));
+    let mut stuck: Option<JoinHandle<Polled>> = None;
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             _ = timer.tick() => {}
         }
-        // A manifest being swapped may be briefly unreadable; the next tick sees it.
-        let Ok(manifest) = std::fs::read(&path) else {
-            continue;
-        };
-        if !served.changed(&manifest) {
+        if stuck.as_ref().is_some_and(|task| !task.is_finished()) {
             continue;
         }
-        let (compiled, inputs) = load_bytes(&path, manifest, &options);
-        served = inputs;
+        stuck = None;
+        let (path, options, inputs) = (path.clone(), options.clone(), served.clone());
+        let mut task = tokio::task::spawn_blocking(move || poll(&path, &options, &inputs));
+        let polled = match tokio::time::timeout(POLL_TIMEOUT, &mut task).await {
+            Ok(Ok(polled)) => polled,
+            Ok(Err(_)) => None,
+            Err(_) => {
+                server.metrics().reload(false);
+                tracing::error!(
+                    timeout_s = POLL_TIMEOUT.as_secs(),
+                    "reading the manifest or a file it names did not finish; still serving the previous version"
+                );
+                stuck = Some(task);
+                continue;
+            }
+        };
+        let Some((compiled, inputs)) = polled else {
+            continue;
+        };
+        served = Arc::new(inputs);
         match compiled {
             Ok(compiled) => {
                 let changes = server.replace(compiled);
@@ -137,5 +176,29 @@ pub async fn watch(
                 tracing::error!(error = %err, "manifest change refused; still serving the previous version");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_that_is_not_a_regular_file_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("manifest.yaml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Before, this read blocked forever (no writer ever opens the FIFO).
+        let (result, _) = load(&fifo, &CompileOptions::default());
+        let err = result.err().unwrap_or_default();
+        assert!(err.contains("not a regular file"), "{err}");
+        assert_eq!(
+            poll(&fifo, &CompileOptions::default(), &Inputs::default()).map(|_| ()),
+            None
+        );
     }
 }

@@ -29,7 +29,9 @@ pub use guard::OriginPolicy;
 pub struct HttpSettings {
     /// Who may call: Host and Origin allow-lists.
     pub origins: OriginPolicy,
-    /// Path prefix under which an ingress exposes the server (for the HTTP+SSE endpoint URI).
+    /// Path prefix under which an ingress exposes the server: the routes are served under it as
+    /// well as at the root, and the HTTP+SSE endpoint URI points under it. Empty, or `/` then
+    /// segments without `/` at the end, `{`, `}` or `*` (see [`check_path_prefix`]).
     pub path_prefix: String,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
@@ -48,6 +50,22 @@ impl Default for HttpSettings {
     }
 }
 
+/// `prefix` as a path prefix the routes can live under: empty, or starting with `/`, without a
+/// trailing `/`, an empty segment, or a character axum's route syntax or a URL gives a meaning.
+pub fn check_path_prefix(prefix: &str) -> Result<String, String> {
+    let prefix = prefix.trim_end_matches('/');
+    if prefix.is_empty() {
+        return Ok(String::new());
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()+,;=@%/".contains(c);
+    if !prefix.starts_with('/') || prefix.contains("//") || !prefix.chars().all(plain) {
+        return Err(format!(
+            "`{prefix}` is not a path prefix such as /weather (a leading `/`, no empty segment, no `{{`, `}}`, `*`, `:`, `?` or `#`)"
+        ));
+    }
+    Ok(prefix.to_owned())
+}
+
 /// Everything a handler needs.
 pub struct AppState {
     /// The dispatch layer.
@@ -62,18 +80,28 @@ pub struct AppState {
     pub listen_streams: ListenLimit,
 }
 
-/// The MCP routes.
+/// The MCP routes: at the root (in-cluster clients, through the Service) and, with a path
+/// prefix, under it as well (clients through an ingress or gateway that forwards the path as it
+/// is: no rewriting, so any controller routes it the same way).
 pub fn router(state: Arc<AppState>) -> Router {
     let max_body = state.http.max_body_bytes;
-    Router::new()
-        .route(
-            "/mcp",
-            post(mcp_post::post)
-                .get(streamable::get)
-                .delete(streamable::delete),
-        )
-        .route("/sse", get(sse::get))
-        .route("/messages", post(sse::post))
+    let mut bases = vec![String::new()];
+    if !state.http.path_prefix.is_empty() {
+        bases.push(state.http.path_prefix.clone());
+    }
+    let mut router = Router::new();
+    for base in bases {
+        router = router
+            .route(
+                &format!("{base}/mcp"),
+                post(mcp_post::post)
+                    .get(streamable::get)
+                    .delete(streamable::delete),
+            )
+            .route(&format!("{base}/sse"), get(sse::get))
+            .route(&format!("{base}/messages"), post(sse::post));
+    }
+    router
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check_host_and_origin,
@@ -92,9 +120,9 @@ pub async fn serve(
     let shutdown = state.shutdown.clone();
     let reaper = tokio::spawn(expire_sessions(state.clone()));
     let app = router(state.clone());
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let mut server = std::pin::pin!(server.into_future());
+    let limits = crate::listener::ConnectionLimits::default();
+    let server = crate::listener::serve(listener, app, limits, shutdown.clone());
+    let mut server = std::pin::pin!(server);
     let result = tokio::select! {
         result = &mut server => result,
         () = async { shutdown.cancelled().await; tokio::time::sleep(drain).await } => {
@@ -108,14 +136,29 @@ pub async fn serve(
 }
 
 async fn expire_sessions(state: Arc<AppState>) {
-    let every = (state.sessions.settings().idle_timeout / 4)
-        .clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let every = state.sessions.settings().sweep_interval();
     let mut timer = tokio::time::interval(every);
     loop {
         timer.tick().await;
         let ended = state.sessions.expire_idle();
         if ended > 0 {
             tracing::info!(ended, "ended idle sessions");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_path_prefix;
+
+    #[test]
+    fn path_prefixes_are_checked() {
+        assert_eq!(check_path_prefix("").unwrap(), "");
+        assert_eq!(check_path_prefix("/").unwrap(), "");
+        assert_eq!(check_path_prefix("/weather/").unwrap(), "/weather");
+        assert_eq!(check_path_prefix("/a/b-c.d").unwrap(), "/a/b-c.d");
+        for bad in ["weather", "/a//b", "/{x}", "/*", "/a?b", "/a#b", "/a:b"] {
+            assert!(check_path_prefix(bad).is_err(), "{bad}");
         }
     }
 }

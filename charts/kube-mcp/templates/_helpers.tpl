@@ -31,16 +31,31 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
-{{/* The operator's image. */}}
+{{/* The operator's image: by digest when one is set, else by tag. */}}
 {{- define "kube-mcp.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The repository of the image MCPServer pods run when their spec names none. */}}
+{{- define "kube-mcp.runtimeRepository" -}}
+{{- default .Values.image.repository .Values.runtimeImage.repository -}}
 {{- end -}}
 
 {{/* The image MCPServer pods run when their spec names none. */}}
 {{- define "kube-mcp.runtimeImage" -}}
-{{- $repository := default .Values.image.repository .Values.runtimeImage.repository -}}
+{{- $repository := include "kube-mcp.runtimeRepository" . -}}
+{{- if .Values.runtimeImage.digest -}}
+{{- printf "%s@%s" $repository .Values.runtimeImage.digest -}}
+{{- else if and .Values.image.digest (not .Values.runtimeImage.repository) (not .Values.runtimeImage.tag) -}}
+{{- printf "%s@%s" $repository .Values.image.digest -}}
+{{- else -}}
 {{- $tag := default (default .Chart.AppVersion .Values.image.tag) .Values.runtimeImage.tag -}}
 {{- printf "%s:%s" $repository $tag -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Name of the leader-election Lease. */}}

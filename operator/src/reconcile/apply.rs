@@ -6,13 +6,13 @@
 //! operator's last apply, and pruning reads the watch cache. A same-named object someone else
 //! created is never adopted: the server gets `ChildConflict` and the object is left alone.
 
-use super::build::{Children, SERVER_LABEL};
+use super::build::{Children, HttpRoute, SERVER_LABEL};
 use super::cache::{Child, Stores};
 use super::memory::{Applied as Remembered, Memory, child_key, fingerprint, hash_of};
 use crate::resource::MCPServer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -165,6 +165,14 @@ pub async fn apply(
             Some(pdb) => owner_of(target, pdb).await?,
             None => None,
         },
+        match &children.network_policy {
+            Some(policy) => owner_of(target, policy).await?,
+            None => None,
+        },
+        match &children.http_route {
+            Some(route) => owner_of(target, route).await?,
+            None => None,
+        },
     ];
     applied.conflicts = checks.into_iter().flatten().collect();
     if !applied.conflicts.is_empty() {
@@ -195,6 +203,16 @@ pub async fn apply(
     match &children.pod_disruption_budget {
         Some(pdb) => drop(apply_one(target, pdb, &mut applied.writes).await?),
         None => prune::<PodDisruptionBudget>(target, &mut applied).await?,
+    }
+    match &children.network_policy {
+        Some(policy) => drop(apply_one(target, policy, &mut applied.writes).await?),
+        None => prune::<NetworkPolicy>(target, &mut applied).await?,
+    }
+    // Without the Gateway API CRDs the cache stays empty: nothing to prune, and a route the spec
+    // asks for fails to apply with the API server's answer.
+    match &children.http_route {
+        Some(route) => drop(apply_one(target, route, &mut applied.writes).await?),
+        None => prune::<HttpRoute>(target, &mut applied).await?,
     }
     Ok(applied)
 }

@@ -4,22 +4,29 @@
 mod deployment;
 mod exposure;
 mod meta;
+mod network;
+mod route;
 
 pub use deployment::{
     ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, SECRETS_DIR, SESSION_KEY_DIR, deployment,
 };
-pub use exposure::{ingress, path_prefix, pod_disruption_budget, service, url};
+pub use exposure::{
+    PublicEndpoint, endpoint_paths, ingress, path_prefix, pod_disruption_budget, public_endpoint,
+    service, url,
+};
 pub use meta::{
-    MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, selector_labels,
+    MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, pod_selector, selector_labels,
     session_key_name,
 };
+pub use network::{NetworkConfig, network_policy};
+pub use route::{GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, http_route};
 
 use super::validate::HASH_ANNOTATION;
 use crate::resource::MCPServer;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use std::collections::BTreeMap;
 
@@ -32,6 +39,8 @@ pub struct BuildConfig {
     pub image_pull_policy: Option<String>,
     /// The cluster's DNS domain, for the in-cluster URL and allowed hosts.
     pub cluster_domain: String,
+    /// Who may reach the servers' pods (their NetworkPolicies).
+    pub network: NetworkConfig,
 }
 
 impl Default for BuildConfig {
@@ -40,6 +49,7 @@ impl Default for BuildConfig {
             runtime_image: "ghcr.io/kube-mcp/kube-mcp:latest".into(),
             image_pull_policy: None,
             cluster_domain: "cluster.local".into(),
+            network: NetworkConfig::default(),
         }
     }
 }
@@ -57,6 +67,21 @@ pub struct Children {
     pub ingress: Option<Ingress>,
     /// The PodDisruptionBudget, when there is more than one replica.
     pub pod_disruption_budget: Option<PodDisruptionBudget>,
+    /// The NetworkPolicy, unless turned off.
+    pub network_policy: Option<NetworkPolicy>,
+    /// The Gateway API HTTPRoute, with `exposure: gateway`.
+    pub http_route: Option<HttpRoute>,
+}
+
+/// Replicas the server should have: its spec's, else what the Deployment has been scaled to
+/// (the operator does not force a count the spec leaves unset), else 1.
+pub fn desired_replicas(server: &MCPServer, deployment: Option<&Deployment>) -> i32 {
+    server
+        .spec
+        .deployment
+        .replicas
+        .or_else(|| deployment.and_then(|d| d.spec.replicas))
+        .unwrap_or(1)
 }
 
 /// Key of the runtime manifest in the ConfigMap.
@@ -81,6 +106,8 @@ pub fn children(
         service: service(server),
         ingress: ingress(server),
         pod_disruption_budget: pod_disruption_budget(server),
+        network_policy: network_policy(server, config),
+        http_route: http_route(server),
     }
 }
 
@@ -207,9 +234,156 @@ mod tests {
         );
     }
 
+    fn paths(ingress: &Ingress) -> Vec<(String, String)> {
+        ingress.spec.clone().unwrap().rules.unwrap()[0]
+            .http
+            .clone()
+            .unwrap()
+            .paths
+            .into_iter()
+            .map(|p| (p.path.unwrap(), p.path_type))
+            .collect()
+    }
+
     #[test]
-    fn regex_characters_of_a_prefix_are_escaped() {
-        assert_eq!(exposure::regex_escape("/v1.2/(x)"), r"/v1\.2/\(x\)");
+    fn an_ingress_under_a_prefix_routes_exact_paths_without_rewriting() {
+        let children = build(&weather());
+        let ingress = children.ingress.unwrap();
+        let expected = ["/weather/mcp", "/weather/sse", "/weather/messages"];
+        assert_eq!(
+            paths(&ingress),
+            expected.map(|p| (p.to_owned(), "Exact".to_owned()))
+        );
+        let annotations = ingress.metadata.annotations.unwrap();
+        assert!(
+            annotations
+                .keys()
+                .all(|k| !k.ends_with("/rewrite-target") && !k.ends_with("/use-regex")),
+            "{annotations:?}"
+        );
+        let args = children.deployment.spec.template.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(args.windows(2).any(|w| w == ["--path-prefix", "/weather"]));
+    }
+
+    fn gateway_server() -> MCPServer {
+        server(
+            r#"
+            metadata: {name: weather, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              exposure: gateway
+              gateway:
+                host: mcp.example.com
+                path: /weather
+                parentRefs: [{name: shared, namespace: infra, sectionName: https}]
+            "#,
+        )
+    }
+
+    #[test]
+    fn a_gateway_exposure_builds_an_http_route_and_no_ingress() {
+        let server = gateway_server();
+        let children = build(&server);
+        assert_eq!(children.ingress, None);
+        insta::assert_yaml_snapshot!("gateway_http_route", children.http_route);
+        assert_eq!(
+            url(&server, &BuildConfig::default()),
+            "https://mcp.example.com/weather/mcp"
+        );
+        let args = children.deployment.spec.template.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(args.windows(2).any(|w| w == ["--path-prefix", "/weather"]));
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--allowed-host", "mcp.example.com"])
+        );
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--allowed-origin", "https://mcp.example.com"])
+        );
+    }
+
+    #[test]
+    fn network_policies_admit_only_the_configured_peers() {
+        let mut config = BuildConfig::default();
+        let accepted = validate(&weather()).unwrap();
+        assert_eq!(
+            children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy,
+            None
+        );
+        config.network = NetworkConfig {
+            enabled: true,
+            ingress_namespaces: vec!["ingress-nginx".into()],
+            monitoring_namespaces: vec!["monitoring".into()],
+            operator_namespace: Some("kube-mcp-system".into()),
+        };
+        let policy =
+            children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy;
+        insta::assert_yaml_snapshot!("weather_network_policy", policy);
+
+        // Nobody listed for a port: no rule for it (an empty rule would admit everyone).
+        config.network = NetworkConfig {
+            enabled: true,
+            ..Default::default()
+        };
+        let policy = children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config)
+            .network_policy
+            .unwrap();
+        assert_eq!(policy.spec.unwrap().ingress, Some(vec![]));
+
+        let mut opted_out = weather();
+        opted_out.spec.deployment.network_policy = Some(crate::resource::NetworkPolicySpec {
+            enabled: Some(false),
+            ..Default::default()
+        });
+        assert_eq!(
+            children(&opted_out, &accepted.manifest_yaml, &accepted.hash, &config).network_policy,
+            None
+        );
+    }
+
+    #[test]
+    fn pod_knobs_reach_the_pod_template_and_the_operator_labels_win() {
+        let server = server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              podAnnotations: {vault.hashicorp.com/agent-inject: "true", prometheus.io/port: "1"}
+              podLabels: {sidecar.istio.io/inject: "true", kube-mcp.io/server: other}
+              serviceAccountName: api-runtime
+              imagePullSecrets: [{name: registry}]
+              priorityClassName: high
+              topologySpreadConstraints:
+                - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
+            "#,
+        );
+        let deployment = build(&server).deployment;
+        assert_eq!(
+            deployment.spec.replicas, None,
+            "an unset count is not forced"
+        );
+        let template = deployment.spec.template;
+        let meta = template.metadata.unwrap();
+        let labels = meta.labels.unwrap();
+        assert_eq!(labels["sidecar.istio.io/inject"], "true");
+        assert_eq!(labels["kube-mcp.io/server"], "api");
+        let annotations = meta.annotations.unwrap();
+        assert_eq!(annotations["vault.hashicorp.com/agent-inject"], "true");
+        assert_eq!(annotations["prometheus.io/port"], "9090");
+        let pod = template.spec.unwrap();
+        assert_eq!(pod.service_account_name.as_deref(), Some("api-runtime"));
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        assert_eq!(pod.image_pull_secrets.unwrap()[0].name, "registry");
+        assert_eq!(pod.priority_class_name.as_deref(), Some("high"));
+        let spread = pod.topology_spread_constraints.unwrap();
+        assert_eq!(spread.len(), 1);
+        assert_eq!(spread[0].topology_key, "topology.kubernetes.io/zone");
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! The watch caches (reflector stores) of the operator's children, filled by the controller's
-//! label-scoped watches. Reconciles read children here instead of listing or getting them, so a
-//! reconcile with nothing to do makes no API call. No I/O.
+//! label-scoped watches, and of the servers themselves (for host and path claims). Reconciles
+//! read here instead of listing or getting, so a reconcile with nothing to do makes no API call.
+//! No I/O.
 
+use super::build::HttpRoute;
+use crate::resource::MCPServer;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -27,8 +30,14 @@ pub struct Stores {
     pub ingresses: Store<Ingress>,
     /// PodDisruptionBudgets.
     pub pod_disruption_budgets: Store<PodDisruptionBudget>,
+    /// NetworkPolicies.
+    pub network_policies: Store<NetworkPolicy>,
+    /// Gateway API HTTPRoutes (empty, and never filled, when the API server does not serve them).
+    pub http_routes: Store<HttpRoute>,
     /// The servers' pods.
     pub pods: Store<Pod>,
+    /// Every watched server.
+    pub servers: Store<MCPServer>,
 }
 
 /// A kind of child the operator applies: how to find its store.
@@ -81,6 +90,18 @@ impl Child for PodDisruptionBudget {
     }
 }
 
+impl Child for NetworkPolicy {
+    fn store(stores: &Stores) -> &Store<Self> {
+        &stores.network_policies
+    }
+}
+
+impl Child for HttpRoute {
+    fn store(stores: &Stores) -> &Store<Self> {
+        &stores.http_routes
+    }
+}
+
 /// Longest wait for the caches' first listing before a reconcile goes on without them (a watch
 /// refused by RBAC never lists; the reconcile then reads what it needs, and prunes nothing).
 const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -98,7 +119,12 @@ impl Stores {
                 self.pod_disruption_budgets.wait_until_ready(),
                 self.pods.wait_until_ready(),
             );
-            a.is_ok() && b.is_ok() && c.is_ok() && d.is_ok() && e.is_ok() && f.is_ok()
+            let (g, h, i) = tokio::join!(
+                self.network_policies.wait_until_ready(),
+                self.http_routes.wait_until_ready(),
+                self.servers.wait_until_ready(),
+            );
+            [a, b, c, d, e, f, g, h, i].iter().all(Result::is_ok)
         };
         tokio::time::timeout(READY_WAIT, all).await.unwrap_or(false)
     }

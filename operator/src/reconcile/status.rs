@@ -127,9 +127,10 @@ pub fn next_status(
     now: &Time,
 ) -> MCPServerStatus {
     let generation = server.metadata.generation;
-    // A refused spec was never applied: readiness is measured against the last applied one.
+    // A refused spec was never applied: readiness is measured against the last applied one. An
+    // unset count is whatever the Deployment was scaled to (the operator does not force one).
     let desired = match seen.verdict {
-        Ok(_) => server.spec.deployment.replicas.unwrap_or(1),
+        Ok(_) => super::build::desired_replicas(server, seen.deployment),
         Err(_) => seen.deployment.and_then(|d| d.spec.replicas).unwrap_or(1),
     };
     let (accepted, url, counts) = match seen.verdict {
@@ -147,7 +148,7 @@ pub fn next_status(
         }
         // The last accepted declaration keeps serving: keep what describes it.
         Err(refused) => (
-            state("False", "InvalidDeclaration", refused.message()),
+            state("False", refused.reason.as_str(), refused.message()),
             old.url.clone(),
             old.counts,
         ),
@@ -177,6 +178,7 @@ pub fn next_status(
         ],
         url,
         replicas: Some(desired),
+        selector: Some(super::build::pod_selector(server)),
         ready_replicas: Some(available.unwrap_or(0)),
         counts,
     }

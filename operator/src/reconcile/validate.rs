@@ -34,11 +34,32 @@ pub fn declaration_hash(rendered: &str) -> String {
     format!("{hash:016x}")
 }
 
-/// A declaration the runtime would refuse, with every problem located by its field path.
+/// A spec the operator will not serve, with every problem located by its field path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Refused {
     /// The problems, in declaration order.
     pub errors: Vec<FieldError>,
+    /// The reason of the `Accepted=False` condition.
+    pub reason: RefusalReason,
+}
+
+/// Why a spec is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// The runtime would refuse the declaration.
+    InvalidDeclaration,
+    /// An older `MCPServer` already claims the same host and path.
+    HostConflict,
+}
+
+impl RefusalReason {
+    /// The condition reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidDeclaration => "InvalidDeclaration",
+            Self::HostConflict => "HostConflict",
+        }
+    }
 }
 
 /// Largest rendered manifest: a ConfigMap holds 1 MiB in all, and its metadata and key take a
@@ -49,6 +70,14 @@ pub const MAX_MANIFEST_BYTES: usize = 1_000_000;
 const MAX_QUOTED_ERRORS: usize = 8;
 
 impl Refused {
+    /// A declaration the runtime would refuse.
+    pub fn invalid(errors: Vec<FieldError>) -> Self {
+        Self {
+            errors,
+            reason: RefusalReason::InvalidDeclaration,
+        }
+    }
+
     /// One line for the `Accepted` condition: the failing fields and what is wrong with them.
     pub fn message(&self) -> String {
         let mut parts: Vec<String> = self
@@ -111,7 +140,7 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
                 error.path = format!("{} ({item})", error.path);
             }
         }
-        return Err(Refused { errors });
+        return Err(Refused::invalid(errors));
     }
     let render = |annotations| {
         let document = RuntimeManifest {
@@ -123,26 +152,24 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
             },
             spec: declaration,
         };
-        serde_yaml_ng::to_string(&document).map_err(|err| Refused {
-            errors: vec![FieldError {
+        serde_yaml_ng::to_string(&document).map_err(|err| {
+            Refused::invalid(vec![FieldError {
                 path: "spec".into(),
                 message: format!("cannot be written as YAML: {err}"),
-            }],
+            }])
         })
     };
     let hash = declaration_hash(&render(Default::default())?);
     let manifest_yaml = render([(HASH_ANNOTATION, hash.clone())].into())?;
     if manifest_yaml.len() > MAX_MANIFEST_BYTES {
-        return Err(Refused {
-            errors: vec![FieldError {
-                path: "spec".into(),
-                message: format!(
-                    "renders to {} bytes, more than the {MAX_MANIFEST_BYTES} a ConfigMap can hold: \
-                     serve large contents from an upstream (`http`) instead of inline `text` or `blob`",
-                    manifest_yaml.len()
-                ),
-            }],
-        });
+        return Err(Refused::invalid(vec![FieldError {
+            path: "spec".into(),
+            message: format!(
+                "renders to {} bytes, more than the {MAX_MANIFEST_BYTES} a ConfigMap can hold: \
+                 serve large contents from an upstream (`http`) instead of inline `text` or `blob`",
+                manifest_yaml.len()
+            ),
+        }]));
     }
     Ok(Accepted {
         manifest_yaml,
@@ -317,7 +344,7 @@ mod tests {
                 message: "bad".into(),
             })
             .collect();
-        let message = Refused { errors }.message();
+        let message = Refused::invalid(errors).message();
         assert!(message.ends_with("; and 4 more"), "{message}");
     }
 

@@ -2,7 +2,11 @@
 //! (`mcp_runtime::declaration::DEPLOYMENT_FIELDS` lists their names; a test keeps both in step).
 //! Pure data.
 
-use k8s_openapi::api::core::v1::{Affinity, EnvVar, ResourceRequirements, Toleration};
+use super::platform_fields::{Exposure, GatewaySpec, NetworkPolicySpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvVar, LocalObjectReference, ResourceRequirements, Toleration,
+    TopologySpreadConstraint,
+};
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -16,9 +20,10 @@ const DURATION: &str = r"^([0-9]+(ms|s|m|h))+$";
 #[derive(KubeSchema, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentFields {
-    /// Number of runtime pods (default 1). Any replica serves any session, so no sticky sessions
-    /// are needed; with more than one, a PodDisruptionBudget keeps all but one serving during
-    /// voluntary disruptions.
+    /// Number of runtime pods. Any replica serves any session, so no sticky sessions are needed;
+    /// with more than one, a PodDisruptionBudget keeps all but one serving during voluntary
+    /// disruptions. When unset, the Deployment starts with 1 and the operator leaves its count to
+    /// whoever scales it (a HorizontalPodAutoscaler); `kubectl scale mcps/NAME` sets this field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 1000))]
     pub replicas: Option<i32>,
@@ -58,6 +63,45 @@ pub struct DeploymentFields {
     /// Log level of the runtime (default `info`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level: Option<RuntimeLogLevel>,
+    /// How the server is reached from outside the cluster: `ingress` (default; `spec.ingress`)
+    /// or `gateway` (a Gateway API HTTPRoute; `spec.gateway`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposure: Option<Exposure>,
+    /// The HTTPRoute, with `exposure: gateway`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewaySpec>,
+    /// The server's NetworkPolicy (on by default when the operator is so configured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<NetworkPolicySpec>,
+    /// Extra annotations of the pods, such as a service mesh's or a Vault agent's injection
+    /// settings.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_annotations: BTreeMap<String, String>,
+    /// Extra labels of the pods (the operator's own labels win).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_labels: BTreeMap<String, String>,
+    /// ServiceAccount of the pods (default: the namespace's `default`). Its token is still not
+    /// mounted into the runtime container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), pattern(DNS_SUBDOMAIN))]
+    pub service_account_name: Option<String>,
+    /// Secrets for pulling `image` from a private registry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+    /// PriorityClass of the pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub priority_class_name: Option<String>,
+    /// How the pods spread over topology domains (default: across nodes, best effort). The
+    /// server's own pod labels are a good `labelSelector`: `kube-mcp.io/server: <name>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// Stop reconciling: the children stay exactly as they are (and keep serving) until this is
+    /// false again; status says `Suspended`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<bool>,
     /// Secrets in this namespace that HTTP-backed tools reference by `secretKeyRef`; each is
     /// mounted read-only at `/var/run/kube-mcp/secrets/<name>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

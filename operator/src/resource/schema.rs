@@ -98,6 +98,7 @@ pub fn declaration_rules(schema: &mut schemars::Schema) {
         }
     }
     bound_lists_with_rules(spec);
+    super::platform_fields::exposure_rules(spec);
 }
 
 /// Replaces integer formats the API server does not know (`uint32`, `uint64`, ...) with the

@@ -26,6 +26,9 @@ pub struct MCPServerStatus {
     /// Replicas asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
+    /// Label selector of the server's pods, for the scale subresource (HorizontalPodAutoscaler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
     /// Replicas available to serve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_replicas: Option<i32>,

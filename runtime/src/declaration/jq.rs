@@ -1,14 +1,23 @@
 //! jq programs (by jaq) that map an upstream's JSON body to a result: compiled once at load,
 //! run per response. Filters that read the environment, further inputs or print to stderr
 //! (`env`, `$ENV`, `input`, `debug`, `stderr`, ...) are not available, and `halt` is an error
-//! (jaq's own helper would exit the process). Pure.
+//! (jaq's own helper would exit the process). Each run lives on its own thread under a step,
+//! stack-depth and output budget and stops when its call ends (see `budget`). Pure.
 
+mod budget;
+
+use budget::{Budgeted, MAX_STEPS, Stop};
 use jaq_core::load::{Arena, File, Loader};
-use jaq_core::{Compiler, Ctx, Vars, data};
-use jaq_json::Val;
+use jaq_core::{Compiler, Ctx, Vars};
 use serde_json::Value;
+use std::sync::atomic::AtomicBool;
 
-type Filter = jaq_core::Filter<data::JustLut<Val>>;
+type Filter = jaq_core::Filter<Budgeted>;
+
+/// Largest output (as JSON text) a run may produce.
+pub const MAX_OUTPUT_BYTES: usize = 4 << 20;
+/// Deepest output a run may produce (what the JSON parser of the reply accepts).
+const MAX_OUTPUT_DEPTH: usize = 128;
 
 /// Native filters left out: they see the process environment, read further inputs or write to
 /// stderr.
@@ -21,6 +30,13 @@ const DENIED: &[&str] = &[
     "input_filename",
     "$__loc__",
 ];
+
+/// Definitions that replace native generators which would loop without ever reaching the
+/// step meter (`range(0; 1e12)` counts in native code): the same values, one metered step each.
+/// `range/1` and `range/2` are defined again too: jaq's own call the native one.
+const METERED_DEFS: &str = "def range($from; $upto; $by): $from | \
+    while(if $by < 0 then . > $upto else . < $upto end; . + $by); \
+    def range($from; $upto): range($from; $upto; 1); def range($upto): range(0; $upto);";
 
 /// A compiled jq program.
 pub struct JqProgram {
@@ -36,9 +52,11 @@ impl std::fmt::Debug for JqProgram {
 impl JqProgram {
     /// Compiles `source`; the error says what is wrong, and where.
     pub fn compile(source: &str) -> Result<Self, String> {
+        let metered = jaq_core::load::parse(METERED_DEFS, |p| p.defs()).unwrap_or_default();
         let defs = jaq_core::defs()
             .chain(jaq_std::defs())
-            .chain(jaq_json::defs());
+            .chain(jaq_json::defs())
+            .chain(metered);
         let funs = jaq_core::funs()
             .chain(jaq_std::funs())
             .chain(jaq_json::funs())
@@ -86,8 +104,13 @@ impl JqProgram {
         Ok(Self { filter })
     }
 
-    /// Runs the program over a JSON document; it must produce exactly one value.
-    pub fn run(&self, input: &[u8]) -> Result<Value, String> {
+    /// Runs the program over a JSON document; it must produce exactly one value. The run stops
+    /// with an error when it exceeds its budget or when `cancel` is set (its call ended).
+    pub fn run(&self, input: &[u8], cancel: &AtomicBool) -> Result<Value, String> {
+        self.run_with(input, cancel, MAX_STEPS)
+    }
+
+    fn run_with(&self, input: &[u8], cancel: &AtomicBool, steps: u64) -> Result<Value, String> {
         // jaq's parser recurses without a limit: an upstream body nested deeply enough would
         // overflow the stack and abort the process. serde_json stops at 128 levels, so it vets
         // the body first.
@@ -95,24 +118,40 @@ impl JqProgram {
             .map_err(|err| format!("the upstream body is not JSON (or nests too deeply): {err}"))?;
         let input = jaq_json::read::parse_single(input)
             .map_err(|err| format!("the upstream body is not JSON: {err}"))?;
-        let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
-        let mut outputs = self.filter.id.run((ctx, input)).take(2).map(|output| {
-            output.map_err(|exn| match exn.get_err() {
-                Ok(err) => format!("the jq program failed: {err}"),
-                Err(_) => "the jq program called halt".to_owned(),
-            })
-        });
-        let first = match outputs.next() {
-            None => return Err("the jq program produced no value".into()),
-            Some(result) => result?,
-        };
-        if outputs.next().is_some() {
-            return Err(
-                "the jq program produced more than one value (collect them with `[...]`)".into(),
-            );
-        }
-        serde_json::from_str(&first.to_string())
-            .map_err(|err| format!("the jq output is not JSON: {err}"))
+        let filter = &self.filter;
+        let text = budget::run_metered(&filter.lut, steps, cancel, move |data| {
+            let ctx = Ctx::<Budgeted>::new(data, Vars::new([]));
+            let mut outputs = filter.id.run((ctx, input)).take(2).map(|output| {
+                output.map_err(|exn| match exn.get_err() {
+                    Ok(err) => format!("the jq program failed: {err}"),
+                    Err(_) => "the jq program called halt".to_owned(),
+                })
+            });
+            let first = match outputs.next() {
+                None => return Err("the jq program produced no value".to_owned()),
+                Some(result) => result?,
+            };
+            if outputs.next().is_some() {
+                return Err(
+                    "the jq program produced more than one value (collect them with `[...]`)"
+                        .into(),
+                );
+            }
+            // Printing recurses: refuse what the reply's JSON parser would refuse anyway.
+            if budget::depth(&first) > MAX_OUTPUT_DEPTH {
+                return Err("the jq output nests too deeply".into());
+            }
+            let text = first.to_string();
+            if text.len() > MAX_OUTPUT_BYTES {
+                return Err(format!(
+                    "the jq output is larger than {} MiB",
+                    MAX_OUTPUT_BYTES >> 20
+                ));
+            }
+            Ok(text)
+        })
+        .map_err(|stop: Stop| stop.to_string())??;
+        serde_json::from_str(&text).map_err(|err| format!("the jq output is not JSON: {err}"))
     }
 }
 
@@ -132,13 +171,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    static GO: AtomicBool = AtomicBool::new(false);
+
     #[test]
     fn refuses_bodies_nested_too_deeply_instead_of_crashing() {
         let program = JqProgram::compile(".").unwrap();
         let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
-        let err = program.run(deep.as_bytes()).unwrap_err();
+        let err = program.run(deep.as_bytes(), &GO).unwrap_err();
         assert!(err.contains("nests too deeply"), "{err}");
-        assert_eq!(program.run(b"[[1]]").unwrap(), json!([[1]]));
+        assert_eq!(program.run(b"[[1]]", &GO).unwrap(), json!([[1]]));
     }
 
     #[test]
@@ -146,7 +187,7 @@ mod tests {
         let program =
             JqProgram::compile("{titles: [.slides[].title], n: (.slides | length)}").unwrap();
         let out = program
-            .run(br#"{"slides": [{"title": "a"}, {"title": "b"}]}"#)
+            .run(br#"{"slides": [{"title": "a"}, {"title": "b"}]}"#, &GO)
             .unwrap();
         assert_eq!(out, json!({"titles": ["a", "b"], "n": 2}));
     }
@@ -164,7 +205,10 @@ mod tests {
         assert!(JqProgram::compile("env").is_err());
         assert!(JqProgram::compile("$ENV").is_err());
         let halt = JqProgram::compile("halt").unwrap();
-        assert_eq!(halt.run(b"1").unwrap_err(), "the jq program called halt");
+        assert_eq!(
+            halt.run(b"1", &GO).unwrap_err(),
+            "the jq program called halt"
+        );
     }
 
     #[test]
@@ -172,11 +216,79 @@ mod tests {
         let program = JqProgram::compile(".[]").unwrap();
         assert!(
             program
-                .run(b"[1, 2]")
+                .run(b"[1, 2]", &GO)
                 .unwrap_err()
                 .contains("more than one")
         );
-        assert!(program.run(b"[]").unwrap_err().contains("no value"));
-        assert!(program.run(b"{\"a\": ").unwrap_err().contains("not JSON"));
+        assert!(program.run(b"[]", &GO).unwrap_err().contains("no value"));
+        assert!(
+            program
+                .run(b"{\"a\": ", &GO)
+                .unwrap_err()
+                .contains("not JSON")
+        );
+    }
+
+    #[test]
+    fn runaway_programs_stop_within_their_budget() {
+        // Each of these ran forever, overflowed the stack or exhausted memory before.
+        for source in [
+            "def f: f; f",
+            "def f: [f]; f",
+            "def f: 1 + f; f",
+            "[limit(100000000; repeat(1))] | length",
+            "reduce range(100000000) as $i (0; . + $i)",
+            "last(range(1e12))",
+            "[range(0; 1e12; 3)] | length",
+        ] {
+            let program = JqProgram::compile(source).unwrap();
+            let started = std::time::Instant::now();
+            let err = program.run(b"null", &GO).unwrap_err();
+            assert!(
+                err.contains("step budget") || err.contains("recursed too deeply"),
+                "{source}: {err}"
+            );
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "{source}"
+            );
+        }
+    }
+
+    #[test]
+    fn metered_range_counts_as_jq_does() {
+        let program = JqProgram::compile("[range(3), range(1; 3), range(5; 0; -2)]").unwrap();
+        assert_eq!(
+            program.run(b"null", &GO).unwrap(),
+            json!([0, 1, 2, 1, 2, 5, 3, 1])
+        );
+    }
+
+    #[test]
+    fn a_cancelled_run_stops() {
+        let program = JqProgram::compile("def f: f; f").unwrap();
+        let cancel = AtomicBool::new(true);
+        let err = program.run_with(b"null", &cancel, u64::MAX).unwrap_err();
+        assert_eq!(err, "the jq program was stopped (its call ended)");
+    }
+
+    #[test]
+    fn outputs_are_bounded() {
+        let program = JqProgram::compile("\"x\" * 5000000").unwrap();
+        assert!(
+            program
+                .run(b"null", &GO)
+                .unwrap_err()
+                .contains("larger than")
+        );
+        let program = JqProgram::compile("reduce range(200) as $i (0; [.])").unwrap();
+        assert!(
+            program
+                .run(b"null", &GO)
+                .unwrap_err()
+                .contains("nests too deeply")
+        );
+        let program = JqProgram::compile("reduce range(100) as $i (0; [.]) | length").unwrap();
+        assert_eq!(program.run(b"null", &GO).unwrap(), json!(1));
     }
 }

@@ -29,6 +29,16 @@ pub const DEPLOYMENT_FIELDS: &[&str] = &[
     "sessions",
     "logLevel",
     "secrets",
+    "exposure",
+    "gateway",
+    "networkPolicy",
+    "podAnnotations",
+    "podLabels",
+    "serviceAccountName",
+    "imagePullSecrets",
+    "priorityClassName",
+    "topologySpreadConstraints",
+    "suspend",
 ];
 
 /// A parsed manifest: the server's name and what it declares.
@@ -73,10 +83,14 @@ struct Metadata {
 /// Parses manifest text. Unknown fields are errors (a typo must not silently drop a tool), except
 /// the deployment fields in [`DEPLOYMENT_FIELDS`].
 pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadError> {
-    let envelope: Envelope = serde_yaml_ng::from_str(text).map_err(|err| LoadError::Shape {
+    let shape = |message: String| LoadError::Shape {
         path: "manifest".into(),
-        message: err.to_string(),
-    })?;
+        message,
+    };
+    // Aliases are expanded under a budget: a small manifest cannot stand for a huge one.
+    let document = super::bounded_yaml::parse(text).map_err(|err| shape(err.to_string()))?;
+    let envelope: Envelope =
+        serde_json::from_value(document).map_err(|err| shape(err.to_string()))?;
     if envelope.api_version != API_VERSION || envelope.kind != KIND {
         return Err(LoadError::Shape {
             path: "manifest".into(),

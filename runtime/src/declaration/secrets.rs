@@ -112,13 +112,13 @@ pub fn secret_path(dir: &Path, reference: &SecretKeyRef) -> Result<PathBuf, Stri
 /// error names the file, never its contents.
 pub fn read_secret(dir: &Path, reference: &SecretKeyRef) -> Result<Secret, String> {
     let path = secret_path(dir, reference)?;
-    let bytes = std::fs::read(&path).map_err(|err| {
+    // A regular file only: a FIFO would block the reload that reads it.
+    let bytes = super::files::read_regular(&path).map_err(|err| {
         format!(
-            "Secret `{}` key `{}` not found at {}: {}",
+            "Secret `{}` key `{}` not found at {}: {err}",
             reference.name,
             reference.key,
             path.display(),
-            err.kind()
         )
     })?;
     let mut value = String::from_utf8(bytes).map_err(|_| {

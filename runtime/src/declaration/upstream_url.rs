@@ -13,7 +13,17 @@ use serde_json::Value;
 #[derive(Clone, Debug)]
 pub struct UrlTemplate {
     template: UriTemplateString,
+    /// The template cut into literal text and single expressions, expanded one by one (see
+    /// [`pieces`]).
+    pieces: Vec<Piece>,
     origin: Url,
+}
+
+/// A literal part or one expression of a template; `reserved` for `{+...}` and `{#...}`.
+#[derive(Clone, Debug)]
+struct Piece {
+    template: UriTemplateString,
+    reserved: bool,
 }
 
 impl UrlTemplate {
@@ -47,7 +57,12 @@ impl UrlTemplate {
         }
         let origin = Url::parse(&format!("{scheme}://{authority}/"))
             .map_err(|err| format!("invalid host `{authority}`: {err}"))?;
-        Ok(Self { template, origin })
+        let pieces = pieces(source)?;
+        Ok(Self {
+            template,
+            pieces,
+            origin,
+        })
     }
 
     /// The fixed origin, such as `https://api.example.com/`.
@@ -68,11 +83,18 @@ impl UrlTemplate {
     /// Expands over `args`. Undefined or null values expand to nothing (RFC 6570); arrays and
     /// objects to lists and associative arrays.
     pub fn expand(&self, args: &Value) -> Result<Url, String> {
-        let expanded = self
-            .template
-            .expand::<UriSpec, _>(&Args(args))
-            .map_err(|err| format!("cannot expand the URL template: {err}"))?
-            .to_string();
+        let mut expanded = String::new();
+        for piece in &self.pieces {
+            let context = Args {
+                args,
+                encode_non_ascii: piece.reserved,
+            };
+            let part = piece
+                .template
+                .expand::<UriSpec, _>(&context)
+                .map_err(|err| format!("cannot expand the URL template: {err}"))?;
+            expanded.push_str(&part.to_string());
+        }
         if has_dot_segment(&expanded) {
             // URL parsing would resolve `..` and climb out of the declared path.
             return Err("an argument made a `.` or `..` path segment in the upstream URL".into());
@@ -85,16 +107,61 @@ impl UrlTemplate {
     }
 }
 
+/// Cuts a (valid) template into literal runs and single expressions. iri-string panics on a
+/// reserved (`+`, `#`) expansion of a value that starts with a non-ASCII character; expanding
+/// each expression on its own lets those values be percent-encoded first, which is what the
+/// reserved expansion would write for them anyway, without touching other expressions.
+fn pieces(source: &str) -> Result<Vec<Piece>, String> {
+    let mut pieces = Vec::new();
+    let mut rest = source;
+    while !rest.is_empty() {
+        let end = match rest.strip_prefix('{') {
+            Some(inner) => inner.find('}').map_or(rest.len(), |at| at + 2),
+            None => rest.find('{').unwrap_or(rest.len()),
+        };
+        let (text, tail) = rest.split_at(end);
+        let template = UriTemplateString::try_from(text.to_owned())
+            .map_err(|err| format!("invalid RFC 6570 URI template: {}", err.validation_error()))?;
+        let reserved = text.starts_with("{+") || text.starts_with("{#");
+        pieces.push(Piece { template, reserved });
+        rest = tail;
+    }
+    Ok(pieces)
+}
+
+/// Percent-encodes the non-ASCII characters of `text` (as UTF-8).
+fn encode_non_ascii(text: String) -> String {
+    if text.is_ascii() {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() * 3);
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            for byte in c.to_string().bytes() {
+                out.push_str(&format!("%{byte:02X}"));
+            }
+        }
+    }
+    out
+}
+
 /// Whether the path of an expanded URL has a `.` or `..` segment, also percent-encoded (URL
-/// parsers treat `%2e%2e` as `..`).
+/// parsers treat `%2e%2e` as `..`) or split by an encoded or back slash (upstreams that decode
+/// `%2f` or treat `\` as `/` see `..%2f` as `../`).
 fn has_dot_segment(url: &str) -> bool {
     let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
     let path_and_more = after_scheme.find('/').map_or("", |at| &after_scheme[at..]);
     let path = path_and_more.split(['?', '#']).next().unwrap_or_default();
-    path.split('/').any(|segment| {
-        let segment = segment.to_ascii_lowercase().replace("%2e", ".");
-        segment == "." || segment == ".."
-    })
+    let path = path
+        .to_ascii_lowercase()
+        .replace("%2e", ".")
+        .replace('\\', "/")
+        .replace("%2f", "/")
+        .replace("%5c", "/");
+    path.split('/')
+        .any(|segment| segment == "." || segment == "..")
 }
 
 /// Whether two URLs share scheme, host and port.
@@ -117,22 +184,42 @@ pub fn scalar_text(value: &Value) -> String {
     }
 }
 
-struct Args<'a>(&'a Value);
+struct Args<'a> {
+    args: &'a Value,
+    encode_non_ascii: bool,
+}
+
+impl Args<'_> {
+    fn text(&self, value: &Value) -> String {
+        let text = scalar_text(value);
+        if self.encode_non_ascii {
+            encode_non_ascii(text)
+        } else {
+            text
+        }
+    }
+}
 
 impl Context for Args<'_> {
     fn visit<V: Visitor>(&self, visitor: V) -> V::Result {
-        let value = lookup(self.0, visitor.var_name().as_str()).cloned();
+        let value = lookup(self.args, visitor.var_name().as_str()).cloned();
         match value {
             None | Some(Value::Null) => visitor.visit_undefined(),
-            Some(Value::Array(items)) => {
-                visitor.visit_list_direct(items.iter().map(scalar_text).collect::<Vec<_>>())
-            }
+            Some(Value::Array(items)) => visitor
+                .visit_list_direct(items.iter().map(|item| self.text(item)).collect::<Vec<_>>()),
             Some(Value::Object(map)) => visitor.visit_assoc_direct(
                 map.iter()
-                    .map(|(k, v)| (k.clone(), scalar_text(v)))
+                    .map(|(k, v)| {
+                        let key = if self.encode_non_ascii {
+                            encode_non_ascii(k.clone())
+                        } else {
+                            k.clone()
+                        };
+                        (key, self.text(v))
+                    })
                     .collect::<Vec<_>>(),
             ),
-            Some(scalar) => visitor.visit_string(scalar_text(&scalar)),
+            Some(scalar) => visitor.visit_string(self.text(&scalar)),
         }
     }
 }
@@ -153,6 +240,15 @@ mod tests {
         assert!(t.expand(&json!({"path": "../../admin/delete"})).is_err());
         assert!(t.expand(&json!({"path": "a/%2e%2E/admin"})).is_err());
         assert!(t.expand(&json!({"path": "docs/..x/a.b"})).is_ok());
+        for path in [
+            "..%2fadmin",
+            "a/..%2Fadmin",
+            "..%5cadmin",
+            "..\\admin",
+            "%2e%2e%2fadmin",
+        ] {
+            assert!(t.expand(&json!({"path": path})).is_err(), "{path}");
+        }
         let t = UrlTemplate::parse("https://api.example.com/v1/search{?q}").unwrap();
         assert!(
             t.expand(&json!({"q": ".."})).is_ok(),
@@ -214,9 +310,57 @@ mod tests {
     }
 
     #[test]
+    fn reserved_expansion_of_non_ascii_values_does_not_panic() {
+        // iri-string panicked on these (a remote panic that dropped the connection).
+        let t = UrlTemplate::parse("https://api.example.com/{+path}{?q}{#frag}").unwrap();
+        let url = t
+            .expand(&json!({"path": "é/ü x", "q": "é", "frag": "日本"}))
+            .unwrap();
+        assert_eq!(
+            url.as_str(),
+            "https://api.example.com/%C3%A9/%C3%BC%20x?q=%C3%A9#%E6%97%A5%E6%9C%AC"
+        );
+        let t = UrlTemplate::parse("https://api.example.com/{+list}/{#map}").unwrap();
+        assert!(
+            t.expand(&json!({"list": ["é", "ü"], "map": {"ö": "ä"}}))
+                .is_ok()
+        );
+    }
+
+    #[test]
     fn reserved_expansion_cannot_escape_the_host() {
         let t = UrlTemplate::parse("https://api.example.com/{+path}").unwrap();
         let url = t.expand(&json!({"path": "/@evil.com/x"})).unwrap();
         assert_eq!(url.host_str(), Some("api.example.com"));
+    }
+
+    fn arg_strategy() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let text = prop_oneof![any::<String>(), "[./%a-f0-9@:?#\\\\é]{0,12}"];
+        prop_oneof![
+            text.clone().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            proptest::collection::vec(text.clone(), 0..3).prop_map(Value::from),
+            proptest::collection::btree_map(text.clone(), text, 0..3).prop_map(|m| Value::Object(
+                m.into_iter().map(|(k, v)| (k, Value::from(v))).collect()
+            )),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn expansion_never_panics_nor_leaves_the_origin(
+            op in proptest::sample::select(vec!["", "+", "#", "/", ";", "?", "&", "."]),
+            x in arg_strategy(),
+            y in arg_strategy(),
+        ) {
+            let source = format!("https://api.example.com:8443/v1/{{{op}x,y}}/z{{?y}}");
+            let t = UrlTemplate::parse(&source).unwrap();
+            if let Ok(url) = t.expand(&json!({"x": x, "y": y})) {
+                proptest::prop_assert!(same_origin(&url, t.origin()), "{}", url);
+                proptest::prop_assert!(url.path().starts_with("/v1/"), "{}", url);
+                proptest::prop_assert!(!url.path().split('/').any(|s| s == ".."), "{}", url);
+            }
+        }
     }
 }

@@ -39,6 +39,7 @@ pub enum Incoming {
 
 /// Parses one message. Batches are refused (removed from the protocol in 2025-06-18).
 pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
+    super::weight::check(body)?;
     let message: Envelope =
         serde_json::from_slice(body).map_err(|err| McpError::Parse(err.to_string()))?;
     if !message.is_object {
@@ -51,10 +52,13 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
     }
     let id = match message.id {
         None => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
+        Some(id @ Value::String(_)) => Some(id),
+        // Only integers that fit 64 bits: a larger or fractional number would be read as a
+        // float and answered with another id than the client sent.
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Value::Number(n)),
         Some(_) => {
             return Err(McpError::InvalidRequest(
-                "`id` must be a string or an integer".into(),
+                "`id` must be a string or an integer of at most 64 bits".into(),
             ));
         }
     };
@@ -132,6 +136,7 @@ pub fn request(id: &RequestId, method: &str, params: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
@@ -178,5 +183,66 @@ mod tests {
             parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#),
             Err(McpError::InvalidRequest(_))
         ));
+    }
+
+    #[test]
+    fn ids_beyond_64_bits_are_refused_not_rounded() {
+        // These came back as 1.8446744073709552e19 and 1.5: not the id the client sent.
+        for id in ["18446744073709551616", "1.5", "1e3", "-9223372036854775809"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let err = parse_message(body.as_bytes()).unwrap_err();
+            assert!(matches!(err, McpError::InvalidRequest(_)), "{id}: {err:?}");
+        }
+        for id in [json!(u64::MAX), json!(i64::MIN), json!("x")] {
+            let body = request(&id, "ping", json!({})).to_string();
+            assert!(
+                matches!(parse_message(body.as_bytes()), Ok(Incoming::Request { id: got, .. }) if got == id)
+            );
+        }
+    }
+
+    fn id_strategy() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ]
+    }
+
+    fn params_strategy() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ];
+        let value = leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map(any::<String>(), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        });
+        proptest::collection::btree_map("[a-z_]{1,8}", value, 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_any_bytes(body in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = parse_message(&body);
+        }
+
+        #[test]
+        fn never_panics_on_near_messages(body in r#"\{("(jsonrpc|id|method|params|result|error)":(null|1|-1|1\.5|1e400|"2\.0"|"x"|\[\]|\{\}|true),?){0,6}\}"#) {
+            let _ = parse_message(body.as_bytes());
+        }
+
+        #[test]
+        fn requests_round_trip(id in id_strategy(), method in any::<String>(), params in params_strategy()) {
+            let body = request(&id, &method, params.clone()).to_string();
+            let parsed = parse_message(body.as_bytes());
+            prop_assert_eq!(parsed.ok(), Some(Incoming::Request { id, method, params }));
+        }
     }
 }

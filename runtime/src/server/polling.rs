@@ -18,9 +18,22 @@ use tokio_util::sync::CancellationToken;
 
 /// Most resources polled at once per replica.
 pub const MAX_POLLED: usize = 256;
+/// Most polled resources one subscriber (session) may start, so one client cannot take every
+/// polling slot.
+pub const MAX_POLLED_PER_WATCHER: usize = MAX_POLLED / 16;
 
 /// Who watches a polled URI: each subscriber's token, cancelled when it goes away.
 type Watchers = HashMap<String, CancellationToken>;
+
+/// Whether `watcher` may start polling one more URI: under the replica's limit and under its
+/// own share.
+fn may_poll_another(watched: &HashMap<String, Watchers>, watcher: &str) -> bool {
+    let own = watched
+        .values()
+        .filter(|w| w.get(watcher).is_some_and(|t| !t.is_cancelled()))
+        .count();
+    watched.len() < MAX_POLLED && own < MAX_POLLED_PER_WATCHER
+}
 
 /// Polls subscribed upstream resources.
 pub struct Poller {
@@ -59,9 +72,10 @@ impl Poller {
             watchers.insert(watcher.to_owned(), until);
             return;
         }
-        if watched.len() >= MAX_POLLED {
+        if !may_poll_another(&watched, watcher) {
             tracing::warn!(
                 limit = MAX_POLLED,
+                per_subscriber = MAX_POLLED_PER_WATCHER,
                 "not polling another subscribed resource: at the limit"
             );
             return;
@@ -117,5 +131,29 @@ impl Poller {
                 last = Some(contents);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_subscriber_cannot_take_every_polling_slot() {
+        let mut watched: HashMap<String, Watchers> = HashMap::new();
+        let mut started = 0;
+        for n in 0..MAX_POLLED {
+            // Before, every one of these was polled: all 256 slots to one session.
+            if may_poll_another(&watched, "greedy") {
+                let token = CancellationToken::new();
+                watched.insert(
+                    format!("a://{n}"),
+                    HashMap::from([("greedy".into(), token)]),
+                );
+                started += 1;
+            }
+        }
+        assert_eq!(started, MAX_POLLED_PER_WATCHER);
+        assert!(may_poll_another(&watched, "other"));
     }
 }

@@ -118,12 +118,34 @@ fn violations(validator: &jsonschema::Validator, value: &Value) -> Option<String
     let found: Vec<String> = validator
         .iter_errors(value)
         .take(MAX_REPORTED_VIOLATIONS)
-        .map(|err| match err.instance_path().to_string() {
-            path if path.is_empty() => err.to_string(),
-            path => format!("{path}: {err}"),
+        .map(|err| {
+            let message = without_long_echo(&err.to_string(), &err.instance().to_string());
+            match err.instance_path().to_string() {
+                path if path.is_empty() => message,
+                path => format!("{path}: {message}"),
+            }
         })
         .collect();
     (!found.is_empty()).then(|| found.join("; "))
+}
+
+/// Longest offending value a violation message quotes.
+const MAX_ECHOED_CHARS: usize = 64;
+
+/// A violation message that quotes the offending value at most [`MAX_ECHOED_CHARS`] long: a
+/// large argument would otherwise come back once per violation.
+fn without_long_echo(message: &str, instance: &str) -> String {
+    if instance.chars().count() <= MAX_ECHOED_CHARS {
+        return message.to_owned();
+    }
+    let short: String = instance.chars().take(MAX_ECHOED_CHARS).collect();
+    let short = format!("{short}… ({} bytes)", instance.len());
+    let message = message.replace(instance, &short);
+    // A message that quotes the value in another form is cut instead.
+    match message.char_indices().nth(4 * MAX_ECHOED_CHARS) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message,
+    }
 }
 
 async fn send_logs(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContext, args: &Value) {
@@ -239,5 +261,29 @@ mod tests {
             json!({"type": "text", "text": "a: docs://a"})
         );
         assert_eq!(downgrade(link.clone(), LegacyVersion::V2025_06_18), link);
+    }
+}
+
+#[cfg(test)]
+mod echo_tests {
+    use super::*;
+
+    #[test]
+    fn violations_do_not_echo_large_values() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "string", "maxLength": 3},
+            "b": {"type": "string", "maxLength": 3},
+            "c": {"type": "integer"}
+        }});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let big = "x".repeat(100_000);
+        let args = json!({"a": big, "b": big, "c": big});
+        let problem = violations(&validator, &args).unwrap();
+        // Before, each of the three violations quoted all 100,000 characters.
+        assert!(problem.len() < 2_000, "{} bytes", problem.len());
+        assert!(
+            problem.contains("/a") && problem.contains("/c"),
+            "{problem}"
+        );
     }
 }

@@ -160,4 +160,29 @@ mod tests {
         let sealer = Sealer::random();
         assert_ne!(sealer.seal(&session()), sealer.seal(&session()));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn seals_round_trip_and_any_change_is_refused(
+            version in ".{0,40}",
+            created in proptest::prelude::any::<u64>(),
+            at in proptest::prelude::any::<usize>(),
+            with in "[A-Za-z0-9_-]",
+        ) {
+            let sealer = Sealer::new(&[3u8; KEY_LEN]);
+            let sealed = SealedSession { version, created };
+            let id = sealer.seal(&sealed);
+            proptest::prop_assert_eq!(sealer.open(&id), Some(sealed));
+            let at = at % id.len();
+            if id[at..].chars().next() != with.chars().next() {
+                let altered = format!("{}{with}{}", &id[..at], &id[at + 1..]);
+                proptest::prop_assert_eq!(sealer.open(&altered), None);
+            }
+        }
+
+        #[test]
+        fn opening_never_panics(id in ".{0,200}") {
+            let _ = Sealer::new(&[3u8; KEY_LEN]).open(&id);
+        }
+    }
 }

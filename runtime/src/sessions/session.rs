@@ -2,11 +2,11 @@
 //! the server-to-client stream and outstanding pings. Each lock is per session, never global.
 
 use crate::declaration::LogLevel;
-use crate::protocol::LegacyVersion;
+use crate::protocol::{LegacyVersion, McpError};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -14,6 +14,9 @@ use tokio_util::sync::CancellationToken;
 /// Most requests one session may have running at once (HTTP+SSE answers 202 before running a
 /// request, so nothing else would bound them).
 pub const MAX_IN_FLIGHT: usize = 64;
+
+/// Most bytes of posted messages one HTTP+SSE session may have waiting or running at once.
+pub const MAX_QUEUED_BYTES: usize = 8 << 20;
 
 /// A registered in-flight request; dropping it forgets the request.
 pub struct InFlight<'a> {
@@ -26,6 +29,20 @@ pub struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.session.state().in_flight.remove(&self.key);
+    }
+}
+
+/// Bytes counted by [`Session::queue_bytes`], released when dropped.
+pub struct Queued {
+    session: Arc<Session>,
+    bytes: usize,
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.session
+            .queued_bytes
+            .fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -60,6 +77,8 @@ pub struct Session {
     pub created: u64,
     epoch: Instant,
     last_seen_ms: AtomicU64,
+    used: AtomicBool,
+    queued_bytes: AtomicUsize,
     state: Mutex<State>,
 }
 
@@ -94,6 +113,8 @@ impl Session {
             ended: CancellationToken::new(),
             epoch: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
+            used: AtomicBool::new(false),
+            queued_bytes: AtomicUsize::new(0),
             state: Mutex::new(state),
         }
     }
@@ -107,6 +128,32 @@ impl Session {
     pub fn touch(&self) {
         let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_seen_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// Records a request after `initialize` (see [`Self::used`]).
+    pub fn mark_used(&self) {
+        self.used.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the session served a request after the one that opened it.
+    pub fn used(&self) -> bool {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Counts `bytes` of a posted message against [`MAX_QUEUED_BYTES`] until the returned
+    /// guard drops; `None` when they would not fit.
+    pub fn queue_bytes(self: &Arc<Self>, bytes: usize) -> Option<Queued> {
+        self.queued_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                queued
+                    .checked_add(bytes)
+                    .filter(|total| *total <= MAX_QUEUED_BYTES)
+            })
+            .ok()?;
+        Some(Queued {
+            session: self.clone(),
+            bytes,
+        })
     }
 
     /// Time since the last activity.
@@ -195,16 +242,29 @@ impl Session {
 
     /// Registers an in-flight request so `notifications/cancelled` can stop it; the guard
     /// forgets it when dropped, whether the request finished or its client went away. `None` at
-    /// [`MAX_IN_FLIGHT`] requests.
+    /// [`MAX_IN_FLIGHT`] requests or for an id already in flight ([`Self::try_start_request`]
+    /// says which).
     pub fn start_request(&self, id: &Value) -> Option<InFlight<'_>> {
+        self.try_start_request(id).ok()
+    }
+
+    /// [`Self::start_request`], with the reason for a refusal. Each request counts, and an id
+    /// may be in flight once: a second request under it would replace the first's entry, run
+    /// uncounted, and make the first uncancellable.
+    pub fn try_start_request(&self, id: &Value) -> Result<InFlight<'_>, McpError> {
         let token = self.ended.child_token();
         let key = id.to_string();
         let mut state = self.state();
         if state.in_flight.len() >= MAX_IN_FLIGHT {
-            return None;
+            return Err(McpError::TooManyRequests(MAX_IN_FLIGHT));
+        }
+        if state.in_flight.contains_key(&key) {
+            return Err(McpError::InvalidRequest(
+                "a request with this id is already in flight in this session".into(),
+            ));
         }
         state.in_flight.insert(key.clone(), token.clone());
-        Some(InFlight {
+        Ok(InFlight {
             session: self,
             key,
             token,
@@ -275,5 +335,44 @@ impl Session {
     /// Forgets a request the server no longer waits for.
     pub fn forget_answer(&self, id: &Value) {
         self.state().asks.remove(&id.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_request_counts_and_an_id_runs_once() {
+        let session = Session::new("s".into(), SessionTransport::Sse, None, 0);
+        let first = session.try_start_request(&json!(7)).unwrap();
+        // Before, a reused id replaced the entry: 200 requests under one id all ran.
+        assert!(matches!(
+            session.try_start_request(&json!(7)),
+            Err(McpError::InvalidRequest(_))
+        ));
+        assert!(session.try_start_request(&json!("7")).is_ok());
+        drop(first);
+        let again = session.try_start_request(&json!(7)).unwrap();
+        let others: Vec<_> = (0..MAX_IN_FLIGHT - 1)
+            .map(|n| session.try_start_request(&json!(format!("r{n}"))).unwrap())
+            .collect();
+        assert!(matches!(
+            session.try_start_request(&json!("one more")),
+            Err(McpError::TooManyRequests(_))
+        ));
+        drop((again, others));
+    }
+
+    #[test]
+    fn queued_bytes_are_bounded_and_released() {
+        let session = Arc::new(Session::new("s".into(), SessionTransport::Sse, None, 0));
+        let first = session.queue_bytes(MAX_QUEUED_BYTES - 10).unwrap();
+        assert!(session.queue_bytes(11).is_none());
+        let second = session.queue_bytes(10).unwrap();
+        drop(first);
+        assert!(session.queue_bytes(MAX_QUEUED_BYTES - 10).is_some());
+        drop(second);
     }
 }

@@ -8,16 +8,17 @@ use crate::protocol::{LegacyVersion, McpError};
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The longest a session lives, however active: its sealed id is refused after that on every
 /// replica, which bounds how long a leaked id can be replayed and how long tombstones are kept.
 pub const MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
 
-/// Most ended ids remembered; past it (a flood of short sessions) the oldest are forgotten first
-/// and, if still full, an ended id is not remembered (another replica's DELETE is best-effort
-/// anyway).
+/// Most ended ids remembered. Past it (a flood of short sessions) the table is replaced by a
+/// floor: no id sealed at or before the newest forgotten one is adopted from another replica
+/// again, so a forgotten id can never be served again (sessions of other replicas from before
+/// the flood must initialize again here; a flood is the only way to get there).
 const MAX_TOMBSTONES: usize = 100_000;
 
 fn now_unix() -> u64 {
@@ -32,6 +33,9 @@ fn now_unix() -> u64 {
 pub struct SessionSettings {
     /// A session with no request and no open stream for this long ends.
     pub idle_timeout: Duration,
+    /// A session with no request since its `initialize` and no open stream ends this soon (a
+    /// flood of `initialize` calls must not hold the table for `idle_timeout`).
+    pub unused_timeout: Duration,
     /// Most sessions open at once on this replica.
     pub max_sessions: usize,
     /// Interval of server pings on open streams; `None` disables them.
@@ -44,6 +48,7 @@ impl Default for SessionSettings {
     fn default() -> Self {
         Self {
             idle_timeout: Duration::from_secs(30 * 60),
+            unused_timeout: Duration::from_secs(30),
             max_sessions: 10_000,
             ping_interval: Some(Duration::from_secs(30)),
             ping_timeout: Duration::from_secs(10),
@@ -51,10 +56,22 @@ impl Default for SessionSettings {
     }
 }
 
+impl SessionSettings {
+    /// How often idle and unused sessions are looked for.
+    pub fn sweep_interval(&self) -> Duration {
+        (self.idle_timeout.min(self.unused_timeout) / 4)
+            .clamp(Duration::from_millis(100), Duration::from_secs(30))
+    }
+}
+
 /// Every session of this replica.
 pub struct SessionStore {
     sessions: DashMap<String, Arc<Session>>,
-    ended: DashMap<String, Instant>,
+    /// Ended ids and when they were sealed (unix seconds).
+    ended: DashMap<String, u64>,
+    /// Ids sealed at or before this (unix seconds) are not adopted: see [`MAX_TOMBSTONES`].
+    adopt_after: AtomicU64,
+    max_tombstones: usize,
     count: AtomicUsize,
     sealer: Sealer,
     settings: SessionSettings,
@@ -67,6 +84,8 @@ impl SessionStore {
         Self {
             sessions: DashMap::new(),
             ended: DashMap::new(),
+            adopt_after: AtomicU64::new(0),
+            max_tombstones: MAX_TOMBSTONES,
             count: AtomicUsize::new(0),
             sealer,
             settings,
@@ -95,6 +114,11 @@ impl SessionStore {
         transport: SessionTransport,
         version: Option<LegacyVersion>,
     ) -> Result<Arc<Session>, McpError> {
+        // Refuse before sealing: at the limit, a refusal costs no cryptography.
+        if self.len() >= self.settings.max_sessions {
+            self.metrics.session_refused();
+            return Err(McpError::TooManySessions(self.settings.max_sessions));
+        }
         let sealed = SealedSession {
             version: version
                 .map(LegacyVersion::as_str)
@@ -140,6 +164,7 @@ impl SessionStore {
     pub fn find(&self, id: &str) -> Result<Option<Arc<Session>>, McpError> {
         if let Some(session) = self.sessions.get(id) {
             session.touch();
+            session.mark_used();
             return Ok(Some(session.clone()));
         }
         if self.ended.contains_key(id) {
@@ -151,7 +176,9 @@ impl SessionStore {
         let Some(version) = LegacyVersion::parse(&sealed.version) else {
             return Ok(None);
         };
-        if now_unix().saturating_sub(sealed.created) > MAX_SESSION_AGE.as_secs() {
+        if now_unix().saturating_sub(sealed.created) > MAX_SESSION_AGE.as_secs()
+            || sealed.created <= self.adopt_after.load(Ordering::Acquire)
+        {
             return Ok(None);
         }
         let session = Session::new(
@@ -160,6 +187,7 @@ impl SessionStore {
             Some(version),
             sealed.created,
         );
+        session.mark_used();
         self.insert(Arc::new(session)).map(Some)
     }
 
@@ -167,22 +195,22 @@ impl SessionStore {
     pub fn find_local(&self, id: &str) -> Option<Arc<Session>> {
         let session = self.sessions.get(id)?.clone();
         session.touch();
+        session.mark_used();
         Some(session)
     }
 
     /// Ends a session: its streams close, its requests stop, its id is never served again here.
     pub fn end(&self, id: &str) -> bool {
-        if !self.sessions.contains_key(id) {
+        let Some(created) = self.sessions.get(id).map(|s| s.created) else {
             return false;
-        }
+        };
         // The tombstone first, so a concurrent request cannot adopt the id again in between.
-        if self.ended.len() >= MAX_TOMBSTONES {
-            self.ended
-                .retain(|_, at| at.elapsed() < MAX_SESSION_AGE / 24);
+        if self.ended.len() >= self.max_tombstones {
+            let newest = self.ended.iter().map(|e| *e.value()).max().unwrap_or(0);
+            self.adopt_after.fetch_max(newest, Ordering::AcqRel);
+            self.ended.clear();
         }
-        if self.ended.len() < MAX_TOMBSTONES {
-            self.ended.insert(id.to_owned(), Instant::now());
-        }
+        self.ended.insert(id.to_owned(), created);
         let Some((_, session)) = self.sessions.remove(id) else {
             return false;
         };
@@ -198,13 +226,22 @@ impl SessionStore {
             .sessions
             .iter()
             .filter(|s| {
-                (!s.has_stream() && s.idle_for() >= self.settings.idle_timeout)
+                let idle = s.idle_for();
+                let limit = if s.used() {
+                    self.settings.idle_timeout
+                } else {
+                    self.settings.unused_timeout.min(self.settings.idle_timeout)
+                };
+                (!s.has_stream() && idle >= limit)
                     || now_unix().saturating_sub(s.created) > MAX_SESSION_AGE.as_secs()
             })
             .map(|s| s.id.clone())
             .collect();
         let ended = idle.iter().filter(|id| self.end(id)).count();
-        self.ended.retain(|_, at| at.elapsed() < MAX_SESSION_AGE);
+        // Past the age limit a sealed id is refused anyway.
+        let now = now_unix();
+        self.ended
+            .retain(|_, created| now.saturating_sub(*created) <= MAX_SESSION_AGE.as_secs());
         ended
     }
 
@@ -281,6 +318,34 @@ mod tests {
     }
 
     #[test]
+    fn ended_ids_stay_ended_when_the_tombstones_overflow() {
+        let mut first = store(1, SessionSettings::default());
+        first.max_tombstones = 4;
+        let second = store(1, SessionSettings::default());
+        let version = Some(LegacyVersion::V2025_11_25);
+        let ids: Vec<String> = (0..20)
+            .map(|_| {
+                let id = first
+                    .open(SessionTransport::StreamableHttp, version)
+                    .unwrap()
+                    .id
+                    .clone();
+                assert!(first.end(&id));
+                id
+            })
+            .collect();
+        // Before, the ids ended while the table was full were forgotten and adopted again.
+        for id in &ids {
+            assert!(first.find(id).unwrap().is_none());
+        }
+        // Another replica's sessions still open.
+        let other = second
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap();
+        assert!(second.find(&other.id).unwrap().is_some());
+    }
+
+    #[test]
     fn concurrent_adoptions_of_one_id_count_once() {
         let first = store(1, SessionSettings::default());
         let second = Arc::new(store(1, SessionSettings::default()));
@@ -337,5 +402,29 @@ mod tests {
         assert!(session.ended.is_cancelled());
         assert!(store.find(&session.id).unwrap().is_none());
         assert!(store.is_empty());
+    }
+
+    #[test]
+    fn sessions_unused_since_initialize_expire_first() {
+        let store = store(
+            1,
+            SessionSettings {
+                unused_timeout: Duration::from_millis(50),
+                ..SessionSettings::default()
+            },
+        );
+        let version = Some(LegacyVersion::V2025_11_25);
+        let unused = store
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap();
+        let used = store
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap();
+        assert!(store.find(&used.id).unwrap().is_some());
+        std::thread::sleep(Duration::from_millis(80));
+        // Before, both held their place for the 30-minute idle timeout.
+        assert_eq!(store.expire_idle(), 1);
+        assert!(unused.ended.is_cancelled() && !used.ended.is_cancelled());
+        assert!(store.settings().sweep_interval() <= Duration::from_millis(100));
     }
 }

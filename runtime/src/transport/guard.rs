@@ -92,21 +92,47 @@ pub async fn check_host_and_origin(
     request: Request,
     next: Next,
 ) -> Response {
-    let policy = &state.http.origins;
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| request.uri().authority().map(|a| a.as_str()));
-    if !host.is_some_and(|h| policy.allows_host(h)) {
-        return forbidden("host not allowed");
-    }
-    if let Some(origin) = request.headers().get(header::ORIGIN)
-        && !origin.to_str().is_ok_and(|o| policy.allows_origin(o))
-    {
-        return forbidden("origin not allowed");
+    if let Err(why) = edge_check(&state.http.origins, request.headers(), request.uri()) {
+        return forbidden(why);
     }
     next.run(request).await
+}
+
+/// The Host (or the request target's authority) and any Origin must be allowed. Each header
+/// must appear once: with two, a proxy and this server could each read a different one.
+fn edge_check(
+    policy: &OriginPolicy,
+    headers: &HeaderMap,
+    uri: &axum::http::Uri,
+) -> Result<(), &'static str> {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Err("more than one Host header");
+    }
+    let host = match host {
+        Some(value) => value.to_str().ok(),
+        None => uri.authority().map(|a| a.as_str()),
+    };
+    if !host.is_some_and(|h| policy.allows_host(h)) {
+        return Err("host not allowed");
+    }
+    if let Some(authority) = uri.authority()
+        && !policy.allows_host(authority.as_str())
+    {
+        return Err("host not allowed");
+    }
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    let origin = origins.next();
+    if origins.next().is_some() {
+        return Err("more than one Origin header");
+    }
+    if let Some(origin) = origin
+        && !origin.to_str().is_ok_and(|o| policy.allows_origin(o))
+    {
+        return Err("origin not allowed");
+    }
+    Ok(())
 }
 
 fn forbidden(why: &str) -> Response {
@@ -223,6 +249,27 @@ mod tests {
             origins: vec!["*".into()],
         };
         assert!(open.allows_host("anything") && open.allows_origin("https://x"));
+    }
+
+    #[test]
+    fn every_host_and_origin_header_is_checked() {
+        let policy = OriginPolicy::default();
+        let uri: axum::http::Uri = "/mcp".parse().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.append(header::HOST, "localhost".parse().unwrap());
+        assert_eq!(edge_check(&policy, &headers, &uri), Ok(()));
+        // Only the first was checked before: the second could name any host.
+        headers.append(header::HOST, "evil.example.com".parse().unwrap());
+        assert!(edge_check(&policy, &headers, &uri).is_err());
+        let mut headers = HeaderMap::new();
+        headers.append(header::HOST, "localhost".parse().unwrap());
+        headers.append(header::ORIGIN, "http://localhost".parse().unwrap());
+        headers.append(header::ORIGIN, "http://evil.example.com".parse().unwrap());
+        assert!(edge_check(&policy, &headers, &uri).is_err());
+        let absolute: axum::http::Uri = "http://evil.example.com/mcp".parse().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.append(header::HOST, "localhost".parse().unwrap());
+        assert!(edge_check(&policy, &headers, &absolute).is_err());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::AppState;
 use super::reply;
 use crate::protocol::{Era, Incoming, LegacyVersion, McpError, RequestId, success_response};
 use crate::server::{Notifier, RequestContext};
-use crate::sessions::{MAX_IN_FLIGHT, Session};
+use crate::sessions::Session;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -49,9 +49,9 @@ pub async fn run(
     notifier: Option<Notifier>,
 ) -> Option<Value> {
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
-    let Some(in_flight) = session.start_request(id) else {
-        let err = McpError::TooManyRequests(MAX_IN_FLIGHT);
-        return Some(reply::error_body(Some(id), &err, era).0);
+    let in_flight = match session.try_start_request(id) {
+        Ok(in_flight) => in_flight,
+        Err(err) => return Some(reply::error_body(Some(id), &err, era).0),
     };
     let ctx =
         RequestContext::new(era, params, session.log_level(), notifier).in_session(session.clone());

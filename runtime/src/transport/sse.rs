@@ -80,6 +80,8 @@ pub struct MessagesQuery {
 }
 
 /// `POST /messages?sessionId=…`: 202, with the JSON-RPC response sent on the session's stream.
+/// A session whose posted messages would exceed [`crate::sessions::MAX_QUEUED_BYTES`] waiting
+/// or running, or whose client stops reading its stream, ends: later posts get 404.
 pub async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
@@ -99,6 +101,15 @@ pub async fn post(
     if let Err(refusal) = check_content_type(&headers) {
         return refusal;
     }
+    let Some(queued) = session.queue_bytes(body.len()) else {
+        state.sessions.end(&session.id);
+        tracing::warn!(session = %short(&session.id), "ended a session: too much posted and not yet answered");
+        return (
+            StatusCode::NOT_FOUND,
+            "session ended: too much posted and not yet answered",
+        )
+            .into_response();
+    };
     let message = match parse_message(&body) {
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
@@ -110,6 +121,7 @@ pub async fn post(
         return (StatusCode::NOT_FOUND, "session stream closed").into_response();
     };
     tokio::spawn(async move {
+        let _queued = queued;
         let response = if method == methods::INITIALIZE {
             // The session opened with the stream; initialize gives it its version.
             let (version, outcome) = state.server.initialize(&params, |version| {
@@ -140,7 +152,9 @@ pub async fn post(
             .await
             .is_err()
         {
-            tracing::warn!(session = %short(&session.id), "dropped a response: the client is not reading its stream");
+            // The reader stalled: everything queued behind it would wait as well.
+            state.sessions.end(&session.id);
+            tracing::warn!(session = %short(&session.id), "ended a session: the client is not reading its stream");
         }
     });
     (StatusCode::ACCEPTED, "Accepted").into_response()

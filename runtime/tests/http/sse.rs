@@ -127,3 +127,69 @@ async fn shutdown_closes_streams_and_drains_within_the_deadline() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn under_a_prefix_every_endpoint_is_served_there_and_at_the_root() {
+    let rt = start(MANIFEST, |c| c.http.path_prefix = "/weather".into()).await;
+    let client = reqwest::Client::new();
+    // HTTP+SSE through the prefix: the stream and the endpoint it announces.
+    let response = client
+        .get(format!("{}/weather/sse", rt.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut stream = EventReader::new(response);
+    assert!(
+        stream
+            .until(Duration::from_secs(2), |t| t.contains("sessionId=")
+                && t.contains("\n\n"))
+            .await
+    );
+    let endpoint = stream
+        .text
+        .split("data: ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(endpoint.starts_with("/weather/messages?"), "{endpoint}");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let posted = client
+        .post(format!("{}{endpoint}", rt.url))
+        .header("content-type", "application/json")
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), 202);
+    assert!(
+        stream
+            .until(Duration::from_secs(2), |t| t
+                .contains("\"protocolVersion\""))
+            .await
+    );
+    // Streamable HTTP under the prefix and at the root; nothing else under the prefix.
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    for path in ["/weather/mcp", "/mcp"] {
+        let answer = client
+            .post(format!("{}{path}", rt.url))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(ping.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(answer.status(), 404, "{path}");
+    }
+    let other = client
+        .get(format!("{}/weather/other", rt.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+}

@@ -1,7 +1,7 @@
 //! The runtime Deployment: one hardened container serving the mounted manifest. Only deployment
 //! fields reach the pod template, so a declaration change never rolls pods. Pure.
 
-use super::exposure::path_prefix;
+use super::exposure::public_endpoint;
 use super::meta::{child_meta, config_map_name, labels, selector_labels, session_key_name};
 use super::{BuildConfig, MANIFEST_KEY};
 use crate::resource::MCPServer;
@@ -38,7 +38,10 @@ const CONTAINER: &str = "mcp-runtime";
 /// The Deployment running the runtime for `server`.
 pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
     let spec = &server.spec.deployment;
-    let pod_labels = labels(server);
+    // Declared labels first, so the operator's own (the selector among them) win.
+    let mut pod_labels = spec.pod_labels.clone();
+    pod_labels.extend(labels(server));
+    let pod_annotations = pod_annotations(server);
     let selector = selector_labels(server);
     let mut volumes = vec![
         Volume {
@@ -141,16 +144,24 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
         node_selector: (!spec.node_selector.is_empty()).then(|| spec.node_selector.clone()),
         tolerations: (!spec.tolerations.is_empty()).then(|| spec.tolerations.clone()),
         affinity: spec.affinity.clone(),
-        topology_spread_constraints: Some(vec![TopologySpreadConstraint {
-            max_skew: 1,
-            topology_key: "kubernetes.io/hostname".into(),
-            when_unsatisfiable: "ScheduleAnyway".into(),
-            label_selector: Some(LabelSelector {
-                match_labels: Some(selector.clone()),
+        service_account_name: spec.service_account_name.clone(),
+        image_pull_secrets: (!spec.image_pull_secrets.is_empty())
+            .then(|| spec.image_pull_secrets.clone()),
+        priority_class_name: spec.priority_class_name.clone(),
+        topology_spread_constraints: Some(if spec.topology_spread_constraints.is_empty() {
+            vec![TopologySpreadConstraint {
+                max_skew: 1,
+                topology_key: "kubernetes.io/hostname".into(),
+                when_unsatisfiable: "ScheduleAnyway".into(),
+                label_selector: Some(LabelSelector {
+                    match_labels: Some(selector.clone()),
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
-        }]),
+            }]
+        } else {
+            spec.topology_spread_constraints.clone()
+        }),
         termination_grace_period_seconds: Some(30),
         ..Default::default()
     };
@@ -158,7 +169,9 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
     Deployment {
         metadata: child_meta(server, server.name_any()),
         spec: DeploymentSpec {
-            replicas: Some(spec.replicas.unwrap_or(1)),
+            // Unset: left out of the applied object, so the API server's default (1) applies on
+            // creation and whoever scales the Deployment afterwards owns the count.
+            replicas: spec.replicas,
             selector: LabelSelector {
                 match_labels: Some(selector),
                 ..Default::default()
@@ -174,15 +187,7 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(pod_labels),
-                    annotations: Some(BTreeMap::from([
-                        (
-                            "kubectl.kubernetes.io/default-container".to_owned(),
-                            CONTAINER.to_owned(),
-                        ),
-                        ("prometheus.io/scrape".to_owned(), "true".to_owned()),
-                        ("prometheus.io/port".to_owned(), ADMIN_PORT.to_string()),
-                        ("prometheus.io/path".to_owned(), "/metrics".to_owned()),
-                    ])),
+                    annotations: Some(pod_annotations),
                     ..Default::default()
                 }),
                 spec: Some(pod),
@@ -191,6 +196,21 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
         },
         status: None,
     }
+}
+
+/// Annotations of the pods: the declared ones, then the operator's (which win).
+fn pod_annotations(server: &MCPServer) -> BTreeMap<String, String> {
+    let mut annotations = server.spec.deployment.pod_annotations.clone();
+    annotations.extend(BTreeMap::from([
+        (
+            "kubectl.kubernetes.io/default-container".to_owned(),
+            CONTAINER.to_owned(),
+        ),
+        ("prometheus.io/scrape".to_owned(), "true".to_owned()),
+        ("prometheus.io/port".to_owned(), ADMIN_PORT.to_string()),
+        ("prometheus.io/path".to_owned(), "/metrics".to_owned()),
+    ]));
+    annotations
 }
 
 /// The runtime's command line (its flags are fixed by the runtime; see its `serve --help`).
@@ -211,11 +231,12 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         args.push(name.into());
         args.push(value);
     };
-    // Host names clients may use: the ingress host, the Service's DNS names, and localhost
+    // Host names clients may use: the public host, the Service's DNS names, and localhost
     // (for `kubectl port-forward`). Any other Host header is refused (DNS rebinding).
+    let public = public_endpoint(server);
     let mut hosts = Vec::new();
-    if let Some(ingress) = &spec.ingress {
-        hosts.push(ingress.host.clone());
+    if let Some(endpoint) = &public {
+        hosts.push(endpoint.host.to_owned());
     }
     hosts.extend([
         name.clone(),
@@ -227,14 +248,10 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
     for host in hosts {
         flag("--allowed-host", host);
     }
-    if let Some(ingress) = &spec.ingress {
-        let scheme = if ingress.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        flag("--allowed-origin", format!("{scheme}://{}", ingress.host));
-        if let Some(prefix) = path_prefix(ingress) {
+    if let Some(endpoint) = &public {
+        let scheme = if endpoint.https { "https" } else { "http" };
+        flag("--allowed-origin", format!("{scheme}://{}", endpoint.host));
+        if let Some(prefix) = endpoint.prefix {
             flag("--path-prefix", prefix.to_owned());
         }
     }

@@ -1,10 +1,10 @@
 //! How clients reach the server: the Service, the optional Ingress (only the MCP endpoints,
-//! SSE-safe for ingress-nginx), the PodDisruptionBudget of a replicated server, and the URL
-//! reported in status. Pure.
+//! SSE-safe for ingress-nginx), the PodDisruptionBudget of a replicated server, the public
+//! endpoint (Ingress or gateway) and the URL reported in status. Pure.
 
 use super::BuildConfig;
 use super::meta::{child_meta, selector_labels};
-use crate::resource::{IngressSpec, MCPServer, ServiceType};
+use crate::resource::{Exposure, IngressSpec, MCPServer, ServiceType, UrlScheme};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
@@ -62,8 +62,13 @@ pub fn service(server: &MCPServer) -> Service {
     }
 }
 
-/// The Ingress, when the spec declares one.
+/// The Ingress, when the spec declares one (and no gateway). The runtime serves its endpoints
+/// under the path prefix itself, so the paths are exact and nothing is rewritten: any ingress
+/// controller routes them the same way, and no regex mode leaks onto other Ingresses of the host.
 pub fn ingress(server: &MCPServer) -> Option<Ingress> {
+    if server.spec.deployment.exposure == Some(Exposure::Gateway) {
+        return None;
+    }
     let declared = server.spec.deployment.ingress.as_ref()?;
     let mut annotations: BTreeMap<String, String> = SSE_ANNOTATIONS
         .iter()
@@ -79,34 +84,14 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
         }),
         ..Default::default()
     };
-    let path = |path: String, path_type: &str| HTTPIngressPath {
-        path: Some(path),
-        path_type: path_type.into(),
-        backend: backend.clone(),
-    };
-    let paths = match path_prefix(declared) {
-        // At the root, the endpoints are routed as they are, by any ingress controller.
-        None => ENDPOINTS
-            .iter()
-            .map(|endpoint| path(format!("/{endpoint}"), "Exact"))
-            .collect(),
-        // Under a prefix, the runtime still serves at the root (the prefix only shapes the
-        // endpoint its HTTP+SSE stream announces): ingress-nginx strips the prefix.
-        Some(prefix) => {
-            annotations.insert(
-                "nginx.ingress.kubernetes.io/use-regex".into(),
-                "true".into(),
-            );
-            annotations.insert(
-                "nginx.ingress.kubernetes.io/rewrite-target".into(),
-                "/$1".into(),
-            );
-            vec![path(
-                format!("{}/({})$", regex_escape(prefix), ENDPOINTS.join("|")),
-                "ImplementationSpecific",
-            )]
-        }
-    };
+    let paths = endpoint_paths(path_prefix(declared))
+        .into_iter()
+        .map(|path| HTTPIngressPath {
+            path: Some(path),
+            path_type: "Exact".into(),
+            backend: backend.clone(),
+        })
+        .collect();
     annotations.extend(declared.annotations.clone());
     let mut metadata = child_meta(server, server.name_any());
     metadata.annotations = Some(annotations);
@@ -130,6 +115,14 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
     })
 }
 
+/// The MCP endpoints under `prefix`: `/weather/mcp`, `/weather/sse`, `/weather/messages`.
+pub fn endpoint_paths(prefix: Option<&str>) -> Vec<String> {
+    ENDPOINTS
+        .iter()
+        .map(|endpoint| format!("{}/{endpoint}", prefix.unwrap_or_default()))
+        .collect()
+}
+
 /// The PodDisruptionBudget of a server with more than one replica: voluntary disruptions (node
 /// drains) take one pod at a time.
 pub fn pod_disruption_budget(server: &MCPServer) -> Option<PodDisruptionBudget> {
@@ -150,19 +143,6 @@ pub fn pod_disruption_budget(server: &MCPServer) -> Option<PodDisruptionBudget> 
     })
 }
 
-/// `text` with the characters regular expressions give a meaning escaped.
-pub(super) fn regex_escape(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if r"\.+*?()|[]{}^$".contains(c) {
-                vec!['\\', c]
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
-}
-
 /// The ingress path as the runtime's `--path-prefix`, or `None` at the root.
 pub fn path_prefix(ingress: &IngressSpec) -> Option<&str> {
     ingress
@@ -171,21 +151,52 @@ pub fn path_prefix(ingress: &IngressSpec) -> Option<&str> {
         .filter(|path| *path != "/" && !path.is_empty())
 }
 
-/// Where MCP clients connect: the Ingress URL when one is declared, else the Service's.
+/// Where clients outside the cluster reach the server: the Ingress or the gateway's host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicEndpoint<'a> {
+    /// Host name clients use.
+    pub host: &'a str,
+    /// Path prefix, `None` at the root.
+    pub prefix: Option<&'a str>,
+    /// Whether clients use HTTPS.
+    pub https: bool,
+    /// The spec field declaring it, for messages.
+    pub field: &'static str,
+}
+
+/// The public endpoint of `server`, when it is exposed outside the cluster.
+pub fn public_endpoint(server: &MCPServer) -> Option<PublicEndpoint<'_>> {
+    let spec = &server.spec.deployment;
+    if spec.exposure == Some(Exposure::Gateway) {
+        let gateway = spec.gateway.as_ref()?;
+        return Some(PublicEndpoint {
+            host: &gateway.host,
+            prefix: gateway
+                .path
+                .as_deref()
+                .filter(|p| *p != "/" && !p.is_empty()),
+            https: gateway.scheme != Some(UrlScheme::Http),
+            field: "spec.gateway",
+        });
+    }
+    let ingress = spec.ingress.as_ref()?;
+    Some(PublicEndpoint {
+        host: &ingress.host,
+        prefix: path_prefix(ingress),
+        https: ingress.tls.is_some(),
+        field: "spec.ingress",
+    })
+}
+
+/// Where MCP clients connect: the public URL when the server is exposed, else the Service's.
 pub fn url(server: &MCPServer, config: &BuildConfig) -> String {
-    match &server.spec.deployment.ingress {
-        Some(ingress) => {
-            let scheme = if ingress.tls.is_some() {
-                "https"
-            } else {
-                "http"
-            };
-            format!(
-                "{scheme}://{}{}/mcp",
-                ingress.host,
-                path_prefix(ingress).unwrap_or_default()
-            )
-        }
+    match public_endpoint(server) {
+        Some(endpoint) => format!(
+            "{}://{}{}/mcp",
+            if endpoint.https { "https" } else { "http" },
+            endpoint.host,
+            endpoint.prefix.unwrap_or_default()
+        ),
         None => format!(
             "http://{}.{}.svc.{}/mcp",
             server.name_any(),

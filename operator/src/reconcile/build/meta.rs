@@ -19,6 +19,15 @@ pub fn selector_labels(server: &MCPServer) -> BTreeMap<String, String> {
     ])
 }
 
+/// [`selector_labels`] as a label selector string, as the scale subresource reports it.
+pub fn pod_selector(server: &MCPServer) -> String {
+    selector_labels(server)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Labels of every child object and pod.
 pub fn labels(server: &MCPServer) -> BTreeMap<String, String> {
     let mut labels = selector_labels(server);

@@ -10,6 +10,7 @@ use crate::protocol::McpError;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Longest upstream body excerpt in an error.
 const EXCERPT_BYTES: usize = 512;
@@ -225,10 +226,13 @@ fn excerpt(body: &[u8], secrets: &[Secret]) -> String {
     }
 }
 
-/// Runs a jq program on a blocking thread, bounded in time.
+/// Runs a jq program on a blocking thread, bounded in time. When the call ends first (timeout,
+/// or the client went away and this future was dropped) the run is told to stop.
 async fn run_jq(jq: &Arc<JqProgram>, body: &[u8]) -> Result<Value, String> {
     let (jq, body) = (jq.clone(), body.to_vec());
-    let task = tokio::task::spawn_blocking(move || jq.run(&body));
+    let cancel = Arc::new(AtomicBool::new(false));
+    let _stop_on_drop = StopOnDrop(cancel.clone());
+    let task = tokio::task::spawn_blocking(move || jq.run(&body, &cancel));
     match tokio::time::timeout(JQ_TIMEOUT, task).await {
         Ok(Ok(result)) => result,
         Ok(Err(_)) => Err("the jq program failed".into()),
@@ -236,6 +240,15 @@ async fn run_jq(jq: &Arc<JqProgram>, body: &[u8]) -> Result<Value, String> {
             "the jq program ran longer than {} s",
             JQ_TIMEOUT.as_secs()
         )),
+    }
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 

@@ -80,7 +80,7 @@ impl Compiler<'_> {
                 .ok()
                 .map(|b| b.len())
         } else if let (Some(file), true) = (&resource.file, self.options.read_files) {
-            match std::fs::read(base_dir.join(file)) {
+            match crate::declaration::read_within(base_dir, file) {
                 Ok(bytes) => {
                     let size = bytes.len();
                     match String::from_utf8(bytes) {

@@ -1,0 +1,250 @@
+//! Host and path claims between `MCPServer`s: two servers exposed on the same host and path
+//! prefix would share (and fight over) one route, possibly across namespaces and teams. The
+//! older claim wins; the newer is refused with `HostConflict` naming the other server. Decided
+//! from the controller's cache of servers, so it costs no API call. Pure, except [`requeue`],
+//! which gives the controller the servers to look at again when a claim may have been released.
+
+use crate::reconcile::build::{BuildConfig, public_endpoint, url};
+use crate::reconcile::validate::{Accepted, RefusalReason, Refused};
+use crate::resource::MCPServer;
+use futures_util::Stream;
+use kube::ResourceExt;
+use kube::runtime::reflector::{ObjectRef, Store};
+use mcp_runtime::declaration::FieldError;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Server changes queued for [`requeue`] at most: past this, a change is dropped (the periodic
+/// resync looks at every server again anyway).
+const QUEUE: usize = 1024;
+
+/// What a server claims on the shared ingress or gateway: a host and a path prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// Field that declares the claim, for messages.
+    pub field: &'static str,
+    /// Host name, lower case.
+    pub host: String,
+    /// Path prefix, `/` at the root.
+    pub path: String,
+}
+
+/// The claim of `server`, when it is exposed outside the cluster.
+pub fn claim(server: &MCPServer) -> Option<Claim> {
+    let endpoint = public_endpoint(server)?;
+    Some(Claim {
+        field: endpoint.field,
+        host: endpoint.host.to_ascii_lowercase(),
+        path: endpoint.prefix.unwrap_or("/").to_owned(),
+    })
+}
+
+/// Order of precedence between two claims of the same route: a server already serving it (its
+/// status URL is the claimed one) first, then the older object; namespace and name break ties,
+/// so every reconcile decides the same way.
+fn precedence(server: &MCPServer) -> (bool, Option<jiff::Timestamp>, String, String) {
+    let serving =
+        server.status.as_ref().and_then(|s| s.url.as_deref()) == Some(claimed_url(server).as_str());
+    (
+        !serving,
+        server.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        server.namespace().unwrap_or_default(),
+        server.name_any(),
+    )
+}
+
+/// The URL status reports for the claim (the cluster domain plays no part in an external URL).
+fn claimed_url(server: &MCPServer) -> String {
+    url(server, &BuildConfig::default())
+}
+
+/// The server whose claim beats `server`'s on the same host and path, if any.
+pub fn winner<'a>(
+    server: &MCPServer,
+    others: impl IntoIterator<Item = &'a MCPServer>,
+) -> Option<&'a MCPServer> {
+    let mine = claim(server)?;
+    let my_rank = precedence(server);
+    others
+        .into_iter()
+        .filter(|other| {
+            other.metadata.deletion_timestamp.is_none()
+                && !(other.namespace() == server.namespace()
+                    && other.name_any() == server.name_any())
+                && claim(other)
+                    .is_some_and(|theirs| theirs.host == mine.host && theirs.path == mine.path)
+        })
+        .min_by_key(|other| precedence(other))
+        .filter(|other| precedence(other) < my_rank)
+}
+
+/// The validate verdict, refused with `HostConflict` when an older claim holds the route.
+pub fn check(
+    server: &MCPServer,
+    store: &Store<MCPServer>,
+    verdict: Result<Accepted, Refused>,
+) -> Result<Accepted, Refused> {
+    let accepted = verdict?;
+    let all: Vec<Arc<MCPServer>> = store.state();
+    let Some(other) = winner(server, all.iter().map(Arc::as_ref)) else {
+        return Ok(accepted);
+    };
+    let Some(mine) = claim(server) else {
+        return Ok(accepted);
+    };
+    Err(Refused {
+        errors: vec![FieldError {
+            path: mine.field.into(),
+            message: format!(
+                "host `{}` path `{}` is already claimed by MCPServer {}/{} (the older claim wins): \
+                 choose another host or path, or remove the other server's claim",
+                mine.host,
+                mine.path,
+                other.namespace().unwrap_or_default(),
+                other.name_any()
+            ),
+        }],
+        reason: RefusalReason::HostConflict,
+    })
+}
+
+/// Servers to look at again when `changed` changed or was deleted: every server refused for a
+/// host conflict, since `changed` may have released the route it waits for.
+pub fn waiting(store: &Store<MCPServer>, changed_uid: &str) -> Vec<ObjectRef<MCPServer>> {
+    store
+        .state()
+        .iter()
+        .filter(|server| server.uid().as_deref() != Some(changed_uid))
+        .filter(|server| {
+            server
+                .status
+                .as_ref()
+                .and_then(|s| s.condition("Accepted"))
+                .is_some_and(|c| c.reason == RefusalReason::HostConflict.as_str())
+        })
+        .map(|server| ObjectRef::from_obj(server.as_ref()))
+        .collect()
+}
+
+/// A queue of changed or deleted servers (fed with [`changed`]) and the stream of servers to
+/// look at again because of them: those waiting for a route, read from `store` when the change
+/// is taken off the queue.
+pub fn requeue(
+    store: Store<MCPServer>,
+) -> (
+    mpsc::Sender<String>,
+    impl Stream<Item = ObjectRef<MCPServer>> + Send + 'static,
+) {
+    let (sender, receiver) = mpsc::channel::<String>(QUEUE);
+    let stream = futures_util::stream::unfold(receiver, move |mut receiver| {
+        let store = store.clone();
+        async move {
+            let uid = receiver.recv().await?;
+            Some((futures_util::stream::iter(waiting(&store, &uid)), receiver))
+        }
+    });
+    (sender, futures_util::StreamExt::flatten(stream))
+}
+
+/// Queues `server` as changed or deleted, for [`requeue`]; a full queue drops it.
+pub fn changed(queue: &mpsc::Sender<String>, server: &MCPServer) {
+    if let Err(error) = queue.try_send(server.uid().unwrap_or_default()) {
+        tracing::debug!(%error, "host claim change dropped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::test_support::server;
+
+    fn exposed(name: &str, namespace: &str, created: &str, host: &str, path: &str) -> MCPServer {
+        server(&format!(
+            r#"
+            metadata: {{name: {name}, namespace: {namespace}, creationTimestamp: "{created}"}}
+            spec:
+              tools: [{{name: hi, content: [{{type: text, text: hi}}]}}]
+              ingress: {{host: {host}, path: {path}}}
+            "#
+        ))
+    }
+
+    #[test]
+    fn the_older_claim_wins_across_namespaces() {
+        let old = exposed(
+            "a",
+            "team-a",
+            "2026-01-01T00:00:00Z",
+            "mcp.example.com",
+            "/x",
+        );
+        let new = exposed(
+            "b",
+            "team-b",
+            "2026-02-01T00:00:00Z",
+            "MCP.example.com",
+            "/x",
+        );
+        let all = [old.clone(), new.clone()];
+        assert_eq!(
+            winner(&new, &all).map(ResourceExt::name_any),
+            Some("a".into())
+        );
+        assert!(winner(&old, &all).is_none());
+    }
+
+    #[test]
+    fn another_path_or_host_is_no_conflict() {
+        let old = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
+        let path = exposed("b", "t", "2026-02-01T00:00:00Z", "mcp.example.com", "/y");
+        let host = exposed("c", "t", "2026-02-01T00:00:00Z", "other.example.com", "/x");
+        let all = [old, path.clone(), host.clone()];
+        assert!(winner(&path, &all).is_none());
+        assert!(winner(&host, &all).is_none());
+    }
+
+    #[test]
+    fn a_server_already_serving_the_route_keeps_it() {
+        // `b` is newer but serves the route; `a` moved onto it later.
+        let a = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
+        let mut b = exposed("b", "t", "2026-02-01T00:00:00Z", "mcp.example.com", "/x");
+        b.status = Some(crate::resource::MCPServerStatus {
+            url: Some("http://mcp.example.com/x/mcp".into()),
+            ..Default::default()
+        });
+        let all = [a.clone(), b.clone()];
+        assert_eq!(
+            winner(&a, &all).map(ResourceExt::name_any),
+            Some("b".into())
+        );
+        assert!(winner(&b, &all).is_none());
+    }
+
+    #[test]
+    fn a_gateway_claim_and_an_ingress_claim_of_one_route_conflict() {
+        let ingress = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
+        let gateway = server(
+            r#"
+            metadata: {name: g, namespace: u, creationTimestamp: "2026-02-01T00:00:00Z"}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              exposure: gateway
+              gateway: {host: mcp.example.com, path: /x, parentRefs: [{name: shared}]}
+            "#,
+        );
+        assert_eq!(claim(&gateway).unwrap().field, "spec.gateway");
+        let all = [ingress, gateway.clone()];
+        assert_eq!(
+            winner(&gateway, &all).map(ResourceExt::name_any),
+            Some("a".into())
+        );
+    }
+
+    #[test]
+    fn a_server_being_deleted_releases_its_claim() {
+        let mut old = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
+        old.metadata.deletion_timestamp = old.metadata.creation_timestamp.clone();
+        let new = exposed("b", "t", "2026-02-01T00:00:00Z", "mcp.example.com", "/x");
+        assert!(winner(&new, &[old, new.clone()]).is_none());
+    }
+}

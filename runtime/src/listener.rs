@@ -1,0 +1,203 @@
+//! Serving a router on a TCP listener through hyper-util's connection builder, with the bounds
+//! axum's `serve` does not set: a header-read timeout (also for the next request on a kept-alive
+//! connection, so idle connections close), a limit on open connections, and small read buffers
+//! (most connections are idle or long-lived streams). Graceful: on shutdown, connections finish
+//! their current request and close. Does network I/O.
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// Bounds of one listening port.
+#[derive(Clone, Debug)]
+pub struct ConnectionLimits {
+    /// Longest a client may take to send a request's headers, and longest a kept-alive
+    /// connection may sit idle before its next request.
+    pub header_read_timeout: Duration,
+    /// Most connections open at once; further clients wait in the listen backlog.
+    pub max_connections: usize,
+    /// Largest read buffer of a connection (requests' headers must fit).
+    pub max_buf_size: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 20_000,
+            max_buf_size: 64 * 1024,
+        }
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown`, then waits for open connections to finish
+/// their requests.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_buf_size.max(8192));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(limits.header_read_timeout))
+        .keep_alive_timeout(limits.header_read_timeout);
+    let builder = Arc::new(builder);
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    loop {
+        let permit = tokio::select! {
+            () = shutdown.cancelled() => break,
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let (stream, _peer) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let (app, builder, watcher) = (app.clone(), builder.clone(), graceful.watcher());
+        let timeout = limits.header_read_timeout;
+        tokio::spawn(async move {
+            let _permit = permit;
+            // hyper's timeout starts once the protocol is known; until then, this one holds.
+            if !protocol_known(&stream, timeout).await {
+                return;
+            }
+            let service = TowerToHyperService::new(app);
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            // A client that goes away or times out is not an error of the server.
+            let _ = watcher.watch(connection.into_owned()).await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// The HTTP/2 connection preface; anything else is HTTP/1.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Whether the client sent enough, within `timeout`, for the builder to tell HTTP/1 from
+/// HTTP/2 (the builder would otherwise wait for those bytes without a limit).
+async fn protocol_known(stream: &tokio::net::TcpStream, timeout: Duration) -> bool {
+    let wait = async {
+        let mut buf = [0u8; H2_PREFACE.len()];
+        loop {
+            match stream.peek(&mut buf).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) if n >= H2_PREFACE.len() || !H2_PREFACE.starts_with(&buf[..n]) => {
+                    return true;
+                }
+                // Part of the preface: peek returns at once, so wait a little between looks.
+                Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    };
+    tokio::time::timeout(timeout, wait).await.unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn start(limits: ConnectionLimits) -> (std::net::SocketAddr, CancellationToken) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        let stop = CancellationToken::new();
+        tokio::spawn(serve(listener, app, limits, stop.clone()));
+        (addr, stop)
+    }
+
+    /// Reads until the server closes the connection; how long that took.
+    async fn time_to_close(stream: &mut tokio::net::TcpStream) -> Duration {
+        let started = std::time::Instant::now();
+        let mut buf = [0u8; 1024];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return started.elapsed(),
+                Ok(Ok(_)) => {}
+                Err(_) => return Duration::from_secs(5),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn half_sent_and_idle_connections_are_closed() {
+        let limits = ConnectionLimits {
+            header_read_timeout: Duration::from_millis(300),
+            ..ConnectionLimits::default()
+        };
+        let (addr, stop) = start(limits).await;
+        // Slowloris: headers started and never finished. axum::serve held these forever.
+        let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        assert!(time_to_close(&mut slow).await < Duration::from_secs(3));
+        // A kept-alive connection that goes quiet after one request.
+        let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+        idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(time_to_close(&mut idle).await < Duration::from_secs(3));
+        // A connection that never sends a byte.
+        let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+        assert!(time_to_close(&mut silent).await < Duration::from_secs(3));
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn connections_beyond_the_limit_wait() {
+        let limits = ConnectionLimits {
+            max_connections: 1,
+            header_read_timeout: Duration::from_secs(2),
+            ..ConnectionLimits::default()
+        };
+        let (addr, stop) = start(limits).await;
+        let _holder = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut second = tokio::net::TcpStream::connect(addr).await.unwrap();
+        second
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let waited =
+            tokio::time::timeout(Duration::from_millis(500), second.read_to_end(&mut buf)).await;
+        assert!(waited.is_err(), "served past the connection limit");
+        // Once the first times out, the second is served.
+        tokio::time::timeout(Duration::from_secs(5), second.read_to_end(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
+        stop.cancel();
+    }
+}
