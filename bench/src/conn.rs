@@ -10,6 +10,10 @@ use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use tokio::net::TcpStream;
 
+/// `Bearer <token>` sent with every request, for servers that authenticate (set once, from
+/// `--bearer-token-file`).
+pub static AUTHORIZATION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 /// A request to send: method, path, headers and body.
 #[derive(Clone, Debug)]
 pub struct Call {
@@ -70,7 +74,8 @@ impl Conn {
         Ok(())
     }
 
-    /// Sends a request and returns the response head with its body still streaming.
+    /// Sends a request and returns the response head with its body still streaming (with the
+    /// bearer token of `--bearer-token-file`, when one was given).
     pub async fn start(&mut self, call: &Call) -> anyhow::Result<http::Response<Incoming>> {
         let mut request = Request::builder()
             .method(call.method.clone())
@@ -78,6 +83,9 @@ impl Conn {
             .header("host", self.host.as_str());
         for (name, value) in &call.headers {
             request = request.header(*name, value.as_str());
+        }
+        if let Some(authorization) = AUTHORIZATION.get() {
+            request = request.header("authorization", authorization.as_str());
         }
         let request = request.body(Full::new(call.body.clone()))?;
         self.sender.ready().await?;

@@ -85,6 +85,9 @@ struct LoadArgs {
     /// Total requests per second (open loop); without it, as fast as the server answers.
     #[arg(long)]
     rate: Option<f64>,
+    /// File holding an access token sent as `Authorization: Bearer` with every request.
+    #[arg(long, value_name = "FILE")]
+    bearer_token_file: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -138,6 +141,10 @@ fn main() -> anyhow::Result<()> {
             check_target(&args.target)?;
             anyhow::ensure!(args.duration + args.warmup <= LONGEST, "runs are bounded");
             anyhow::ensure!(args.concurrency > 0, "--concurrency must be positive");
+            if let Some(file) = &args.bearer_token_file {
+                let token = std::fs::read_to_string(file)?;
+                let _ = conn::AUTHORIZATION.set(format!("Bearer {}", token.trim()));
+            }
             let config = load::LoadConfig {
                 addr: args.target.addr,
                 path: args.path,

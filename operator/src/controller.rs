@@ -1,4 +1,4 @@
-//! The controller: watches `MCPServer`s (in one namespace or all), the children the operator
+//! The controller: watches `MCPServer`s (in all namespaces or a list of them), the children the operator
 //! labelled and their pods, caches the children (reflector stores the reconciles read), and runs
 //! the reconcile pipeline only on news. I/O.
 //!
@@ -8,6 +8,7 @@
 //! problem. Reconciles are debounced and their concurrency is bounded.
 
 mod changes;
+mod namespaces;
 
 use crate::reconcile::build::{
     GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, MANAGED_BY, SERVER_LABEL,
@@ -19,6 +20,7 @@ use crate::reconcile::{Context, error_chain, error_policy, pods, reconcile};
 use crate::resource::MCPServer;
 use changes::{Filter, changes};
 use futures_util::StreamExt as _;
+use futures_util::stream::BoxStream;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
@@ -41,15 +43,35 @@ pub const CONCURRENCY: u16 = 16;
 /// moves in several writes as its pods come up).
 pub const DEBOUNCE: Duration = Duration::from_millis(1500);
 
-/// An API handle for all namespaces, or the one the operator is scoped to.
-fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+/// The watch events of `K`: one watch of every namespace (`namespaces` empty), or one per
+/// namespace, merged so that `store` can follow them as one. Each watch backs off on errors.
+fn watch_events<K>(
+    client: &Client,
+    namespaces: &[String],
+    config: &watcher::Config,
+    store: &Store<K>,
+) -> BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>
 where
-    K: Resource<Scope = NamespaceResourceScope>,
-    K::DynamicType: Default,
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
 {
-    match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
+    let one = |api: Api<K>| watcher(api, config.clone()).default_backoff().boxed();
+    match namespaces {
+        [] => one(Api::all(client.clone())),
+        [namespace] => one(Api::namespaced(client.clone(), namespace)),
+        many => namespaces::merged(
+            many.to_vec(),
+            many.iter()
+                .map(|namespace| one(Api::namespaced(client.clone(), namespace)))
+                .collect(),
+            store.clone(),
+        )
+        .boxed(),
     }
 }
 
@@ -57,7 +79,7 @@ where
 /// fields are dropped (the operator never reads them, and they are most of an object's size).
 fn cached_watch<K>(
     client: &Client,
-    namespace: Option<&str>,
+    namespaces: &[String],
 ) -> (
     Store<K>,
     impl futures_util::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
@@ -74,8 +96,7 @@ where
     let config =
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
     let (reader, writer) = reflector::store();
-    let stream = watcher(scoped::<K>(client, namespace), config)
-        .default_backoff()
+    let stream = watch_events(client, namespaces, &config, &reader)
         .modify(|object: &mut K| object.meta_mut().managed_fields = None)
         .reflect(writer);
     (reader, stream)
@@ -86,10 +107,10 @@ where
 /// start-up: installing the Gateway API later needs an operator restart to watch routes.
 async fn route_watch(
     client: &Client,
-    namespace: Option<&str>,
+    namespaces: &[String],
 ) -> (
     Store<HttpRoute>,
-    futures_util::stream::BoxStream<'static, Result<watcher::Event<HttpRoute>, watcher::Error>>,
+    BoxStream<'static, Result<watcher::Event<HttpRoute>, watcher::Error>>,
 ) {
     let served = match client
         .list_api_group_resources(&format!("{GATEWAY_GROUP}/{GATEWAY_VERSION}"))
@@ -102,7 +123,7 @@ async fn route_watch(
         }
     };
     if served {
-        let (store, events) = cached_watch::<HttpRoute>(client, namespace);
+        let (store, events) = cached_watch::<HttpRoute>(client, namespaces);
         return (store, events.boxed());
     }
     let (store, mut writer) = reflector::store::<HttpRoute>();
@@ -160,31 +181,28 @@ fn child_filter<K: Resource<DynamicType = ()>>(
 /// `context` receives the child caches the reconciles read.
 pub async fn run(
     client: Client,
-    namespace: Option<&str>,
+    namespaces: &[String],
     memory: Arc<Memory>,
     context: impl FnOnce(Stores) -> Arc<Context>,
     stop: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let (servers, server_events) = {
         let (reader, writer) = reflector::store::<MCPServer>();
-        let stream = watcher(
-            scoped::<MCPServer>(&client, namespace),
-            watcher::Config::default().any_semantic(),
-        )
-        .default_backoff()
-        .modify(|server: &mut MCPServer| server.metadata.managed_fields = None)
-        .reflect(writer);
+        let config = watcher::Config::default().any_semantic();
+        let stream = watch_events(&client, namespaces, &config, &reader)
+            .modify(|server: &mut MCPServer| server.metadata.managed_fields = None)
+            .reflect(writer);
         (reader, stream)
     };
-    let (config_maps, config_map_events) = cached_watch::<ConfigMap>(&client, namespace);
-    let (services, service_events) = cached_watch::<Service>(&client, namespace);
-    let (deployments, deployment_events) = cached_watch::<Deployment>(&client, namespace);
-    let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespace);
-    let (pdbs, pdb_events) = cached_watch::<PodDisruptionBudget>(&client, namespace);
-    let (pods, pod_events) = cached_watch::<Pod>(&client, namespace);
+    let (config_maps, config_map_events) = cached_watch::<ConfigMap>(&client, namespaces);
+    let (services, service_events) = cached_watch::<Service>(&client, namespaces);
+    let (deployments, deployment_events) = cached_watch::<Deployment>(&client, namespaces);
+    let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespaces);
+    let (pdbs, pdb_events) = cached_watch::<PodDisruptionBudget>(&client, namespaces);
+    let (pods, pod_events) = cached_watch::<Pod>(&client, namespaces);
     let (network_policies, network_policy_events) =
-        cached_watch::<NetworkPolicy>(&client, namespace);
-    let (http_routes, http_route_events) = route_watch(&client, namespace).await;
+        cached_watch::<NetworkPolicy>(&client, namespaces);
+    let (http_routes, http_route_events) = route_watch(&client, namespaces).await;
     let stores = Stores {
         config_maps,
         services,

@@ -30,9 +30,15 @@ enum Command {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Watch MCPServers in this namespace only (default: all namespaces).
-    #[arg(long, env = "MCP_OPERATOR_NAMESPACE")]
-    namespace: Option<String>,
+    /// Watch MCPServers in these namespaces only (repeatable, or comma-separated; default: all
+    /// namespaces). Namespaced rights (a Role in each) are then enough.
+    #[arg(
+        long,
+        alias = "namespace",
+        env = "MCP_OPERATOR_NAMESPACES",
+        value_delimiter = ','
+    )]
+    namespaces: Vec<String>,
     /// Runtime image for servers whose spec names none.
     #[arg(
         long,
@@ -135,7 +141,13 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         None
     };
     let config = RunConfig {
-        namespace: args.namespace,
+        namespaces: {
+            let mut namespaces = args.namespaces;
+            namespaces.retain(|n| !n.is_empty());
+            namespaces.sort();
+            namespaces.dedup();
+            namespaces
+        },
         build: BuildConfig {
             runtime_image: args.runtime_image,
             image_pull_policy: args.runtime_image_pull_policy,

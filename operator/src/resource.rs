@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Verified","type":"string","jsonPath":".status.conditions[?(@.type==\"Verified\")].status","description":"Whether a replica was found serving the current declaration"}"#,
     printcolumn = r#"{"name":"URL","type":"string","jsonPath":".status.url","description":"Where MCP clients connect"}"#,
     printcolumn = r#"{"name":"Tools","type":"integer","jsonPath":".status.counts.tools","description":"Tools served"}"#,
+    printcolumn = r#"{"name":"Auth","type":"string","jsonPath":".spec.auth.issuer","description":"Issuer whose tokens every request needs (empty: no authentication)"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     doc = "An MCP server declared by its tools, resources and prompts, served by mcp-runtime pods."
 )]

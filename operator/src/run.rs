@@ -21,8 +21,8 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(15);
 /// How the operator runs.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
-    /// Watch only this namespace (None: all namespaces).
-    pub namespace: Option<String>,
+    /// Watch only these namespaces (empty: all namespaces).
+    pub namespaces: Vec<String>,
     /// Settings of the built objects.
     pub build: BuildConfig,
     /// Address of `/healthz`, `/readyz` and `/metrics`.
@@ -164,7 +164,7 @@ async fn run_connected(
             }
         };
         tokio::select! {
-            () = controller::run(client.clone(), config.namespace.as_deref(), memory, context, stop) => {}
+            () = controller::run(client.clone(), &config.namespaces, memory, context, stop) => {}
             () = deadline => tracing::warn!(grace = ?SHUTDOWN_GRACE, "reconciles did not finish in time; stopping anyway"),
             () = lost.cancelled() => tracing::error!("lost the lease: reconciles stopped"),
         }

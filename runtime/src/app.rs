@@ -2,12 +2,13 @@
 //! manifest, and drain on SIGTERM or Ctrl-C. The CLI in `main.rs` fills [`RunConfig`].
 
 use crate::admin::routes::{self, AdminState};
+use crate::auth::{AuthSettings, AuthState};
 use crate::declaration::CompileOptions;
 use crate::metrics::Metrics;
 use crate::reload;
 use crate::server::{ListenLimit, Server, ServerSettings};
 use crate::sessions::{Sealer, SessionSettings, SessionStore, read_key};
-use crate::transport::{self, AppState, HttpSettings};
+use crate::transport::{self, AppState, BodyBudget, HttpSettings};
 use anyhow::Context as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ pub struct RunConfig {
     pub reload_interval: Duration,
     /// Longest wait for open connections at shutdown.
     pub shutdown_timeout: Duration,
+    /// Authentication settings (used when the declaration has `spec.auth`).
+    pub auth: AuthSettings,
 }
 
 /// Serves until SIGTERM or Ctrl-C.
@@ -76,6 +79,10 @@ pub async fn serve(
     let (compiled, served) = reload::load(&config.manifest, &config.compile);
     let compiled = compiled
         .map_err(|err| anyhow::anyhow!("invalid manifest {}: {err}", config.manifest.display()))?;
+    let auth = Arc::new(AuthState::new(config.auth.clone()));
+    // A declaration that asks for authentication must be servable with it from the start.
+    auth.for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
+        .context("cannot authenticate requests")?;
     let sealer = match &config.session_key_file {
         Some(path) => Sealer::new(
             &read_key(path)
@@ -95,6 +102,8 @@ pub async fn serve(
         http: config.http.clone(),
         shutdown: shutdown.clone(),
         listen_streams: ListenLimit::new(config.sessions.max_sessions),
+        auth,
+        bodies: BodyBudget::new(&config.http),
     });
     let admin_state = Arc::new(AdminState {
         server: server.clone(),

@@ -1,32 +1,45 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
+mod access;
+mod auth_uri;
 mod bounded_yaml;
 mod cluster_rules;
 mod compile;
+mod field_error;
 mod files;
 mod jq;
 mod json_body;
 mod load;
 mod resource_uri;
 mod secrets;
+mod stamp;
 mod template;
 mod types;
 mod upstream_url;
 mod value_template;
 
+pub use access::{Access, AccessRules, Caller, MAX_LEEWAY_SECONDS, Verdict};
+pub use auth_uri::{
+    audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url,
+};
 pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
     CompiledInteraction, CompiledParam, CompiledPrompt, CompiledResource, CompiledResourceTemplate,
-    CompiledResponse, CompiledSample, CompiledTool, FieldError, InvalidDeclaration, ParamValue,
-    RESERVED_HEADERS, ROOTS_KEY, Retry, SAMPLE_KEY, StatusMatch, compile,
+    CompiledResponse, CompiledSample, CompiledTool, ParamValue, RESERVED_HEADERS, ROOTS_KEY, Retry,
+    SAMPLE_KEY, StatusMatch, compile,
 };
+pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
-pub use load::{API_VERSION, DEPLOYMENT_FIELDS, KIND, LoadError, Manifest, parse_manifest};
+pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest};
 pub use resource_uri::UriTemplate;
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
+pub use stamp::{
+    API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META, declaration_hash, hash_of,
+    render_manifest, valid_hash,
+};
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use types::*;
 pub use upstream_url::{UrlTemplate, lookup, same_origin, scalar_text};

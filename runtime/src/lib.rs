@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod auth;
 pub mod backends;
 pub mod check;
 pub mod declaration;

@@ -1,8 +1,11 @@
 //! Serving a router on a TCP listener through hyper-util's connection builder, with the bounds
 //! axum's `serve` does not set: a header-read timeout (also for the next request on a kept-alive
 //! connection, so idle connections close), a limit on open connections, and small read buffers
-//! (most connections are idle or long-lived streams). Graceful: on shutdown, connections finish
+//! (most connections are idle or long-lived streams), and a limit on how long a write may wait
+//! for a client that stopped reading (`write_stall.rs`). Graceful: on shutdown, connections finish
 //! their current request and close. Does network I/O.
+
+mod write_stall;
 
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -25,6 +28,9 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Largest read buffer of a connection (requests' headers must fit).
     pub max_buf_size: usize,
+    /// Longest a write may wait for a client that stopped reading; then the connection closes
+    /// (and with it what was queued for it, and an HTTP+SSE session it carried).
+    pub write_stall_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -33,6 +39,7 @@ impl Default for ConnectionLimits {
             header_read_timeout: Duration::from_secs(10),
             max_connections: 20_000,
             max_buf_size: 64 * 1024,
+            write_stall_timeout: Duration::from_secs(20),
         }
     }
 }
@@ -82,6 +89,7 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let (app, builder, watcher) = (app.clone(), builder.clone(), graceful.watcher());
         let timeout = limits.header_read_timeout;
+        let write_stall = limits.write_stall_timeout;
         tokio::spawn(async move {
             let _permit = permit;
             // hyper's timeout starts once the protocol is known; until then, this one holds.
@@ -89,6 +97,7 @@ pub async fn serve(
                 return;
             }
             let service = TowerToHyperService::new(app);
+            let stream = write_stall::WriteStallLimit::new(stream, write_stall);
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
             // A client that goes away or times out is not an error of the server.
             let _ = watcher.watch(connection.into_owned()).await;

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcp_runtime::app::{RunConfig, run};
+use mcp_runtime::auth::{AuthSettings, KeySettings};
 use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR};
 use mcp_runtime::server::ServerSettings;
 use mcp_runtime::sessions::SessionSettings;
@@ -56,6 +57,13 @@ struct ServeArgs {
     /// points there.
     #[arg(long, value_name = "PATH", default_value = "", value_parser = check_path_prefix)]
     path_prefix: String,
+    /// Canonical URL of this server as clients reach it, path prefix included (such as
+    /// https://mcp.example.com/weather): the resource that `spec.auth` protects, the default
+    /// accepted token audience, and the base of the resource metadata URL. Default on a
+    /// loopback --listen address: http://ADDR followed by --path-prefix; otherwise required
+    /// with spec.auth.
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
     /// Largest accepted request body, in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_body_bytes)]
     max_body_bytes: usize,
@@ -137,6 +145,7 @@ fn main() -> ExitCode {
 }
 
 fn config(args: ServeArgs) -> RunConfig {
+    let prefix = args.path_prefix.trim_end_matches('/').to_owned();
     let defaults = OriginPolicy::default();
     let origins = OriginPolicy {
         hosts: if args.allowed_hosts.is_empty() {
@@ -159,6 +168,7 @@ fn config(args: ServeArgs) -> RunConfig {
             path_prefix: args.path_prefix,
             max_body_bytes: args.max_body_bytes,
             keepalive: args.sse_keepalive.into(),
+            ..HttpSettings::default()
         },
         sessions: SessionSettings {
             idle_timeout: args.session_idle_timeout.into(),
@@ -174,10 +184,21 @@ fn config(args: ServeArgs) -> RunConfig {
         compile: CompileOptions {
             template_fuel: args.template_fuel,
             read_files: true,
-            secrets_dir: Some(args.secrets_dir),
+            secrets_dir: Some(args.secrets_dir.clone()),
         },
         reload_interval: args.reload_interval.into(),
         shutdown_timeout: args.shutdown_timeout,
+        auth: AuthSettings {
+            public_url: args.public_url.or_else(|| {
+                // Local development: the address clients on this machine use.
+                args.listen
+                    .ip()
+                    .is_loopback()
+                    .then(|| format!("http://{}{}", args.listen, prefix))
+            }),
+            secrets_dir: Some(args.secrets_dir),
+            keys: KeySettings::default(),
+        },
     }
 }
 

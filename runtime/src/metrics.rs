@@ -64,6 +64,20 @@ pub struct ReloadOutcome {
     pub outcome: &'static str,
 }
 
+/// Labels of `mcp_runtime_declaration_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HashLabel {
+    /// The served declaration's hash (validated when loaded: short and plain).
+    pub hash: String,
+}
+
+/// Labels of `mcp_auth_failures_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AuthFailure {
+    /// A fixed reason (`missing`, `invalid_signature`, `expired`, `wrong_audience`, ...).
+    pub reason: &'static str,
+}
+
 /// Every metric the runtime exports.
 pub struct Metrics {
     registry: Registry,
@@ -77,6 +91,8 @@ pub struct Metrics {
     reloads: Family<ReloadOutcome, Counter>,
     upstream_requests: Family<UpstreamOutcome, Counter>,
     upstream_duration: Family<ToolLabel, Histogram>,
+    declaration: Family<HashLabel, Gauge>,
+    auth_failures: Family<AuthFailure, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -102,6 +118,12 @@ impl Default for Metrics {
         let upstream_requests = Family::<UpstreamOutcome, Counter>::default();
         let upstream_duration = Family::<ToolLabel, Histogram>::new_with_constructor(
             latency_histogram as fn() -> Histogram,
+        );
+        let auth_failures = Family::<AuthFailure, Counter>::default();
+        registry.register(
+            "mcp_auth_failures",
+            "Requests refused by authentication or authorization, by reason",
+            auth_failures.clone(),
         );
         registry.register(
             "mcp_requests",
@@ -156,6 +178,12 @@ impl Default for Metrics {
             prometheus_client::registry::Unit::Seconds,
             upstream_duration.clone(),
         );
+        let declaration = Family::<HashLabel, Gauge>::default();
+        registry.register(
+            "mcp_runtime_declaration_info",
+            "The declaration being served, by hash (1 for the served one; replaced on reload)",
+            declaration.clone(),
+        );
         for transport in ["streamable_http", "sse"] {
             let _ = sessions.get_or_create(&TransportLabel { transport });
         }
@@ -174,6 +202,8 @@ impl Default for Metrics {
             reloads,
             upstream_requests,
             upstream_duration,
+            declaration,
+            auth_failures,
         }
     }
 }
@@ -218,6 +248,13 @@ impl Metrics {
         self.session_refusals.inc();
     }
 
+    /// Counts a refused request (`reason` is one of a fixed set; never a token).
+    pub fn auth_failure(&self, reason: &'static str) {
+        self.auth_failures
+            .get_or_create(&AuthFailure { reason })
+            .inc();
+    }
+
     /// Counts a session closed for an unanswered ping.
     pub fn ping_failed(&self) {
         self.ping_failures.inc();
@@ -245,6 +282,21 @@ impl Metrics {
                 tool: tool.to_owned(),
             })
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records the declaration now served (`old`: the one it replaces, whose series is dropped so
+    /// exactly one hash is exported).
+    pub fn declaration_served(&self, old: Option<&str>, new: &str) {
+        self.declaration
+            .get_or_create(&HashLabel {
+                hash: new.to_owned(),
+            })
+            .set(1);
+        if let Some(old) = old.filter(|old| *old != new) {
+            self.declaration.remove(&HashLabel {
+                hash: old.to_owned(),
+            });
+        }
     }
 
     /// Prometheus text exposition of every metric.
@@ -296,5 +348,24 @@ mod tests {
         ] {
             assert!(text.contains(expected), "missing {expected} in\n{text}");
         }
+    }
+
+    #[test]
+    fn one_declaration_series_follows_reloads() {
+        let metrics = Metrics::default();
+        metrics.declaration_served(None, "aaaa");
+        metrics.declaration_served(Some("aaaa"), "aaaa");
+        assert!(
+            metrics
+                .encode()
+                .contains("mcp_runtime_declaration_info{hash=\"aaaa\"} 1")
+        );
+        metrics.declaration_served(Some("aaaa"), "bbbb");
+        let text = metrics.encode();
+        assert!(
+            text.contains("mcp_runtime_declaration_info{hash=\"bbbb\"} 1"),
+            "{text}"
+        );
+        assert!(!text.contains("hash=\"aaaa\""), "{text}");
     }
 }

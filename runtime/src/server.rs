@@ -5,6 +5,7 @@
 //! [`Server::listen`]. The declaration is swapped atomically on reload (no lock on the request
 //! path).
 
+mod access;
 mod catalog;
 mod completion;
 mod interactive;
@@ -17,7 +18,8 @@ mod resources;
 mod subscriptions;
 mod tools;
 
-use crate::declaration::{Compiled, LogLevel};
+use crate::auth::Principal;
+use crate::declaration::{CacheScope, Compiled, LogLevel};
 use crate::metrics::{Metrics, method_label};
 use crate::protocol::methods::{self, notifications};
 use crate::protocol::{Era, LegacyVersion, McpError, RequestId, meta, object};
@@ -32,6 +34,7 @@ use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use access::Kind;
 pub use lifecycle::{initialize_result, parse_level};
 pub use polling::MAX_POLLED;
 pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
@@ -74,6 +77,9 @@ pub struct RequestContext {
     pub progress_token: Option<Value>,
     /// The stream for this request's notifications.
     pub notifier: Option<Notifier>,
+    /// The authenticated caller (with `spec.auth`): lists and `allow` conditions are decided
+    /// for it.
+    pub caller: Option<Arc<Principal>>,
     /// The legacy session the request belongs to: `logging/setLevel` and
     /// `resources/(un)subscribe` change its state.
     pub session: Option<Arc<Session>>,
@@ -92,8 +98,16 @@ impl RequestContext {
             log_level,
             progress_token: Self::progress_token(params).cloned(),
             notifier,
+            caller: None,
             session: None,
         }
+    }
+
+    /// The same context, for `caller`.
+    #[must_use]
+    pub fn with_caller(mut self, caller: Option<Arc<Principal>>) -> Self {
+        self.caller = caller;
+        self
     }
 
     /// The same context, in `session`.
@@ -147,6 +161,7 @@ pub struct Server {
 impl Server {
     /// Serves `compiled`.
     pub fn new(compiled: Compiled, settings: ServerSettings, metrics: Arc<Metrics>) -> Self {
+        metrics.declaration_served(None, &compiled.hash);
         let (changes, _) = broadcast::channel(CHANGE_CAPACITY);
         let current = Arc::new(ArcSwap::from_pointee(compiled));
         let cache = Arc::new(ReadCache::default());
@@ -198,7 +213,9 @@ impl Server {
 
     /// Swaps in a new declaration and tells open streams what changed.
     pub fn replace(&self, compiled: Compiled) -> Changes {
+        let new_hash = compiled.hash.clone();
         let old = self.current.swap(Arc::new(compiled));
+        self.metrics.declaration_served(Some(&old.hash), &new_hash);
         self.cache.forget(None);
         let changes = diff(&old, &self.current.load());
         if changes.any() {
@@ -321,35 +338,62 @@ impl Server {
                 params,
                 page_size,
                 "tools",
-                decl.tools.iter().map(|t| &t.descriptor),
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Tool,
+                    decl.tools.iter().map(|t| &t.descriptor),
+                )
+                .into_iter(),
             ),
-            (_, methods::TOOLS_CALL) => {
-                tools::call(decl, &self.metrics, &self.sealer, ctx, method, params).await
-            }
+            (_, methods::TOOLS_CALL) => match access::tool_refusal(decl, ctx, params) {
+                Some(refused) => Ok(refused),
+                None => tools::call(decl, &self.metrics, &self.sealer, ctx, method, params).await,
+            },
             (_, methods::RESOURCES_LIST) => catalog::list(
                 params,
                 page_size,
                 "resources",
-                decl.resources.iter().map(|r| &r.descriptor),
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Resource,
+                    decl.resources.iter().map(|r| &r.descriptor),
+                )
+                .into_iter(),
             ),
             (_, methods::RESOURCES_TEMPLATES_LIST) => catalog::list(
                 params,
                 page_size,
                 "resourceTemplates",
-                decl.resource_templates.iter().map(|t| &t.descriptor),
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::ResourceTemplate,
+                    decl.resource_templates.iter().map(|t| &t.descriptor),
+                )
+                .into_iter(),
             ),
-            (_, methods::RESOURCES_READ) => {
-                resources::read(decl, &self.metrics, &self.cache, params).await
-            }
+            (_, methods::RESOURCES_READ) => match access::resource_refusal(decl, ctx, params) {
+                Some(refused) => Err(McpError::InvalidParams(refused)),
+                None => resources::read(decl, &self.metrics, &self.cache, params).await,
+            },
             (_, methods::PROMPTS_LIST) => catalog::list(
                 params,
                 page_size,
                 "prompts",
-                decl.prompts.iter().map(|p| &p.descriptor),
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Prompt,
+                    decl.prompts.iter().map(|p| &p.descriptor),
+                )
+                .into_iter(),
             ),
-            (_, methods::PROMPTS_GET) => {
-                prompts::get(decl, &self.sealer, ctx, method, params).await
-            }
+            (_, methods::PROMPTS_GET) => match access::prompt_refusal(decl, ctx, params) {
+                Some(refused) => Err(McpError::InvalidParams(refused)),
+                None => prompts::get(decl, &self.sealer, ctx, method, params).await,
+            },
             (_, methods::COMPLETION_COMPLETE) => completion::complete(decl, params),
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }
@@ -375,10 +419,21 @@ fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
     if result.get("resultType").is_none() {
         result["resultType"] = Value::String("complete".to_owned());
     }
-    result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]);
+    // Merged: a method's own `_meta` (such as the served declaration) is kept.
+    match result.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(existing) => {
+            existing.insert(meta::SERVER_INFO.to_owned(), decl.server_info.clone());
+        }
+        None => result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]),
+    }
     if CACHEABLE.contains(&method) {
         result["ttlMs"] = Value::from(decl.cache.ttl_ms);
-        result["cacheScope"] = json!(decl.cache.scope);
+        // What an authenticated server answers depends on who asks: never shared.
+        result["cacheScope"] = if decl.auth.is_some() {
+            json!(CacheScope::Private)
+        } else {
+            json!(decl.cache.scope)
+        };
     }
     result
 }

@@ -2,6 +2,8 @@
 //! sessions) and `/sse` + `/messages` (2024-11-05 HTTP+SSE). Transports decide no method: they
 //! check HTTP, turn it into [`Server`] calls, and turn results back into HTTP.
 
+mod authn;
+mod body;
 mod guard;
 mod headers;
 mod legacy;
@@ -12,6 +14,7 @@ mod sse;
 mod stateless;
 mod streamable;
 
+use crate::auth::AuthState;
 use crate::server::{ListenLimit, Server};
 use crate::sessions::SessionStore;
 use axum::Router;
@@ -22,6 +25,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use authn::Caller;
+pub use body::BodyBudget;
 pub use guard::OriginPolicy;
 
 /// HTTP settings of the MCP port.
@@ -37,6 +42,12 @@ pub struct HttpSettings {
     pub max_body_bytes: usize,
     /// Interval of `:` keep-alive comments on SSE streams.
     pub keepalive: Duration,
+    /// Bytes of large bodies (over 64 KiB) read and parsed at once, across all clients.
+    pub large_body_budget: usize,
+    /// Longest a large body waits for its share of that budget before a 503.
+    pub large_body_wait: Duration,
+    /// Longest a body may take to arrive before a 408.
+    pub body_timeout: Duration,
 }
 
 impl Default for HttpSettings {
@@ -46,6 +57,10 @@ impl Default for HttpSettings {
             path_prefix: String::new(),
             max_body_bytes: 4 * 1024 * 1024,
             keepalive: Duration::from_secs(15),
+            // Four of the largest bodies: each costs at most a few times its size to parse.
+            large_body_budget: 16 * 1024 * 1024,
+            large_body_wait: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -78,6 +93,10 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
     pub listen_streams: ListenLimit,
+    /// Who may call, when the declaration has `spec.auth`.
+    pub auth: Arc<AuthState>,
+    /// Bounds the large bodies read and parsed at once.
+    pub bodies: BodyBudget,
 }
 
 /// The MCP routes: at the root (in-cluster clients, through the Service) and, with a path
@@ -102,6 +121,13 @@ pub fn router(state: Arc<AppState>) -> Router {
             .route(&format!("{base}/messages"), post(sse::post));
     }
     router
+        // Every MCP route is authenticated (when the declaration asks for it); the metadata is
+        // not (clients read it to learn how to authenticate).
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authn::authenticate,
+        ))
+        .fallback(authn::metadata)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check_host_and_origin,

@@ -7,7 +7,9 @@
 # the examples as a user would, and checks children, owner references, field manager, status,
 # events, pruning, garbage collection, refusals (API server and operator), leader election and
 # shutdown. It then serves the ConfigMap the operator wrote with mcp-runtime and talks to it with
-# the official MCP Python SDK: manifest -> operator -> ConfigMap -> runtime -> answered tool call.
+# the official MCP Python SDK: manifest -> operator -> ConfigMap -> runtime -> answered tool call,
+# and the operator's `Verified` check reaches that runtime through the API server's service proxy
+# (tests/e2e/verified.sh).
 #
 # Usage: tests/e2e/run.sh        (KEEP_CLUSTER=1 leaves the control plane running afterwards)
 # Prints `ok - ...` / `not ok - ...` lines and ends with `N passed, N failed`; exits 1 on failure.
@@ -27,6 +29,8 @@ SA=kube-mcp
 LEASE=kube-mcp-leader
 
 source "$ROOT/tests/lib/checks.sh"
+# shellcheck source=tests/lib/cluster.sh
+source "$ROOT/tests/lib/cluster.sh"
 CHECK_LOG=$E2E/last-check.log
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -57,25 +61,11 @@ cleanup() {
   [[ -n $STANDBY_PID ]] && kill "$STANDBY_PID" 2>/dev/null || true
   [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
   [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
-  if [[ ${KEEP_CLUSTER:-} == 1 ]]; then
-    log "control plane left running: eval \"\$(KUBE_MCP_TEST_RUN=$KUBE_MCP_TEST_RUN $CP env)\""
-  else
-    "$CP" stop || true
-  fi
+  cluster_stop
   exit "$rc"
 }
 
-# ----------------------------------------------------------------------------------------------
-# jq reads the API's JSON; curl talks to the admin endpoints. Both are Debian packages.
-if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
-  log "installing jq and curl"
-  apt-get update -qq && apt-get install -y -qq jq curl >/dev/null
-fi
-
-log "building mcp-operator and mcp-runtime"
-(cd "$ROOT" && nice cargo build --quiet -p mcp-operator -p mcp-runtime)
-OPERATOR_BIN=$ROOT/target/debug/mcp-operator
-RUNTIME_BIN=$ROOT/target/debug/mcp-runtime
+cluster_prerequisites
 
 "$CP" start
 trap cleanup EXIT
@@ -187,6 +177,18 @@ check "the Deployment controller made pods from it (Pending: no kubelet)" eventu
   "(( \$(kubectl -n $NS get pods -l kube-mcp.io/server=weather -o name | grep -c pod/) >= 2 ))"
 check "the Ingress routes only the MCP endpoints, SSE-safe" holds ingress weather \
   '([.spec.rules[0].http.paths[] | .path + " " + .pathType] == ["/weather/mcp Exact", "/weather/sse Exact", "/weather/messages Exact"]) and (.metadata.annotations["nginx.ingress.kubernetes.io/rewrite-target"] == null) and .metadata.annotations["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"'
+log "spec.auth: the public URL, the metadata route, the printer column"
+check "add spec.auth" kubectl -n "$NS" patch mcpserver weather --type=merge -p \
+  '{"spec": {"auth": {"issuer": "https://idp.example.com/realms/acme", "requiredScopes": ["mcp"]}}}'
+check "the rendered config carries spec.auth" eventually 30 holds configmap weather-manifest \
+  '.data["manifest.yaml"] | test("issuer: https://idp.example.com/realms/acme")'
+check "the runtime gets --public-url from the Ingress, prefix included" eventually 30 holds deployment weather \
+  '.spec.template.spec.containers[0].args as $a | ($a | index("--public-url")) as $i | $i != null and $a[$i + 1] == "https://mcp.example.com/weather"'
+check "the Ingress routes the resource metadata of the prefixed URL, exactly" eventually 30 holds ingress weather \
+  '[.spec.rules[0].http.paths[] | .path + " " + .pathType][3:] == ["/.well-known/oauth-protected-resource/weather Exact", "/.well-known/oauth-protected-resource/weather/mcp Exact", "/.well-known/oauth-protected-resource/weather/sse Exact"]'
+check "kubectl get shows the issuer" bash -c "kubectl -n $NS get mcpserver weather | grep -q 'https://idp.example.com/realms/acme'"
+check "remove spec.auth" kubectl -n "$NS" patch mcpserver weather --type=json -p '[{"op": "remove", "path": "/spec/auth"}]'
+check "the Ingress routes the MCP endpoints only again" eventually 30 holds ingress weather '.spec.rules[0].http.paths | length == 3'
 events_with() { kubectl -n "$NS" get events --field-selector "involvedObject.name=weather" -o json | jq -e "[.items[] | select(.reason == \"$1\")] | length > 0" >/dev/null; }
 check "an event records the acceptance" eventually 20 events_with Compiled
 
@@ -298,6 +300,9 @@ wait "$RUNTIME_PID" 2>/dev/null || true
 RUNTIME_PID=
 
 # ----------------------------------------------------------------------------------------------
+source "$ROOT/tests/e2e/verified.sh"
+
+# ----------------------------------------------------------------------------------------------
 log "a refused declaration leaves the last good children serving"
 CM_RV=$(kubectl -n "$NS" get configmap weather-manifest -o jsonpath='{.metadata.resourceVersion}')
 TEMPLATE_BEFORE=$(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}')
@@ -313,7 +318,7 @@ untouched() {
     [[ $(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}') == "$TEMPLATE_BEFORE" ]]
 }
 check "the ConfigMap and the Deployment are untouched" untouched
-check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Hi, [{][{] args.name [}][}]!")'
+check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Verified, [{][{] args.name [}][}]!")'
 check "a Warning event names the refusal" eventually 20 events_with InvalidDeclaration
 check "fixing it accepts it again" kubectl -n "$NS" patch mcpserver weather --type=json \
   -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi again, {{ args.name }}!"}]'
@@ -476,6 +481,16 @@ check "and leaves other namespaces alone" bash -c \
 kill -TERM "$OPERATOR_PID" 2>/dev/null || true
 wait "$OPERATOR_PID" 2>/dev/null || true
 OPERATOR_PID=
+
+log "platform policy: policy.requireAuth refuses servers without spec.auth at admission"
+check "helm upgrade with policy.requireAuth=true" \
+  helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e --set operator.watchNamespace="$NS" --set policy.requireAuth=true
+# A new name, so the dry run is a create (an unchanged apply sends nothing to admit).
+sed 's/^  name: weather$/  name: policy-check/' "$ROOT/examples/weather.yaml" >"$E2E/policy-check.yaml"
+check "an MCPServer without spec.auth is refused" eventually 20 bash -c \
+  "! kubectl -n $NS create --dry-run=server -f '$E2E/policy-check.yaml' 2>'$E2E/policy.err' && grep -q 'requires spec.auth' '$E2E/policy.err'"
+check "one with spec.auth is admitted" bash -c \
+  "sed 's|^spec:|spec:\\n  auth: {issuer: \"https://idp.example.com\"}|' '$E2E/policy-check.yaml' | kubectl -n $NS create --dry-run=server -f -"
 
 log "uninstall keeps the CRD"
 check "helm uninstall succeeds" helm uninstall "$RELEASE" -n "$SYSTEM_NS"

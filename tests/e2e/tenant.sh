@@ -6,7 +6,9 @@
 # they cannot read, images, hosts, annotations, Service types and tolerations outside the
 # allow-lists are refused with the rule named; what is allowed is accepted. Then runs the
 # operator as the chart's ServiceAccount and checks host conflicts between servers of two
-# namespaces (the older claim wins, the newer recovers when the older is deleted).
+# namespaces (the older claim wins, the newer recovers when the older is deleted), Gateway API
+# exposure, serving under a path prefix, NetworkPolicies, scaling, suspend, and an operator
+# restricted to a list of namespaces with a Role in each.
 #
 # Usage: tests/e2e/tenant.sh     (KEEP_CLUSTER=1 leaves the control plane running afterwards)
 # Prints `ok - ...` / `not ok - ...` lines and ends with `N passed, N failed`; exits 1 on failure.
@@ -29,6 +31,8 @@ T2=tenant-b
 DOMAIN=tenants.example.com
 # shellcheck source=tests/lib/e2e.sh
 source "$ROOT/tests/lib/e2e.sh"
+# shellcheck source=tests/lib/cluster.sh
+source "$ROOT/tests/lib/cluster.sh"
 
 OPERATOR_PID=
 RUNTIME_PID=
@@ -36,21 +40,11 @@ cleanup() {
   local rc=$?
   [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
   [[ -n $RUNTIME_PID ]] && kill "$RUNTIME_PID" 2>/dev/null || true
-  if [[ ${KEEP_CLUSTER:-} == 1 ]]; then
-    log "control plane left running: eval \"\$(KUBE_MCP_TEST_RUN=$KUBE_MCP_TEST_RUN $CP env)\""
-  else
-    "$CP" stop || true
-  fi
+  cluster_stop
   exit "$rc"
 }
 
-if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
-  log "installing jq and curl"
-  apt-get update -qq && apt-get install -y -qq jq curl >/dev/null
-fi
-log "building mcp-operator and mcp-runtime"
-(cd "$ROOT" && nice cargo build --quiet -p mcp-operator -p mcp-runtime)
-OPERATOR_BIN=$ROOT/target/debug/mcp-operator
+cluster_prerequisites
 
 # A fresh control plane: this script's objects must not meet another script's.
 "$CP" stop >/dev/null 2>&1 || true
@@ -81,7 +75,8 @@ ALL_VALUES=(--set operator.replicas=2 --set image.digest=$DIGEST --set runtimeIm
   --set 'admissionPolicy.rules.images.allowed={registry.example.com/mcp/}'
   --set 'admissionPolicy.rules.ingressAnnotations.allowed={example.com/*}'
   --set 'admissionPolicy.rules.serviceTypes.allowed={ClusterIP,NodePort}'
-  --set 'admissionPolicy.rules.tolerations.allowedKeys={dedicated}' "${POLICY_VALUES[@]}")
+  --set 'admissionPolicy.rules.tolerations.allowedKeys={dedicated}' "${POLICY_VALUES[@]}"
+  --set "operator.watchNamespaces={$T1,$T2}")
 check "helm lint --strict with every new value set" helm lint --strict "$CHART" "${ALL_VALUES[@]}"
 # A server-side dry run creates nothing, and a Pod's ServiceAccount must exist: create the test's.
 kubectl -n "$SYSTEM_NS" create serviceaccount other-kube-mcp-test >/dev/null
@@ -272,9 +267,12 @@ GATEWAY_SPEC='{"exposure": "gateway", "gateway": {"host": "gw.'$DOMAIN'", "path"
 check "apply the weather example with exposure: gateway" expose_weather "$T2" "$GATEWAY_SPEC"
 check "the API server accepted the operator's HTTPRoute" eventually 60 holds "$T2" httproute weather \
   '.spec.hostnames == ["gw.'$DOMAIN'"] and .spec.parentRefs[0].name == "shared" and
-   ([.spec.rules[0].matches[].path.value] == ["/weather/mcp", "/weather/sse", "/weather/messages", "/.well-known/oauth-protected-resource/weather/mcp"]) and
+   ([.spec.rules[0].matches[].path.value] == ["/weather/mcp", "/weather/sse", "/weather/messages"]) and
    .spec.rules[0].timeouts.request == "0s" and .spec.rules[0].backendRefs[0].name == "weather" and
    .metadata.ownerReferences[0].kind == "MCPServer"'
+check "an HTTPRoute deleted by hand is put back (the operator watches HTTPRoutes)" bash -c "
+  kubectl -n $T2 delete httproute weather >/dev/null &&
+  for i in \$(seq 60); do kubectl -n $T2 get httproute weather >/dev/null 2>&1 && exit 0; sleep 0.5; done; exit 1"
 check "status url is the gateway URL, and no Ingress exists" eventually 30 bash -c \
   "[[ \$(kubectl -n $T2 get mcps weather -o jsonpath='{.status.url}') == https://gw.$DOMAIN/weather/mcp ]] && ! kubectl -n $T2 get ingress weather"
 check "the API server refuses exposure: gateway without spec.gateway" bash -c \
@@ -285,7 +283,7 @@ kubectl -n "$T2" get configmap weather-manifest -o jsonpath='{.data.manifest\.ya
 PREFIX=$(kubectl -n "$T2" get deployment weather -o json | jq -r '.spec.template.spec.containers[0].args as $a | $a[($a | index("--path-prefix")) + 1]')
 check "the Deployment passes --path-prefix /weather" test "$PREFIX" = /weather
 RT_PORT=$((ADMIN_PORT + 1))
-"$ROOT/target/debug/mcp-runtime" serve --manifest "$E2E/weather.yaml" --listen "127.0.0.1:$RT_PORT" \
+"$RUNTIME_BIN" serve --manifest "$E2E/weather.yaml" --listen "127.0.0.1:$RT_PORT" \
   --admin-listen "127.0.0.1:$((RT_PORT + 1))" --path-prefix "$PREFIX" >"$E2E/runtime.log" 2>&1 &
 RUNTIME_PID=$!
 check "mcp-runtime is ready" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$((RT_PORT + 1))/readyz"
@@ -363,6 +361,41 @@ check "resuming applies what changed and drops the condition" bash -c "
       kubectl -n $T1 get mcps weather -o json | jq -e '[.status.conditions[] | select(.type == \"Suspended\")] | length == 0' >/dev/null && exit 0
     sleep 0.5
   done; exit 1"
+
+# ----------------------------------------------------------------------------------------------
+log "an operator restricted to a list of namespaces, with a Role in each"
+T3=tenant-c
+kubectl create namespace "$T3" >/dev/null
+kill -TERM "$OPERATOR_PID" 2>/dev/null || true
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=
+check "helm upgrade to operator.watchNamespaces={$T1,$T3}" \
+  helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e "${POLICY_VALUES[@]}" \
+  --set "operator.watchNamespaces={$T1,$T3}"
+check "RBAC: a Role in $T1 and $T3, nothing in $T2, no cluster-wide rights" bash -c "
+  kubectl -n $T1 get role $RELEASE >/dev/null && kubectl -n $T3 get role $RELEASE >/dev/null &&
+  ! kubectl get clusterrole $RELEASE >/dev/null 2>&1 &&
+  [[ \$(KUBECONFIG=$SA_KUBECONFIG kubectl auth can-i watch mcpservers.kube-mcp.io -n $T3) == yes &&
+     \$(KUBECONFIG=$SA_KUBECONFIG kubectl auth can-i watch mcpservers.kube-mcp.io -n $T2) == no &&
+     \$(KUBECONFIG=$SA_KUBECONFIG kubectl auth can-i watch mcpservers.kube-mcp.io -A) == no ]]"
+check "the Deployment passes --namespaces=$T1,$T3" bash -c \
+  "kubectl -n $SYSTEM_NS get deployment $RELEASE -o json | jq -e '.spec.template.spec.containers[0].args | index(\"--namespaces=$T1,$T3\")'"
+expose_weather "$T3" '{"replicas": null}'
+claim "$T2" unwatched /unwatched
+KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=tenant-operator-scoped \
+  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name kube-mcp-leader \
+  --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json --namespaces "$T1,$T3" \
+  --log-level info,mcp_operator=debug >>"$E2E/operator-scoped.log" 2>&1 &
+OPERATOR_PID=$!
+check "the restricted operator is ready" eventually 60 curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/readyz"
+check "it serves a new server in $T3" eventually 60 bash -c \
+  "[[ \$(kubectl -n $T3 get mcps weather -o jsonpath='{.status.observedGeneration}') == 1 ]] && kubectl -n $T3 get deployment weather >/dev/null"
+check "and changes in $T1" bash -c "
+  kubectl -n $T1 patch mcps weather --type=merge -p '{\"spec\": {\"title\": \"Restricted\"}}' >/dev/null &&
+  for i in \$(seq 60); do kubectl -n $T1 get configmap weather-manifest -o jsonpath='{.data.manifest\\.yaml}' | grep -q Restricted && exit 0; sleep 0.5; done; exit 1"
+check "it leaves $T2 alone" bash -c \
+  "sleep 2; [[ -z \$(kubectl -n $T2 get mcps unwatched -o jsonpath='{.status}') ]] && ! kubectl -n $T2 get deployment unwatched"
+check "no watch was refused" bash -c "! grep -E 'forbidden|watch failed' $E2E/operator-scoped.log"
 
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))

@@ -69,3 +69,30 @@ async def test_listen_requests_are_counted(runtime: Runtime) -> None:
         while runtime.metric("mcp_requests_total", method="subscriptions/listen") < 1:
             await anyio.sleep(0.05)
     assert runtime.metric("mcp_requests_total", method="subscriptions/listen", outcome="ok") == 1
+
+
+@pytest.mark.parametrize(("era", "handshake"), [("auto", "discover"), ("legacy", "initialize"), ("sse", "initialize")])
+async def test_the_served_declaration_is_reported_where_the_sdk_keeps_the_handshake(
+    runtime: Runtime, era: str, handshake: str
+) -> None:
+    """The operator's `Verified` check reads `_meta["kube-mcp.io/declaration"]`; a client sees it on
+    the handshake result it keeps, and the hash is the one `/metrics` exports."""
+    async with connect(runtime, era) as c:
+        session = c.session
+        result = session.discover_result if handshake == "discover" else session.initialize_result
+        assert result is not None
+        report = (result.meta or {}).get("kube-mcp.io/declaration")
+        assert report is not None, result
+        counts = {
+            "tools": len((await c.list_tools()).tools),
+            "resources": len((await c.list_resources()).resources),
+            "resourceTemplates": len((await c.list_resource_templates()).resource_templates),
+            "prompts": len((await c.list_prompts()).prompts),
+        }
+        if handshake == "discover":
+            # Merged into `_meta`, not replacing the server identity next to it.
+            assert session.server_info is not None and session.server_info.name
+    assert {k: v for k, v in report.items() if k != "hash"} == counts
+    assert len(report["hash"]) == 16 and int(report["hash"], 16) >= 0
+    assert runtime.metric("mcp_runtime_declaration_info", hash=report["hash"]) == 1
+    assert runtime.metrics().count("mcp_runtime_declaration_info{") == 1

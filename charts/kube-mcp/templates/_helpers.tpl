@@ -62,3 +62,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "kube-mcp.leaseName" -}}
 {{- printf "%s-leader" (include "kube-mcp.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+
+{{/* The namespaces the operator is restricted to, comma-separated (empty: all namespaces):
+operator.watchNamespaces plus operator.watchNamespace. */}}
+{{- define "kube-mcp.watchNamespaces" -}}
+{{- $watch := .Values.operator.watchNamespaces | default list -}}
+{{- with .Values.operator.watchNamespace }}{{ $watch = append $watch . }}{{ end -}}
+{{- $watch | compact | uniq | sortAlpha | join "," -}}
+{{- end -}}

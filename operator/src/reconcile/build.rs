@@ -234,6 +234,12 @@ mod tests {
         );
     }
 
+    /// The runtime container's arguments.
+    fn runtime_args(children: &Children) -> Vec<String> {
+        let pod = children.deployment.spec.template.spec.as_ref().unwrap();
+        pod.containers[0].args.clone().unwrap()
+    }
+
     fn paths(ingress: &Ingress) -> Vec<(String, String)> {
         ingress.spec.clone().unwrap().rules.unwrap()[0]
             .http
@@ -245,10 +251,126 @@ mod tests {
             .collect()
     }
 
+    fn path_names(server: &MCPServer) -> Vec<String> {
+        paths(&build(server).ingress.unwrap())
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect()
+    }
+
+    #[test]
+    fn an_authenticated_server_gets_its_public_url_and_metadata_routes() {
+        let mut server = weather();
+        server.spec.declaration.auth = Some(mcp_runtime::declaration::Auth {
+            issuer: "https://idp.example.com/realms/acme".into(),
+            ..Default::default()
+        });
+        let args = build(&server)
+            .deployment
+            .spec
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--public-url", "https://mcp.example.com/weather"]),
+            "{args:?}"
+        );
+        // Under the prefix, the metadata paths (outside the prefix) are routed exactly.
+        let ingress = build(&server).ingress.unwrap();
+        assert!(paths(&ingress).iter().all(|(_, kind)| kind == "Exact"));
+        assert_eq!(
+            path_names(&server),
+            [
+                "/weather/mcp",
+                "/weather/sse",
+                "/weather/messages",
+                "/.well-known/oauth-protected-resource/weather",
+                "/.well-known/oauth-protected-resource/weather/mcp",
+                "/.well-known/oauth-protected-resource/weather/sse",
+            ]
+        );
+        // At the root, likewise.
+        server.spec.deployment.ingress.as_mut().unwrap().path = None;
+        assert_eq!(
+            path_names(&server),
+            [
+                "/mcp",
+                "/sse",
+                "/messages",
+                "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource/sse",
+            ]
+        );
+        // Without spec.auth, neither.
+        server.spec.declaration.auth = None;
+        assert_eq!(path_names(&server), ["/mcp", "/sse", "/messages"]);
+        let plain = build(&server)
+            .deployment
+            .spec
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(!plain.contains(&"--public-url".to_owned()));
+    }
+
+    #[test]
+    fn an_authenticated_server_behind_a_gateway_gets_its_metadata_routed() {
+        let mut server = gateway_server();
+        let route_paths = |server: &MCPServer| -> Vec<String> {
+            let route = build(server).http_route.unwrap();
+            route.spec["rules"][0]["matches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["path"]["value"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            route_paths(&server),
+            ["/weather/mcp", "/weather/sse", "/weather/messages"]
+        );
+        server.spec.declaration.auth = Some(mcp_runtime::declaration::Auth {
+            issuer: "https://idp.example.com/realms/acme".into(),
+            ..Default::default()
+        });
+        assert_eq!(
+            route_paths(&server)[3..],
+            [
+                "/.well-known/oauth-protected-resource/weather",
+                "/.well-known/oauth-protected-resource/weather/mcp",
+                "/.well-known/oauth-protected-resource/weather/sse",
+            ]
+        );
+        let args = build(&server)
+            .deployment
+            .spec
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--public-url", "https://mcp.example.com/weather"])
+        );
+    }
+
     #[test]
     fn an_ingress_under_a_prefix_routes_exact_paths_without_rewriting() {
         let children = build(&weather());
-        let ingress = children.ingress.unwrap();
+        let ingress = children.ingress.clone().unwrap();
         let expected = ["/weather/mcp", "/weather/sse", "/weather/messages"];
         assert_eq!(
             paths(&ingress),
@@ -261,10 +383,7 @@ mod tests {
                 .all(|k| !k.ends_with("/rewrite-target") && !k.ends_with("/use-regex")),
             "{annotations:?}"
         );
-        let args = children.deployment.spec.template.spec.unwrap().containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let args = runtime_args(&children);
         assert!(args.windows(2).any(|w| w == ["--path-prefix", "/weather"]));
     }
 
@@ -293,10 +412,7 @@ mod tests {
             url(&server, &BuildConfig::default()),
             "https://mcp.example.com/weather/mcp"
         );
-        let args = children.deployment.spec.template.spec.unwrap().containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let args = runtime_args(&children);
         assert!(args.windows(2).any(|w| w == ["--path-prefix", "/weather"]));
         assert!(
             args.windows(2)
@@ -402,15 +518,19 @@ mod tests {
             url(&server, &BuildConfig::default()),
             "http://hello.tools.svc.cluster.local/mcp"
         );
-        let args = children.deployment.spec.template.spec.unwrap().containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let args = runtime_args(&children);
         assert!(!args.contains(&"--path-prefix".to_owned()), "{args:?}");
         assert!(!args.contains(&"--allowed-origin".to_owned()), "{args:?}");
         assert!(
             args.windows(2)
                 .any(|w| w == ["--allowed-host", "hello.tools.svc.cluster.local"]),
+            "{args:?}"
+        );
+        // The Verified request's Host, which the service proxy passes on, is allowed.
+        let host = crate::reconcile::verify::service_host("tools", "hello");
+        assert!(
+            args.windows(2)
+                .any(|w| w[0] == "--allowed-host" && w[1] == host),
             "{args:?}"
         );
     }

@@ -4,9 +4,9 @@
 use crate::resource::{Counts, MCPServer};
 use kube::ResourceExt;
 use mcp_runtime::declaration::{
-    API_VERSION, CompileOptions, Declaration, FieldError, KIND, Manifest, cluster_problems, compile,
+    CompileOptions, Declaration, FieldError, Manifest, cluster_problems, compile, render_manifest,
 };
-use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// A declaration the runtime will serve.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,19 +20,10 @@ pub struct Accepted {
     pub hash: String,
 }
 
-/// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash.
-pub const HASH_ANNOTATION: &str = "kube-mcp.io/declaration-hash";
-
-/// A short stable hash of the rendered declaration: FNV-1a (64 bits) of its YAML, in hex. Not
-/// for security: it tells versions of one server's declaration apart.
-pub fn declaration_hash(rendered: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in rendered.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{hash:016x}")
-}
+/// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash; the
+/// hash is [`declaration_hash`] of the manifest rendered without it (the runtime crate's
+/// functions, so a pod computes the same hash for a manifest without the stamp).
+pub use mcp_runtime::declaration::{HASH_ANNOTATION, declaration_hash};
 
 /// A spec the operator will not serve, with every problem located by its field path.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,23 +87,6 @@ impl Refused {
     }
 }
 
-/// The document the runtime reads: `apiVersion`, `kind`, `metadata.name` and the declaration.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RuntimeManifest<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    metadata: RuntimeMetadata<'a>,
-    spec: &'a Declaration,
-}
-
-#[derive(Serialize)]
-struct RuntimeMetadata<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    annotations: std::collections::BTreeMap<&'static str, String>,
-}
-
 /// Compiles the declaration of `server` as the runtime will, without reading files.
 pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
     let name = server.name_any();
@@ -121,6 +95,7 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         name: name.clone(),
         declaration: declaration.clone(),
         base_dir: Default::default(),
+        hash: None,
     };
     let options = CompileOptions {
         read_files: false,
@@ -142,25 +117,16 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         }
         return Err(Refused::invalid(errors));
     }
-    let render = |annotations| {
-        let document = RuntimeManifest {
-            api_version: API_VERSION,
-            kind: KIND,
-            metadata: RuntimeMetadata {
-                name: &name,
-                annotations,
-            },
-            spec: declaration,
-        };
-        serde_yaml_ng::to_string(&document).map_err(|err| {
+    let render = |annotations: &BTreeMap<&'static str, String>| {
+        render_manifest(&name, declaration, annotations).map_err(|err| {
             Refused::invalid(vec![FieldError {
                 path: "spec".into(),
                 message: format!("cannot be written as YAML: {err}"),
             }])
         })
     };
-    let hash = declaration_hash(&render(Default::default())?);
-    let manifest_yaml = render([(HASH_ANNOTATION, hash.clone())].into())?;
+    let hash = declaration_hash(&render(&BTreeMap::new())?);
+    let manifest_yaml = render(&[(HASH_ANNOTATION, hash.clone())].into())?;
     if manifest_yaml.len() > MAX_MANIFEST_BYTES {
         return Err(Refused::invalid(vec![FieldError {
             path: "spec".into(),
@@ -255,6 +221,12 @@ mod tests {
         let parsed = parse_manifest(&accepted.manifest_yaml, Default::default()).unwrap();
         assert_eq!(parsed.name, "weather");
         assert_eq!(parsed.declaration, server.spec.declaration);
+        // The pod reports the stamped hash, and would compute the same one without the stamp.
+        assert_eq!(parsed.hash.as_deref(), Some(accepted.hash.as_str()));
+        assert_eq!(
+            mcp_runtime::declaration::hash_of(&parsed.name, &parsed.declaration).unwrap(),
+            accepted.hash
+        );
     }
 
     #[test]

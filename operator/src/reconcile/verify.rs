@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// `_meta` key under which the runtime reports the declaration it serves.
-pub const SERVED_META: &str = "kube-mcp.io/declaration";
+pub use mcp_runtime::declaration::SERVED_META;
 /// The protocol version of the request (stateless era: no session to open or close).
 const PROTOCOL_VERSION: &str = "2026-07-28";
 /// Longest wait for the answer.
@@ -66,6 +66,12 @@ pub fn request_body() -> Value {
     })
 }
 
+/// The Host of the request: the Service's DNS name (without the cluster domain, which the
+/// runtime allows as well).
+pub fn service_host(namespace: &str, name: &str) -> String {
+    format!("{name}.{namespace}.svc")
+}
+
 /// Reads the runtime's report from a `server/discover` answer.
 pub fn parse(answer: &Value) -> Result<Served, String> {
     if let Some(error) = answer.get("error") {
@@ -108,6 +114,10 @@ pub async fn ask(
     let uri = format!("/api/v1/namespaces/{namespace}/services/{name}:http/proxy{prefix}/mcp");
     let body = serde_json::to_vec(&request_body()).unwrap_or_default();
     let request = http::Request::post(uri)
+        // The proxy passes the Host it was sent on to the pod, whose runtime accepts only the
+        // names the operator lists in `--allowed-host` (DNS-rebinding protection): the
+        // Service's own name is one of them, the API server's address is not.
+        .header("host", service_host(namespace, name))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", PROTOCOL_VERSION)

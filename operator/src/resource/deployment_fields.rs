@@ -2,7 +2,9 @@
 //! (`mcp_runtime::declaration::DEPLOYMENT_FIELDS` lists their names; a test keeps both in step).
 //! Pure data.
 
-use super::platform_fields::{Exposure, GatewaySpec, NetworkPolicySpec};
+use super::platform_fields::{
+    DNS_SUBDOMAIN, Exposure, GatewaySpec, NetworkPolicySpec, URL_PATH_MESSAGE, URL_PATH_RULE,
+};
 use k8s_openapi::api::core::v1::{
     Affinity, EnvVar, LocalObjectReference, ResourceRequirements, Toleration,
     TopologySpreadConstraint,
@@ -11,8 +13,6 @@ use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A Kubernetes object name (DNS subdomain), as Secret names are.
-const DNS_SUBDOMAIN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 /// A Go-style duration of whole units, as the runtime's flags take it: `30s`, `10m`, `1h30m`.
 const DURATION: &str = r"^([0-9]+(ms|s|m|h))+$";
 
@@ -144,7 +144,7 @@ pub struct IngressSpec {
     /// Path prefix the endpoints live under, such as `/weather` (default `/`): clients then use
     /// `https://<host>/weather/mcp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self == '/' || (self.startsWith('/') && !self.endsWith('/') && !self.contains('//'))").message("must start with `/` and not end with `/`, such as `/weather`"))]
+    #[x_kube(validation = Rule::new(URL_PATH_RULE).message(URL_PATH_MESSAGE))]
     #[schemars(length(max = 200))]
     pub path: Option<String>,
     /// IngressClass to use (default: the cluster's default class).

@@ -7,8 +7,15 @@ use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+/// A URL path prefix such as `/weather`, or `/` (a CEL rule, shared by Ingress and Gateway paths).
+pub(super) const URL_PATH_RULE: &str =
+    "self == '/' || (self.startsWith('/') && !self.endsWith('/') && !self.contains('//'))";
+/// What a path failing `URL_PATH_RULE` is told.
+pub(super) const URL_PATH_MESSAGE: &str =
+    "must start with `/` and not end with `/`, such as `/weather`";
 /// A Kubernetes object name (DNS subdomain).
-const DNS_SUBDOMAIN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+pub(super) const DNS_SUBDOMAIN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
 /// How the server is reached from outside the cluster.
 #[derive(
@@ -35,7 +42,7 @@ pub struct GatewaySpec {
     /// Path prefix the endpoints live under, such as `/weather` (default `/`): clients then use
     /// `https://<host>/weather/mcp`. The runtime serves under it itself; nothing is rewritten.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self == '/' || (self.startsWith('/') && !self.endsWith('/') && !self.contains('//'))").message("must start with `/` and not end with `/`, such as `/weather`"))]
+    #[x_kube(validation = Rule::new(URL_PATH_RULE).message(URL_PATH_MESSAGE))]
     #[schemars(length(max = 200))]
     pub path: Option<String>,
     /// Gateways (or listeners of one) the route attaches to.

@@ -2,7 +2,7 @@
 //! rendered manifest and the Secrets `spec.secrets` lists) and `mcp-runtime check` (which must
 //! accept exactly what the operator accepts). Pure.
 
-use super::compile::FieldError;
+use super::field_error::FieldError;
 use super::types::Declaration;
 use std::collections::BTreeSet;
 

@@ -26,6 +26,8 @@ pub use output::{
     CompiledResourceTemplate, CompiledTool,
 };
 
+use super::access::AccessRules;
+use super::field_error::{FieldError, InvalidDeclaration};
 use super::load::Manifest;
 use super::template::{DEFAULT_FUEL, Templates, Text};
 use super::types::{ContentBlock, Declaration};
@@ -34,29 +36,6 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-
-/// One problem in a declaration, located by its field path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    /// Such as `spec.tools[2].content[0].text`.
-    pub path: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
-
-/// Every problem found in a declaration.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", .errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-pub struct InvalidDeclaration {
-    /// The problems, in declaration order.
-    pub errors: Vec<FieldError>,
-}
 
 /// How to compile.
 #[derive(Clone, Debug)]
@@ -94,7 +73,23 @@ pub fn compile(
     manifest: &Manifest,
     options: &CompileOptions,
 ) -> Result<Compiled, InvalidDeclaration> {
-    Compiler::new(options).run(&manifest.name, &manifest.declaration, &manifest.base_dir)
+    let hash = match &manifest.hash {
+        Some(stamped) => stamped.clone(),
+        None => super::stamp::hash_of(&manifest.name, &manifest.declaration).map_err(|err| {
+            InvalidDeclaration {
+                errors: vec![FieldError {
+                    path: "spec".into(),
+                    message: format!("cannot be written as YAML: {err}"),
+                }],
+            }
+        })?,
+    };
+    Compiler::new(options).run(
+        &manifest.name,
+        &manifest.declaration,
+        &manifest.base_dir,
+        hash,
+    )
 }
 
 struct Compiler<'a> {
@@ -124,6 +119,7 @@ impl<'a> Compiler<'a> {
         name: &str,
         decl: &Declaration,
         base_dir: &Path,
+        hash: String,
     ) -> Result<Compiled, InvalidDeclaration> {
         let mut server_info =
             json!({"name": name, "version": decl.version.as_deref().unwrap_or("0.0.0")});
@@ -134,6 +130,9 @@ impl<'a> Compiler<'a> {
         let resources = self.resources(&decl.resources, base_dir);
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);
+        let access = AccessRules::compile(decl, self.options.template_fuel)
+            .map_err(|errors| self.errors.extend(errors))
+            .unwrap_or_default();
         if !self.errors.is_empty() {
             return Err(InvalidDeclaration {
                 errors: self.errors,
@@ -142,6 +141,7 @@ impl<'a> Compiler<'a> {
         let index = |keys: Vec<String>| keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
         Ok(Compiled {
             server_info,
+            hash,
             instructions: decl.instructions.clone(),
             cache: decl.cache.clone().unwrap_or_default(),
             tool_index: index(decl.tools.iter().map(|t| t.name.clone()).collect()),
@@ -152,6 +152,8 @@ impl<'a> Compiler<'a> {
             resource_templates,
             prompts,
             templates: self.templates,
+            auth: decl.auth.clone(),
+            access,
         })
     }
 

@@ -2,15 +2,11 @@
 //! renders (the same shape holding only the served fields). Pure: the caller reads the file
 //! (`reload::load`).
 
+use super::stamp::{API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, valid_hash};
 use super::types::Declaration;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
-
-/// The API group and version of `MCPServer`.
-pub const API_VERSION: &str = "kube-mcp.io/v1alpha1";
-/// The kind the runtime serves.
-pub const KIND: &str = "MCPServer";
 
 /// Spec fields the operator reads and the runtime ignores (`resources` is MCP's, so the
 /// container's CPU and memory are `containerResources`). The operator's tests check that this
@@ -50,6 +46,9 @@ pub struct Manifest {
     pub declaration: Declaration,
     /// Directory that relative `file` paths are resolved against.
     pub base_dir: PathBuf,
+    /// The hash stamped into `metadata.annotations` (`HASH_ANNOTATION`) by the operator; `None`
+    /// for a manifest without one (compiling then computes the same hash from the declaration).
+    pub hash: Option<String>,
 }
 
 /// Why a manifest could not be read.
@@ -78,6 +77,23 @@ struct Envelope {
 #[derive(Deserialize)]
 struct Metadata {
     name: String,
+    /// Only [`HASH_ANNOTATION`] is read; other annotations may hold anything.
+    #[serde(default)]
+    annotations: serde_json::Map<String, Value>,
+}
+
+/// The stamped hash, if any: a plain string of at most [`MAX_HASH_LEN`] characters.
+fn stamped_hash(metadata: &Metadata) -> Result<Option<String>, LoadError> {
+    let Some(value) = metadata.annotations.get(HASH_ANNOTATION) else {
+        return Ok(None);
+    };
+    match value.as_str() {
+        Some(hash) if valid_hash(hash) => Ok(Some(hash.to_owned())),
+        _ => Err(LoadError::Shape {
+            path: format!("metadata.annotations[\"{HASH_ANNOTATION}\"]"),
+            message: format!("expected 1 to {MAX_HASH_LEN} letters, digits, `-`, `_`, `.` or `:`"),
+        }),
+    }
 }
 
 /// Parses manifest text. Unknown fields are errors (a typo must not silently drop a tool), except
@@ -100,6 +116,7 @@ pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadErr
             ),
         });
     }
+    let hash = stamped_hash(&envelope.metadata)?;
     let mut spec = envelope.spec;
     spec.retain(|key, _| !DEPLOYMENT_FIELDS.contains(&key.as_str()));
     let declaration = declaration_from_value(Value::Object(spec))?;
@@ -107,6 +124,7 @@ pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadErr
         name: envelope.metadata.name,
         declaration,
         base_dir,
+        hash,
     })
 }
 
@@ -196,6 +214,33 @@ mod tests {
                 .starts_with("spec.tools[0].content[0].type: unknown variant `video`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn reads_the_stamped_hash_and_refuses_a_malformed_one() {
+        let manifest = |annotations: &str| {
+            parse(&format!(
+                "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\n\
+                 metadata: {{name: w, annotations: {{{annotations}}}}}\nspec: {{}}\n"
+            ))
+        };
+        assert_eq!(manifest("").unwrap().hash, None);
+        assert_eq!(manifest("other: 1").unwrap().hash, None);
+        assert_eq!(
+            manifest("kube-mcp.io/declaration-hash: 00ff12ab34cd56ef")
+                .unwrap()
+                .hash
+                .as_deref(),
+            Some("00ff12ab34cd56ef")
+        );
+        for bad in ["7", "'a b'", "'{x}'", "[a]"] {
+            let err = manifest(&format!("kube-mcp.io/declaration-hash: {bad}")).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with("metadata.annotations[\"kube-mcp.io/declaration-hash\"]: "),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -57,7 +57,16 @@ impl Declaration {
                     .iter()
                     .filter_map(|t| t.http.as_ref()),
             );
-        https.flat_map(http_secret_refs).cloned().collect()
+        let introspection = self
+            .auth
+            .iter()
+            .filter_map(|auth| auth.introspection.as_ref())
+            .map(|i| &i.client_secret);
+        https
+            .flat_map(http_secret_refs)
+            .chain(introspection)
+            .cloned()
+            .collect()
     }
 }
 

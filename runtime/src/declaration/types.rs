@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+mod auth;
 mod http;
 mod interactive;
+pub use auth::*;
 pub use http::*;
 pub use interactive::*;
 
@@ -41,6 +43,9 @@ pub struct Declaration {
     /// Prompt templates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prompts: Vec<Prompt>,
+    /// Bearer-token authentication of every request (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<Auth>,
 }
 
 /// Caching hints sent as `ttlMs` and `cacheScope` on cacheable results.
@@ -139,6 +144,14 @@ pub struct Tool {
     /// `{uri, name}`). Declared-content tools only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub roots: bool,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// One declared progress notification of a tool call.
@@ -369,6 +382,14 @@ pub struct Resource {
     /// Contents fetched from an upstream HTTP API on each read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<Http>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// Resources addressed by a URI template; the contents are a template over the URI's variables
@@ -402,6 +423,14 @@ pub struct ResourceTemplate {
     /// Values offered by `completion/complete` for each URI variable.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub completions: BTreeMap<String, Vec<String>>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// A prompt template.
@@ -427,6 +456,14 @@ pub struct Prompt {
     /// Values asked from the user when the request lacks them, merged into `args` as strings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub elicit: Vec<ElicitField>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// An argument of a prompt.

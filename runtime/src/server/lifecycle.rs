@@ -2,7 +2,7 @@
 //! legacy `logging/setLevel` (which sets the session's level). Pure.
 
 use super::RequestContext;
-use crate::declaration::{Compiled, LogLevel};
+use crate::declaration::{Compiled, LogLevel, SERVED_META};
 use crate::protocol::{LegacyVersion, McpError, SUPPORTED_VERSIONS};
 use serde_json::{Value, json};
 
@@ -18,11 +18,24 @@ fn capabilities() -> Value {
     })
 }
 
-/// The `server/discover` result (era fields are added by the dispatcher).
+/// What the server serves, for `_meta[SERVED_META]`: the declaration's hash and how many items
+/// of each kind it holds (the operator's `Verified` check compares both with what it applied).
+pub fn served_declaration(decl: &Compiled) -> Value {
+    json!({
+        "hash": decl.hash,
+        "tools": decl.tools.len(),
+        "resources": decl.resources.len(),
+        "resourceTemplates": decl.resource_templates.len(),
+        "prompts": decl.prompts.len(),
+    })
+}
+
+/// The `server/discover` result (era fields are added by the dispatcher, which keeps `_meta`).
 pub fn discover_result(decl: &Compiled) -> Value {
     let mut result = json!({
         "supportedVersions": SUPPORTED_VERSIONS,
         "capabilities": capabilities(),
+        "_meta": {SERVED_META: served_declaration(decl)},
     });
     if let Some(instructions) = &decl.instructions {
         result["instructions"] = json!(instructions);
@@ -43,6 +56,7 @@ pub fn initialize_result(decl: &Compiled, version: LegacyVersion) -> Value {
         "protocolVersion": version.as_str(),
         "capabilities": capabilities(),
         "serverInfo": server_info,
+        "_meta": {SERVED_META: served_declaration(decl)},
     });
     if version < LegacyVersion::V2025_03_26 {
         // `completions` was not a capability before 2025-03-26.

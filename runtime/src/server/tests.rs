@@ -145,6 +145,59 @@ async fn modern_results_carry_the_era_fields_and_legacy_ones_do_not() {
     assert_eq!(legacy["tools"][0]["name"], "echo");
 }
 
+/// What `_meta[SERVED_META]` must say for [`MANIFEST`]: the hash the operator would stamp, and
+/// one item of each kind.
+fn served_report(server: &Server) -> Value {
+    let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
+    let hash = crate::declaration::hash_of(&manifest.name, &manifest.declaration).unwrap();
+    assert_eq!(server.declaration().hash, hash);
+    json!({"hash": hash, "tools": 1, "resources": 1, "resourceTemplates": 1, "prompts": 1})
+}
+
+#[tokio::test]
+async fn discover_reports_the_served_declaration_next_to_the_server_info() {
+    let server = server();
+    let discover = call(
+        &server,
+        &ctx(Era::Modern),
+        methods::SERVER_DISCOVER,
+        json!({}),
+    )
+    .await
+    .unwrap();
+    let meta = &discover["_meta"];
+    assert_eq!(
+        meta[crate::declaration::SERVED_META],
+        served_report(&server)
+    );
+    assert_eq!(meta[meta::SERVER_INFO]["name"], "harness", "{discover}");
+    // A stamped hash is reported as stamped, and a reload reports the new one.
+    let stamped = MANIFEST.replace(
+        "metadata: {name: harness}",
+        "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: 0123abcd}}",
+    );
+    let manifest = parse_manifest(&stamped, ".".into()).unwrap();
+    server.replace(compile(&manifest, &CompileOptions::default()).unwrap());
+    let discover = call(
+        &server,
+        &ctx(Era::Modern),
+        methods::SERVER_DISCOVER,
+        json!({}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        discover["_meta"][crate::declaration::SERVED_META]["hash"],
+        "0123abcd"
+    );
+    let metrics = server.metrics().encode();
+    assert!(
+        metrics.contains("mcp_runtime_declaration_info{hash=\"0123abcd\"} 1"),
+        "{metrics}"
+    );
+    assert_eq!(metrics.matches("mcp_runtime_declaration_info{").count(), 1);
+}
+
 #[tokio::test]
 async fn methods_are_served_only_in_their_era() {
     let server = server();
@@ -246,6 +299,10 @@ fn initialize_negotiates_and_lets_the_transport_refuse() {
         (LegacyVersion::V2025_06_18, LegacyVersion::V2025_06_18)
     );
     assert_eq!(result["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        result["_meta"][crate::declaration::SERVED_META],
+        served_report(&server)
+    );
     let (_, refused) =
         server.initialize(&json!({}), |_| Err::<(), _>(McpError::TooManySessions(1)));
     assert!(matches!(refused, Err(McpError::TooManySessions(1))));

@@ -22,6 +22,10 @@ pub struct SealedSession {
     /// Creation time, seconds since the Unix epoch.
     #[serde(rename = "t")]
     pub created: u64,
+    /// Digest of the (issuer, subject) that opened the session, when requests are
+    /// authenticated: the session serves only that principal (base64).
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 /// Seals and opens session ids (and other tokens, each sealed for its purpose).
@@ -117,6 +121,7 @@ mod tests {
 
     fn session() -> SealedSession {
         SealedSession {
+            principal: None,
             version: "2025-11-25".into(),
             created: 1_700_000_000,
         }
@@ -168,9 +173,10 @@ mod tests {
             created in proptest::prelude::any::<u64>(),
             at in proptest::prelude::any::<usize>(),
             with in "[A-Za-z0-9_-]",
+            principal in proptest::option::of("[A-Za-z0-9_-]{22}"),
         ) {
             let sealer = Sealer::new(&[3u8; KEY_LEN]);
-            let sealed = SealedSession { version, created };
+            let sealed = SealedSession { version, created, principal };
             let id = sealer.seal(&sealed);
             proptest::prop_assert_eq!(sealer.open(&id), Some(sealed));
             let at = at % id.len();

@@ -75,6 +75,8 @@ pub struct Session {
     pub ended: CancellationToken,
     /// When the session was opened (on whichever replica), seconds since the Unix epoch.
     pub created: u64,
+    /// Digest of the principal that opened it (authenticated servers): no one else may use it.
+    pub principal: Option<[u8; 16]>,
     epoch: Instant,
     last_seen_ms: AtomicU64,
     used: AtomicBool,
@@ -110,6 +112,7 @@ impl Session {
             id,
             transport,
             created,
+            principal: None,
             ended: CancellationToken::new(),
             epoch: Instant::now(),
             last_seen_ms: AtomicU64::new(0),

@@ -5,6 +5,8 @@ use super::seal::{SealedSession, Sealer};
 use super::session::{Session, SessionTransport};
 use crate::metrics::Metrics;
 use crate::protocol::{LegacyVersion, McpError};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use std::sync::Arc;
@@ -114,6 +116,17 @@ impl SessionStore {
         transport: SessionTransport,
         version: Option<LegacyVersion>,
     ) -> Result<Arc<Session>, McpError> {
+        self.open_for(transport, version, None)
+    }
+
+    /// Opens a session bound to `principal` (a digest of who opened it; sealed into the id so
+    /// every replica knows it), or refuses at the limit.
+    pub fn open_for(
+        &self,
+        transport: SessionTransport,
+        version: Option<LegacyVersion>,
+        principal: Option<[u8; 16]>,
+    ) -> Result<Arc<Session>, McpError> {
         // Refuse before sealing: at the limit, a refusal costs no cryptography.
         if self.len() >= self.settings.max_sessions {
             self.metrics.session_refused();
@@ -125,14 +138,21 @@ impl SessionStore {
                 .unwrap_or("2024-11-05")
                 .to_owned(),
             created: now_unix(),
+            principal: principal.map(|p| URL_SAFE_NO_PAD.encode(p)),
         };
         let id = self.sealer.seal(&sealed);
-        self.insert(Arc::new(Session::new(
-            id,
-            transport,
-            version,
-            sealed.created,
-        )))
+        let mut session = Session::new(id, transport, version, sealed.created);
+        session.principal = principal;
+        self.insert(Arc::new(session))
+    }
+
+    /// Who a session id is bound to: `None` for an id that names no session of ours (the
+    /// transport answers those), `Some(None)` for a session opened without authentication.
+    pub fn principal_of(&self, id: &str) -> Option<Option<[u8; 16]>> {
+        if let Some(session) = self.sessions.get(id) {
+            return Some(session.principal);
+        }
+        self.sealer.open(id).map(|sealed| sealed_principal(&sealed))
     }
 
     /// Inserts `session`, or returns the one a concurrent request already inserted under its id
@@ -181,12 +201,13 @@ impl SessionStore {
         {
             return Ok(None);
         }
-        let session = Session::new(
+        let mut session = Session::new(
             id.to_owned(),
             SessionTransport::StreamableHttp,
             Some(version),
             sealed.created,
         );
+        session.principal = sealed_principal(&sealed);
         session.mark_used();
         self.insert(Arc::new(session)).map(Some)
     }
@@ -252,6 +273,21 @@ impl SessionStore {
             self.end(&id);
         }
     }
+}
+
+/// The principal digest a sealed id carries.
+fn sealed_principal(sealed: &SealedSession) -> Option<[u8; 16]> {
+    sealed.principal.as_ref().map(|p| {
+        let mut digest = [0u8; 16];
+        // A sealed digest was written by `open_for`: 16 bytes. Anything else binds to no one
+        // (all zeros matches no principal's digest in practice).
+        if let Ok(bytes) = URL_SAFE_NO_PAD.decode(p)
+            && bytes.len() == 16
+        {
+            digest.copy_from_slice(&bytes);
+        }
+        digest
+    })
 }
 
 #[cfg(test)]
@@ -376,6 +412,7 @@ mod tests {
     fn ids_older_than_the_maximum_age_are_not_adopted() {
         let sealer = Sealer::new(&[1; KEY_LEN]);
         let old = SealedSession {
+            principal: None,
             version: "2025-11-25".into(),
             created: now_unix() - MAX_SESSION_AGE.as_secs() - 10,
         };

@@ -4,6 +4,7 @@
 
 use super::AppState;
 use super::reply;
+use crate::auth::Principal;
 use crate::protocol::{Era, Incoming, LegacyVersion, McpError, RequestId, success_response};
 use crate::server::{Notifier, RequestContext};
 use crate::sessions::Session;
@@ -47,14 +48,16 @@ pub async fn run(
     method: &str,
     params: &Value,
     notifier: Option<Notifier>,
+    caller: Option<Arc<Principal>>,
 ) -> Option<Value> {
     let era = Era::Legacy(session.version().unwrap_or(LegacyVersion::V2024_11_05));
     let in_flight = match session.try_start_request(id) {
         Ok(in_flight) => in_flight,
         Err(err) => return Some(reply::error_body(Some(id), &err, era).0),
     };
-    let ctx =
-        RequestContext::new(era, params, session.log_level(), notifier).in_session(session.clone());
+    let ctx = RequestContext::new(era, params, session.log_level(), notifier)
+        .in_session(session.clone())
+        .with_caller(caller);
     let outcome = tokio::select! {
         outcome = state.server.handle(&ctx, method, params) => outcome,
         () = in_flight.token.cancelled() => return None,

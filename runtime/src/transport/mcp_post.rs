@@ -2,26 +2,24 @@
 //! (or a non-legacy `MCP-Protocol-Version` header without a session) is served statelessly;
 //! `initialize` and session traffic go to the legacy Streamable HTTP path.
 
+use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
 use super::{AppState, stateless, streamable};
 use crate::protocol::methods;
 use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, meta, parse_message};
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{Request, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use std::sync::Arc;
 
 /// Handles every POST on `/mcp`.
-pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> Response {
-    // The headers are taken out rather than extracted as a `HeaderMap`, which would copy them.
-    let headers = std::mem::take(request.headers_mut());
-    let body = match Bytes::from_request(request, &state).await {
-        Ok(body) => body,
-        Err(rejection) => return rejection.into_response(),
-    };
+pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    // The headers are taken apart rather than extracted as a `HeaderMap`, which would copy them.
+    let (mut parts, body) = request.into_parts();
+    let caller = parts.extensions.remove::<Caller>();
+    let headers = parts.headers;
     if let Err(refusal) = check_content_type(&headers) {
         return refusal;
     }
@@ -29,14 +27,27 @@ pub async fn post(State(state): State<Arc<AppState>>, mut request: Request) -> R
         Ok(accepts) => accepts,
         Err(refusal) => return refusal,
     };
-    let message = match parse_message(&body) {
+    let (body, share) = match state.bodies.read(&headers, body).await {
+        Ok(read) => read,
+        Err(refusal) => return refusal,
+    };
+    let parsed = parse_message(&body);
+    // The body and its share of the large-body budget are not needed past the parse.
+    drop((body, share));
+    let message = match parsed {
         Ok(message) => message,
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
+    if let Some(caller) = &caller
+        && let Err(refusal) = authn::check_message(&state, caller, &message)
+    {
+        return refusal;
+    }
+    let caller = caller.map(|c| c.principal);
     if is_modern(&headers, &message) {
-        stateless::post(state, headers, message, accepts.sse).await
+        stateless::post(state, headers, message, accepts.sse, caller).await
     } else {
-        streamable::post(state, headers, message, accepts.sse).await
+        streamable::post(state, headers, message, accepts.sse, caller).await
     }
 }
 

@@ -3,6 +3,7 @@
 //! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
 
 use super::AppState;
+use super::authn::{self, Caller};
 use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
@@ -10,7 +11,8 @@ use super::session_stream::{self, short};
 use crate::protocol::methods;
 use crate::protocol::{Era, LegacyVersion, McpError, parse_message, success_response};
 use crate::sessions::{SessionStore, SessionTransport};
-use axum::body::Bytes;
+use axum::Extension;
+use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
@@ -25,8 +27,15 @@ const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
 const STREAM_SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `GET /sse`: opens a session whose life is this stream.
-pub async fn get(State(state): State<Arc<AppState>>) -> Response {
-    let session = match state.sessions.open(SessionTransport::Sse, None) {
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    caller: Option<Extension<Caller>>,
+) -> Response {
+    let principal = caller.map(|Extension(caller)| caller.principal.digest());
+    let session = match state
+        .sessions
+        .open_for(SessionTransport::Sse, None, principal)
+    {
         Ok(session) => session,
         Err(err) => return error(None, &err, ERA),
     };
@@ -85,8 +94,9 @@ pub struct MessagesQuery {
 pub async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let Some(id) = query.session_id else {
         return (StatusCode::BAD_REQUEST, "missing sessionId query parameter").into_response();
@@ -101,6 +111,10 @@ pub async fn post(
     if let Err(refusal) = check_content_type(&headers) {
         return refusal;
     }
+    let (body, share) = match state.bodies.read(&headers, body).await {
+        Ok(read) => read,
+        Err(refusal) => return refusal,
+    };
     let Some(queued) = session.queue_bytes(body.len()) else {
         state.sessions.end(&session.id);
         tracing::warn!(session = %short(&session.id), "ended a session: too much posted and not yet answered");
@@ -110,10 +124,18 @@ pub async fn post(
         )
             .into_response();
     };
-    let message = match parse_message(&body) {
+    let parsed = parse_message(&body);
+    drop((body, share));
+    let message = match parsed {
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
     };
+    if let Some(Extension(caller)) = &caller
+        && let Err(refusal) = authn::check_message(&state, caller, &message)
+    {
+        return refusal;
+    }
+    let caller = caller.map(|Extension(caller)| caller.principal);
     let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
         return StatusCode::ACCEPTED.into_response();
     };
@@ -141,6 +163,7 @@ pub async fn post(
                 &method,
                 &params,
                 Some(stream.clone()),
+                caller,
             )
             .await
         };

@@ -4,6 +4,7 @@
 use super::AppState;
 use super::headers::{METHOD_HEADER, NAME_HEADER, VERSION_HEADER};
 use super::reply::{self, error};
+use crate::auth::Principal;
 use crate::declaration::LogLevel;
 use crate::protocol::methods;
 use crate::protocol::{Era, Incoming, MODERN_VERSION, McpError, RequestId, meta, success_response};
@@ -21,6 +22,7 @@ pub async fn post(
     headers: HeaderMap,
     message: Incoming,
     accepts_sse: bool,
+    caller: Option<Arc<Principal>>,
 ) -> Response {
     let Incoming::Request { id, method, params } = message else {
         // Notifications need no answer; closing a response stream is how 2026 clients cancel.
@@ -48,7 +50,7 @@ pub async fn post(
     let keepalive = state.http.keepalive;
     let may_notify = log_level.is_some() || RequestContext::progress_token(&params).is_some();
     let (notifier, notifications) = reply::notification_channel(may_notify);
-    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier);
+    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier).with_caller(caller);
     let outcome = async move {
         match state.server.handle(&ctx, &method, &params).await {
             Ok(result) => (StatusCode::OK, success_response(&id, result)),

@@ -6,6 +6,7 @@ use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
 use super::reply::{self, error};
 use super::{AppState, session_stream};
+use crate::auth::Principal;
 use crate::protocol::methods;
 use crate::protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
@@ -26,11 +27,12 @@ pub async fn post(
     headers: HeaderMap,
     message: Incoming,
     accepts_sse: bool,
+    caller: Option<Arc<Principal>>,
 ) -> Response {
     if let Incoming::Request { id, method, params } = &message
         && method == methods::INITIALIZE
     {
-        return initialize(&state, id, params);
+        return initialize(&state, id, params, caller.as_deref());
     }
     let session = match session_of(&state, &headers) {
         Ok(session) => session,
@@ -52,18 +54,26 @@ pub async fn post(
     }
     match legacy::take_request(&state, &session, message) {
         Some((id, method, params)) => {
-            request(state, session, id, method, params, accepts_sse).await
+            request(state, session, id, method, params, accepts_sse, caller).await
         }
         None => StatusCode::ACCEPTED.into_response(),
     }
 }
 
-/// `initialize` opens a session: its id travels in the response header.
-fn initialize(state: &AppState, id: &RequestId, params: &Value) -> Response {
+/// `initialize` opens a session, bound to the caller when requests are authenticated: its id
+/// travels in the response header.
+fn initialize(
+    state: &AppState,
+    id: &RequestId,
+    params: &Value,
+    caller: Option<&Principal>,
+) -> Response {
     let (version, outcome) = state.server.initialize(params, |version| {
-        state
-            .sessions
-            .open(SessionTransport::StreamableHttp, Some(version))
+        state.sessions.open_for(
+            SessionTransport::StreamableHttp,
+            Some(version),
+            caller.map(Principal::digest),
+        )
     });
     let (session, result) = match outcome {
         Ok(opened) => opened,
@@ -106,6 +116,7 @@ async fn request(
     method: String,
     params: Value,
     accepts_sse: bool,
+    caller: Option<Arc<Principal>>,
 ) -> Response {
     let keepalive = state.http.keepalive;
     // Interactive items send their requests on this stream too.
@@ -114,7 +125,7 @@ async fn request(
         || state.server.may_ask(&method, &params);
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
-        let response = legacy::run(&state, &session, &id, &method, &params, notifier).await;
+        let response = legacy::run(&state, &session, &id, &method, &params, notifier, caller).await;
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());

@@ -57,3 +57,66 @@ async fn edits_are_served_and_announced_and_bad_edits_are_refused() {
     let (_, tools) = rt.call(&session, 3, "tools/list", json!({})).await;
     assert_eq!(tools["result"]["tools"][0]["name"], "welcome");
 }
+
+/// The declaration a stateless `server/discover` reports being served.
+async fn served(rt: &super::support::Runtime) -> serde_json::Value {
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+        "params": {"_meta": super::support::modern_meta()}});
+    let response = rt
+        .post(
+            &discover,
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "server/discover"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let body = super::support::body_json(response).await;
+    body["result"]["_meta"]["kube-mcp.io/declaration"].clone()
+}
+
+#[tokio::test]
+async fn the_served_declaration_hash_follows_reloads() {
+    let rt = start(MANIFEST, |_| {}).await;
+    let first = served(&rt).await;
+    let computed = first["hash"].as_str().unwrap().to_owned();
+    assert_eq!(computed.len(), 16, "{first}");
+    assert_eq!(
+        first,
+        json!({"hash": computed, "tools": 2, "resources": 1, "resourceTemplates": 0, "prompts": 0})
+    );
+    let series = format!("mcp_runtime_declaration_info{{hash=\"{computed}\"}} 1");
+    assert!(rt.metric_shows(&series).await, "{}", rt.metrics().await);
+
+    // The operator's stamp wins over the computed hash; the old series goes.
+    std::fs::write(
+        &rt.manifest,
+        MANIFEST.replace(
+            "metadata: {name: harness}",
+            "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: feedc0de}}",
+        ),
+    )
+    .unwrap();
+    assert!(
+        rt.metric_shows("mcp_runtime_declaration_info{hash=\"feedc0de\"} 1")
+            .await
+    );
+    assert!(!rt.metrics().await.contains(&series));
+    assert_eq!(served(&rt).await["hash"], "feedc0de");
+
+    // A malformed stamp is refused like any invalid manifest: the old declaration keeps serving.
+    std::fs::write(
+        &rt.manifest,
+        MANIFEST.replace(
+            "metadata: {name: harness}",
+            "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: \"a b\"}}",
+        ),
+    )
+    .unwrap();
+    assert!(
+        rt.metric_shows("mcp_reloads_total{outcome=\"error\"} 1")
+            .await
+    );
+    assert_eq!(served(&rt).await["hash"], "feedc0de");
+}

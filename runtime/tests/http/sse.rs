@@ -5,8 +5,13 @@ use serde_json::json;
 use std::time::Duration;
 
 async fn open(rt: &Runtime) -> (EventReader, String) {
+    open_at(rt, "/sse").await
+}
+
+/// Opens the HTTP+SSE stream at `path`; returns it and the endpoint it announced.
+async fn open_at(rt: &Runtime, path: &str) -> (EventReader, String) {
     let response = reqwest::Client::new()
-        .get(format!("{}/sse", rt.url))
+        .get(format!("{}{path}", rt.url))
         .send()
         .await
         .unwrap();
@@ -133,28 +138,7 @@ async fn under_a_prefix_every_endpoint_is_served_there_and_at_the_root() {
     let rt = start(MANIFEST, |c| c.http.path_prefix = "/weather".into()).await;
     let client = reqwest::Client::new();
     // HTTP+SSE through the prefix: the stream and the endpoint it announces.
-    let response = client
-        .get(format!("{}/weather/sse", rt.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let mut stream = EventReader::new(response);
-    assert!(
-        stream
-            .until(Duration::from_secs(2), |t| t.contains("sessionId=")
-                && t.contains("\n\n"))
-            .await
-    );
-    let endpoint = stream
-        .text
-        .split("data: ")
-        .nth(1)
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .to_owned();
+    let (mut stream, endpoint) = open_at(&rt, "/weather/sse").await;
     assert!(endpoint.starts_with("/weather/messages?"), "{endpoint}");
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});

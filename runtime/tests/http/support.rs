@@ -47,6 +47,7 @@ pub struct Runtime {
 /// A config with test-friendly defaults; `tweak` adjusts it.
 pub fn config(manifest: PathBuf) -> RunConfig {
     RunConfig {
+        auth: mcp_runtime::auth::AuthSettings::default(),
         manifest,
         listen: "127.0.0.1:0".parse().unwrap(),
         admin_listen: "127.0.0.1:0".parse().unwrap(),

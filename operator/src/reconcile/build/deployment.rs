@@ -1,7 +1,7 @@
 //! The runtime Deployment: one hardened container serving the mounted manifest. Only deployment
 //! fields reach the pod template, so a declaration change never rolls pods. Pure.
 
-use super::exposure::public_endpoint;
+use super::exposure::{public_endpoint, public_url};
 use super::meta::{child_meta, config_map_name, labels, selector_labels, session_key_name};
 use super::{BuildConfig, MANIFEST_KEY};
 use crate::resource::MCPServer;
@@ -254,6 +254,10 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         if let Some(prefix) = endpoint.prefix {
             flag("--path-prefix", prefix.to_owned());
         }
+    }
+    if server.spec.declaration.auth.is_some() {
+        // The resource tokens are issued for: the URL clients reach, path prefix included.
+        flag("--public-url", public_url(server, config));
     }
     flag("--session-key-file", format!("{SESSION_KEY_DIR}/key"));
     if let Some(sessions) = &spec.sessions {

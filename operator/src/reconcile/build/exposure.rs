@@ -21,6 +21,9 @@ pub const SERVICE_PORT: i32 = 80;
 /// The endpoints an Ingress exposes: MCP's (modern and legacy sessions), and HTTP+SSE's.
 const ENDPOINTS: &[&str] = &["mcp", "sse", "messages"];
 
+/// The well-known path of OAuth protected resource metadata (RFC 9728).
+const PROTECTED_RESOURCE: &str = "/.well-known/oauth-protected-resource";
+
 /// Annotations that keep server-sent event streams open through ingress-nginx: no response
 /// buffering and an hour before an idle stream is cut. Other controllers ignore them.
 const SSE_ANNOTATIONS: &[(&str, &str)] = &[
@@ -84,8 +87,12 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
         }),
         ..Default::default()
     };
-    let paths = endpoint_paths(path_prefix(declared))
+    let auth = server.spec.declaration.auth.is_some();
+    let prefix = path_prefix(declared);
+    let paths = endpoint_paths(prefix)
         .into_iter()
+        // With `spec.auth`, the protected resource metadata clients look up is routed too.
+        .chain(auth.then(|| metadata_paths(prefix)).into_iter().flatten())
         .map(|path| HTTPIngressPath {
             path: Some(path),
             path_type: "Exact".into(),
@@ -121,6 +128,14 @@ pub fn endpoint_paths(prefix: Option<&str>) -> Vec<String> {
         .iter()
         .map(|endpoint| format!("{}/{endpoint}", prefix.unwrap_or_default()))
         .collect()
+}
+
+/// Where the runtime serves the protected resource metadata (RFC 9728) of the server under
+/// `prefix`: the well-known path followed by its URL's path, and by its `/mcp` and `/sse`
+/// endpoints' paths (clients look up either).
+pub fn metadata_paths(prefix: Option<&str>) -> Vec<String> {
+    let base = format!("{PROTECTED_RESOURCE}{}", prefix.unwrap_or_default());
+    vec![base.clone(), format!("{base}/mcp"), format!("{base}/sse")]
 }
 
 /// The PodDisruptionBudget of a server with more than one replica: voluntary disruptions (node
@@ -190,15 +205,21 @@ pub fn public_endpoint(server: &MCPServer) -> Option<PublicEndpoint<'_>> {
 
 /// Where MCP clients connect: the public URL when the server is exposed, else the Service's.
 pub fn url(server: &MCPServer, config: &BuildConfig) -> String {
+    format!("{}/mcp", public_url(server, config))
+}
+
+/// The server's canonical URL (the runtime's `--public-url`): where its endpoints live, path
+/// prefix included, without `/mcp` (HTTP+SSE clients call `/sse` under it).
+pub fn public_url(server: &MCPServer, config: &BuildConfig) -> String {
     match public_endpoint(server) {
         Some(endpoint) => format!(
-            "{}://{}{}/mcp",
+            "{}://{}{}",
             if endpoint.https { "https" } else { "http" },
             endpoint.host,
             endpoint.prefix.unwrap_or_default()
         ),
         None => format!(
-            "http://{}.{}.svc.{}/mcp",
+            "http://{}.{}.svc.{}",
             server.name_any(),
             server.namespace().unwrap_or_default(),
             config.cluster_domain

@@ -5,7 +5,7 @@
 //! metadata typed, its spec free-form) so the operator watches, caches and applies it like its
 //! other children. Pure.
 
-use super::exposure::{SERVICE_PORT, endpoint_paths, public_endpoint};
+use super::exposure::{SERVICE_PORT, endpoint_paths, metadata_paths, public_endpoint};
 use super::meta::child_meta;
 use crate::resource::{Exposure, MCPServer};
 use k8s_openapi::NamespaceResourceScope;
@@ -62,10 +62,6 @@ impl Resource for HttpRoute {
     }
 }
 
-/// Where the runtime publishes the OAuth protected resource metadata (RFC 9728) of its MCP
-/// endpoint: the well-known path with the endpoint's own path appended.
-const PROTECTED_RESOURCE: &str = "/.well-known/oauth-protected-resource";
-
 /// The `HTTPRoute` of `server`, when it is exposed through a gateway.
 pub fn http_route(server: &MCPServer) -> Option<HttpRoute> {
     if server.spec.deployment.exposure != Some(Exposure::Gateway) {
@@ -74,12 +70,9 @@ pub fn http_route(server: &MCPServer) -> Option<HttpRoute> {
     let gateway = server.spec.deployment.gateway.as_ref()?;
     let endpoint = public_endpoint(server)?;
     let mut paths = endpoint_paths(endpoint.prefix);
-    paths.push(format!(
-        "{PROTECTED_RESOURCE}{}/mcp",
-        endpoint.prefix.unwrap_or_default()
-    ));
-    if endpoint.prefix.is_none() {
-        paths.push(PROTECTED_RESOURCE.into());
+    if server.spec.declaration.auth.is_some() {
+        // The protected resource metadata (RFC 9728) clients look up before authenticating.
+        paths.extend(metadata_paths(endpoint.prefix));
     }
     let parents: Vec<Value> = gateway
         .parent_refs

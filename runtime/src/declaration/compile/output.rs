@@ -2,9 +2,10 @@
 //! requests (immutable). Pure data and lookups.
 
 use super::CompiledHttp;
+use crate::declaration::access::AccessRules;
 use crate::declaration::resource_uri::UriTemplate;
 use crate::declaration::template::{Templates, Text};
-use crate::declaration::types::{CachePolicy, LogLevel};
+use crate::declaration::types::{Auth, CachePolicy, LogLevel};
 use crate::declaration::value_template::ValueTemplate;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -15,6 +16,9 @@ use std::sync::Arc;
 pub struct Compiled {
     /// `serverInfo` as sent to clients.
     pub server_info: Value,
+    /// The declaration's hash: stamped by the operator, or computed as the operator would
+    /// (`declaration::hash_of`). Reported to clients and in a metric.
+    pub hash: String,
     /// Server instructions.
     pub instructions: Option<String>,
     /// Caching hints for 2026-07-28 results.
@@ -29,6 +33,10 @@ pub struct Compiled {
     pub prompts: Vec<CompiledPrompt>,
     /// Every template of the declaration.
     pub templates: Templates,
+    /// `spec.auth`, when requests must be authenticated.
+    pub auth: Option<Auth>,
+    /// Per-item scopes and `allow` conditions.
+    pub access: AccessRules,
     pub(super) tool_index: HashMap<String, usize>,
     pub(super) resource_index: HashMap<String, usize>,
     pub(super) prompt_index: HashMap<String, usize>,

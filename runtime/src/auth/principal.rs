@@ -1,0 +1,108 @@
+//! Who is calling: the identity and grants of a validated token. Pure, no I/O.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// A caller whose token was validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Principal {
+    /// `iss` of the token.
+    pub issuer: String,
+    /// `sub` of the token (client-credentials tokens of some servers carry none).
+    pub subject: Option<String>,
+    /// Granted scopes, from `scope` (space-separated) or `scp` (an array or a string).
+    pub scopes: Vec<String>,
+    /// Every claim, as `token.claims` in `allow` templates.
+    pub claims: Map<String, Value>,
+    /// `exp` (seconds since the epoch): the token, and any stream it opened, ends then.
+    pub expires_at: u64,
+}
+
+impl Principal {
+    /// Builds a principal from validated claims.
+    pub fn from_claims(claims: Map<String, Value>, expires_at: u64) -> Self {
+        let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+        Self {
+            issuer: text("iss").unwrap_or_default(),
+            subject: text("sub"),
+            scopes: scopes_of(&claims),
+            expires_at,
+            claims,
+        }
+    }
+
+    /// A digest of (issuer, subject) that binds a session to this caller without carrying who
+    /// it is in the clear.
+    pub fn digest(&self) -> [u8; 16] {
+        let mut hash = Sha256::new();
+        hash.update(b"kube-mcp principal v1\0");
+        hash.update(self.issuer.as_bytes());
+        hash.update([0]);
+        hash.update(self.subject.as_deref().unwrap_or_default().as_bytes());
+        let full = hash.finalize();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&full[..16]);
+        out
+    }
+
+    /// The scopes of `needed` this principal lacks.
+    pub fn missing<'a>(&self, needed: &'a [String]) -> Vec<&'a str> {
+        needed
+            .iter()
+            .filter(|s| !self.scopes.iter().any(|granted| granted == *s))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// Scopes from `scope` (RFC 8693/9068: a space-separated string) or, as some providers issue
+/// them, `scp` (an array of strings, or a space-separated string).
+fn scopes_of(claims: &Map<String, Value>) -> Vec<String> {
+    let mut scopes = Vec::new();
+    for name in ["scope", "scp"] {
+        match claims.get(name) {
+            Some(Value::String(text)) => {
+                scopes.extend(text.split(' ').filter(|s| !s.is_empty()).map(str::to_owned));
+            }
+            Some(Value::Array(items)) => {
+                scopes.extend(items.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            _ => {}
+        }
+    }
+    scopes.sort();
+    scopes.dedup();
+    scopes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn principal(claims: Value) -> Principal {
+        let Value::Object(map) = claims else {
+            panic!("object")
+        };
+        Principal::from_claims(map, 0)
+    }
+
+    #[test]
+    fn scopes_from_scope_or_scp() {
+        assert_eq!(principal(json!({"scope": "a  b"})).scopes, ["a", "b"]);
+        assert_eq!(principal(json!({"scp": ["b", "c"]})).scopes, ["b", "c"]);
+        assert_eq!(principal(json!({"scp": "x y"})).scopes, ["x", "y"]);
+        assert_eq!(principal(json!({"scope": 3})).scopes, Vec::<String>::new());
+        let p = principal(json!({"scope": "a b"}));
+        assert_eq!(p.missing(&["a".into(), "c".into(), "d".into()]), ["c", "d"]);
+    }
+
+    #[test]
+    fn digest_separates_principals() {
+        let a = principal(json!({"iss": "https://i", "sub": "ab"}));
+        let b = principal(json!({"iss": "https://ia", "sub": "b"}));
+        let c = principal(json!({"iss": "https://i", "sub": "ab", "scope": "x"}));
+        assert_ne!(a.digest(), b.digest());
+        assert_eq!(a.digest(), c.digest());
+    }
+}

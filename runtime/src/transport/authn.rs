@@ -1,0 +1,217 @@
+//! Bearer authentication of every MCP route (`POST/GET/DELETE /mcp`, `GET /sse`, each
+//! `POST /messages`) when the served declaration has `spec.auth`, and the Protected Resource
+//! Metadata document (RFC 9728). One middleware, so no route can be left out: it validates the
+//! token, refuses a session opened by another principal, hands the caller to the handlers, and
+//! ends a streamed response when the token expires. The handlers that parse a message
+//! (`POST /mcp`, `POST /messages`) then call [`check_message`], which refuses a request for an
+//! item whose scopes (or token-only `allow`) the caller lacks with a 403 challenge before any
+//! dispatch, from the message they parsed (the body is read once). The token itself goes no
+//! further than this file: handlers see only the validated principal.
+
+use super::AppState;
+use super::headers::SESSION_HEADER;
+use crate::auth::{Authenticator, Principal, Refusal};
+use crate::declaration::{Caller as AccessCaller, Compiled};
+use crate::protocol::{Incoming, methods};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The authenticated caller of a request (a request extension; absent without `spec.auth`).
+#[derive(Clone)]
+pub struct Caller {
+    /// Who is calling.
+    pub principal: Arc<Principal>,
+    /// What authenticated it (for the item check and its challenge).
+    authenticator: Arc<Authenticator>,
+}
+
+/// The middleware.
+pub async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let compiled = state.server.declaration();
+    let authenticator = match state
+        .auth
+        .for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
+    {
+        Ok(None) => return next.run(request).await,
+        Ok(Some(authenticator)) => authenticator,
+        Err(err) => {
+            // Fail closed: a server that should authenticate but cannot serves nobody.
+            tracing::error!(error = %err, "cannot authenticate requests");
+            state
+                .server
+                .metrics()
+                .auth_failure(Refusal::Unavailable.reason());
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "authentication is misconfigured",
+            )
+                .into_response();
+        }
+    };
+    let principal = match authenticator
+        .authenticate(request.headers(), request.uri().query())
+        .await
+    {
+        Ok(principal) => principal,
+        Err(refusal) => return refuse(&state, &authenticator, &refusal),
+    };
+    if let Some(id) = session_id(&request)
+        && let Some(bound) = state.sessions.principal_of(&id)
+        && bound != Some(principal.digest())
+    {
+        return refuse(&state, &authenticator, &Refusal::WrongPrincipal);
+    }
+    let mut request = request;
+    let expires_at = principal.expires_at;
+    request.extensions_mut().insert(Caller {
+        principal,
+        authenticator,
+    });
+    let response = next.run(request).await;
+    end_at_expiry(response, expires_at)
+}
+
+/// A refusal as HTTP: its status, the challenge, and a count by reason.
+fn refuse(state: &AppState, authenticator: &Authenticator, refusal: &Refusal) -> Response {
+    state.server.metrics().auth_failure(refusal.reason());
+    tracing::debug!(reason = refusal.reason(), "refused a request");
+    let mut response = (
+        refusal.status(),
+        Json(serde_json::json!({"error": refusal.error_code().unwrap_or("unauthorized"), "error_description": refusal.to_string()})),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, authenticator.challenge(refusal));
+    response
+}
+
+fn session_id(request: &Request) -> Option<String> {
+    if let Some(value) = request.headers().get(SESSION_HEADER) {
+        return value.to_str().ok().map(str::to_owned);
+    }
+    form_urlencoded::parse(request.uri().query()?.as_bytes())
+        .find(|(name, _)| name == "sessionId")
+        .map(|(_, value)| value.into_owned())
+}
+
+/// Refuses a message that uses an item the caller may not see: scopes it lacks (403 naming
+/// every scope needed) or a token-only `allow` that refuses it. Conditions over `args` are left
+/// to the dispatch (a tool error the model can read).
+pub fn check_message(
+    state: &AppState,
+    caller: &Caller,
+    message: &Incoming,
+) -> Result<(), Response> {
+    let compiled = state.server.declaration();
+    if !compiled.access.has_item_rules() {
+        return Ok(());
+    }
+    let Incoming::Request { method, params, .. } = message else {
+        return Ok(());
+    };
+    check_item(&compiled, caller, method, params)
+        .map_err(|refusal| refuse(state, &caller.authenticator, &refusal))
+}
+
+fn check_item(
+    compiled: &Compiled,
+    caller: &Caller,
+    method: &str,
+    params: &Value,
+) -> Result<(), Refusal> {
+    let text = |field: &str| params.get(field).and_then(Value::as_str);
+    let access = match (method, text("name"), text("uri")) {
+        (methods::TOOLS_CALL, Some(name), _) => compiled.access.tool(name),
+        (methods::PROMPTS_GET, Some(name), _) => compiled.access.prompt(name),
+        (methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE, _, Some(uri)) => {
+            if compiled.resource(uri).is_some() {
+                compiled.access.resource(uri)
+            } else {
+                let template = compiled
+                    .resource_templates
+                    .iter()
+                    .find(|t| t.uri.matches(uri).is_some())
+                    .and_then(|t| t.descriptor.get("uriTemplate"))
+                    .and_then(Value::as_str);
+                match template {
+                    Some(template) => compiled.access.resource_template(template),
+                    None => return Ok(()),
+                }
+            }
+        }
+        _ => return Ok(()),
+    };
+    let principal = &caller.principal;
+    caller
+        .authenticator
+        .require(principal, &access.required_scopes)?;
+    let who = AccessCaller {
+        scopes: &principal.scopes,
+        claims: &principal.claims,
+    };
+    if !access.decided_at_call() && !compiled.access.listed(access, who) {
+        return Err(Refusal::Forbidden);
+    }
+    Ok(())
+}
+
+/// Ends a streamed response when its token expires (the client must come back with a fresh
+/// token); plain responses pass as they are.
+fn end_at_expiry(response: Response, expires_at: u64) -> Response {
+    let streamed = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !streamed {
+        return response;
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let left = Duration::from_secs(expires_at.saturating_sub(now));
+    let (parts, body) = response.into_parts();
+    let deadline = tokio::time::sleep(left);
+    let stream = body.into_data_stream().take_until(deadline);
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// `GET` of the Protected Resource Metadata (at every path [`Authenticator::metadata_paths`]
+/// names); 404 elsewhere and when the server does not authenticate.
+pub async fn metadata(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let compiled = state.server.declaration();
+    let Ok(Some(authenticator)) = state
+        .auth
+        .for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
+    else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let path = request.uri().path();
+    if request.method() != Method::GET
+        || !authenticator
+            .metadata_paths(&state.http.path_prefix)
+            .iter()
+            .any(|p| p == path)
+    {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let mut response = Json(authenticator.metadata().clone()).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("public, max-age=300"),
+    );
+    response
+}
