@@ -96,11 +96,17 @@ pub async fn resolve(
     }
 }
 
-/// The caller a `requestState` is bound to. The one hook for authentication (issue 14): when
-/// the request context carries the authenticated caller, return its principal here, and state
-/// issued to one caller stops opening for another.
-fn principal(_ctx: &RequestContext) -> Option<String> {
-    None
+/// The caller a `requestState` is bound to (with `spec.auth`): a digest of the token's issuer and
+/// subject, so state issued to one caller never opens for another. Without authentication every
+/// caller is anonymous and the state binds to no one.
+fn principal(ctx: &RequestContext) -> Option<String> {
+    ctx.caller.as_ref().map(|caller| {
+        caller
+            .digest()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    })
 }
 
 /// Whether `key` names an input request of `interaction` (other answers are ignored).

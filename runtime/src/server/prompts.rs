@@ -2,6 +2,7 @@
 //! declared messages. Pure in 2026-07-28; legacy eras ask over the session.
 
 use super::RequestContext;
+use super::access;
 use super::interactive::{self, Outcome};
 use super::params::GetPrompt;
 use crate::declaration::Compiled;
@@ -38,6 +39,11 @@ pub async fn get(
         .await?
         {
             Outcome::Ready(vars) => {
+                let refused =
+                    access::elicited_refusal(decl, ctx, access::Kind::Prompt, name, &vars.args);
+                if let Some(text) = refused {
+                    return Err(McpError::InvalidParams(text));
+                }
                 // Prompt arguments are strings: elicited numbers and booleans become text.
                 for (key, value) in vars.args.as_object().into_iter().flatten() {
                     let text = match value {

@@ -3,6 +3,7 @@
 //! the result for the era.
 
 use super::RequestContext;
+use super::access;
 use super::interactive::{self, Outcome, Vars};
 use super::params::CallTool;
 use crate::backends::{ToolReply, content, http, text_block};
@@ -50,7 +51,15 @@ pub async fn call(
         )
         .await?
         {
-            Outcome::Ready(vars) => Some(vars),
+            Outcome::Ready(vars) => {
+                let refused =
+                    access::elicited_refusal(decl, ctx, access::Kind::Tool, name, &vars.args);
+                if let Some(text) = refused {
+                    metrics.tool_call(name, false, started.elapsed());
+                    return Ok(shape(ToolReply::error(text), ctx.era));
+                }
+                Some(vars)
+            }
             Outcome::Reply(result) => return Ok(result),
             Outcome::Stop(text) => {
                 metrics.tool_call(name, false, started.elapsed());

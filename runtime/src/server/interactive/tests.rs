@@ -1,6 +1,7 @@
 //! The interactive rounds through `Server::handle` in 2026-07-28 (pure: no HTTP), and the
 //! declaration checks of interactive items.
 
+use crate::auth::Principal;
 use crate::declaration::{CompileOptions, compile, parse_manifest};
 use crate::protocol::{Era, McpError, meta};
 use crate::server::{RequestContext, Server, ServerSettings};
@@ -194,6 +195,87 @@ async fn prompts_ask_too_and_the_state_is_bound_to_the_request() {
     second["inputResponses"] = json!({"days": accept(json!({"days": 3}))});
     let done = call(&server, "prompts/get", &second).await.unwrap();
     assert_eq!(done["messages"][0]["content"]["text"], "Plan 3 days.");
+}
+
+const AUTH_MANIFEST: &str = r#"
+apiVersion: kube-mcp.io/v1alpha1
+kind: MCPServer
+metadata: {name: interactive-auth}
+spec:
+  auth: {issuer: 'https://idp.example.com'}
+  tools:
+    - name: drop_repo
+      inputSchema: {type: object, properties: {repo: {type: string}}, required: [repo]}
+      elicit: [{name: repo, description: Which repository?, schema: {type: string}}]
+      allow: "{{ args.repo is not defined or args.repo in token.claims.repos }}"
+      content: [{type: text, text: "dropped {{ args.repo }}"}]
+"#;
+
+fn caller(subject: &str) -> Option<Arc<Principal>> {
+    let claims = json!({"iss": "https://idp.example.com", "sub": subject, "repos": ["mine"]});
+    let Value::Object(claims) = claims else {
+        unreachable!()
+    };
+    Some(Arc::new(Principal::from_claims(claims, u64::MAX)))
+}
+
+async fn call_as(
+    server: &Server,
+    subject: Option<&str>,
+    params: &Value,
+) -> Result<Value, McpError> {
+    let ctx =
+        RequestContext::new(Era::Modern, params, None, None).with_caller(subject.and_then(caller));
+    server.handle(&ctx, "tools/call", params).await
+}
+
+#[tokio::test]
+async fn state_opens_only_for_its_caller_and_elicited_values_meet_allow() {
+    let manifest = parse_manifest(AUTH_MANIFEST, ".".into()).unwrap();
+    let server = Server::new(
+        compile(&manifest, &CompileOptions::default()).unwrap(),
+        ServerSettings::default(),
+        Arc::default(),
+    );
+    let first = params(json!({"name": "drop_repo"}), ALL);
+    let round1 = call_as(&server, Some("alice"), &first).await.unwrap();
+    assert_eq!(round1["resultType"], "input_required");
+    let answered = |state: &Value, repo: &str| {
+        let mut next = first.clone();
+        next["requestState"] = state.clone();
+        next["inputResponses"] = json!({"repo": accept(json!({"repo": repo}))});
+        next
+    };
+    let next = answered(&round1["requestState"], "mine");
+    // Another subject of the same issuer, or no caller at all, cannot continue alice's round.
+    for other in [Some("bob"), None] {
+        let err = call_as(&server, other, &next).await.unwrap_err();
+        assert!(matches!(err, McpError::InvalidParams(_)), "{err:?}");
+        assert!(err.to_string().contains("another caller"), "{err}");
+    }
+    let mut tampered = next.clone();
+    let mut state = round1["requestState"].as_str().unwrap().to_owned();
+    let mid = state.len() / 2;
+    let flipped = if &state[mid..=mid] == "A" { "B" } else { "A" };
+    state.replace_range(mid..=mid, flipped);
+    tampered["requestState"] = json!(state);
+    let err = call_as(&server, Some("alice"), &tampered)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("altered"), "{err}");
+    let done = call_as(&server, Some("alice"), &next).await.unwrap();
+    assert_eq!(done["content"][0]["text"], "dropped mine");
+    // `allow` passed on the empty call; the elicited value is checked again.
+    let refused = answered(&round1["requestState"], "theirs");
+    let done = call_as(&server, Some("alice"), &refused).await.unwrap();
+    assert_eq!(done["isError"], true, "{done}");
+    assert!(
+        done["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not allowed"),
+        "{done}"
+    );
 }
 
 fn compile_errors(tools: &str) -> String {
