@@ -392,7 +392,7 @@ impl Server {
             ),
             (_, methods::PROMPTS_GET) => match access::prompt_refusal(decl, ctx, params) {
                 Some(refused) => Err(McpError::InvalidParams(refused)),
-                None => prompts::get(decl, &self.sealer, ctx, method, params).await,
+                None => prompts::get(decl, &self.metrics, &self.sealer, ctx, method, params).await,
             },
             (_, methods::COMPLETION_COMPLETE) => completion::complete(decl, params),
             _ => Err(McpError::MethodNotFound(method.to_owned())),

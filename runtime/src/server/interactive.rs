@@ -12,6 +12,7 @@ use crate::declaration::{
     CONFIRM_KEY, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY, SAMPLE_KEY,
     Templates,
 };
+use crate::metrics::Metrics;
 use crate::protocol::{Era, McpError, meta};
 use crate::sessions::Sealer;
 use serde_json::{Map, Value, json};
@@ -60,6 +61,7 @@ pub enum Outcome {
 /// round over the session in legacy eras.
 #[allow(clippy::too_many_arguments)]
 pub async fn resolve(
+    metrics: &Metrics,
     sealer: &Sealer,
     ctx: &RequestContext,
     method: &str,
@@ -78,21 +80,30 @@ pub async fn resolve(
                 .unwrap_or_else(|| json!({}));
             let answers =
                 stateless::answers(sealer, principal.as_deref(), method, params, interaction)?;
+            let fresh = params.get("inputResponses").and_then(Value::as_object);
+            for (key, response) in fresh.into_iter().flatten() {
+                if knows(interaction, key) {
+                    count_answer(metrics, key, Some(response));
+                }
+            }
             match plan(interaction, templates, args, &answers, &caps)? {
                 Plan::Ready(vars) => Ok(Outcome::Ready(vars)),
                 Plan::Stop(text) => Ok(Outcome::Stop(text)),
-                Plan::Ask(ask) => stateless::input_required(
-                    sealer,
-                    principal.as_deref(),
-                    method,
-                    params,
-                    answers,
-                    ask,
-                )
-                .map(Outcome::Reply),
+                Plan::Ask(ask) => {
+                    count_asked(metrics, &ask);
+                    stateless::input_required(
+                        sealer,
+                        principal.as_deref(),
+                        method,
+                        params,
+                        answers,
+                        ask,
+                    )
+                    .map(Outcome::Reply)
+                }
             }
         }
-        Era::Legacy(_) => session::resolve(ctx, interaction, templates, args).await,
+        Era::Legacy(_) => session::resolve(metrics, ctx, interaction, templates, args).await,
     }
 }
 
@@ -107,6 +118,38 @@ fn principal(ctx: &RequestContext) -> Option<String> {
             .map(|byte| format!("{byte:02x}"))
             .collect()
     })
+}
+
+/// Counts the questions of one round.
+fn count_asked(metrics: &Metrics, ask: &Map<String, Value>) {
+    for input in ask.values() {
+        let kind = match input.get("method").and_then(Value::as_str) {
+            Some("sampling/createMessage") => "sampling",
+            Some("roots/list") => "roots",
+            _ => "elicitation",
+        };
+        metrics.input_request(kind, "asked");
+    }
+}
+
+/// Counts one answer to the question `key` (`None`: the client refused or did not answer).
+fn count_answer(metrics: &Metrics, key: &str, response: Option<&Value>) {
+    let kind = match key {
+        SAMPLE_KEY => "sampling",
+        ROOTS_KEY => "roots",
+        _ => "elicitation",
+    };
+    let outcome = match (kind, response) {
+        (_, None) => "error",
+        ("elicitation", Some(answer)) => match answer.get("action").and_then(Value::as_str) {
+            Some("accept") => "accept",
+            Some("decline") => "decline",
+            Some("cancel") => "cancel",
+            _ => "error",
+        },
+        _ => "answered",
+    };
+    metrics.input_request(kind, outcome);
 }
 
 /// Whether `key` names an input request of `interaction` (other answers are ignored).

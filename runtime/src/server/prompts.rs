@@ -6,6 +6,7 @@ use super::access;
 use super::interactive::{self, Outcome};
 use super::params::GetPrompt;
 use crate::declaration::Compiled;
+use crate::metrics::Metrics;
 use crate::protocol::McpError;
 use crate::sessions::Sealer;
 use serde_json::{Value, json};
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 /// the request lacks.
 pub async fn get(
     decl: &Compiled,
+    metrics: &Metrics,
     sealer: &Sealer,
     ctx: &RequestContext,
     method: &str,
@@ -28,6 +30,7 @@ pub async fn get(
         let given = Value::Object(args.clone());
         let interaction = &prompt.interaction;
         match interactive::resolve(
+            metrics,
             sealer,
             ctx,
             method,

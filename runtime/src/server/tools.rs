@@ -41,6 +41,7 @@ pub async fn call(
     } else {
         let interaction = &tool.interaction;
         match interactive::resolve(
+            metrics,
             sealer,
             ctx,
             method,

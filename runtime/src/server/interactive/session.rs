@@ -5,8 +5,9 @@
 //! together; every wait is bounded; a cancelled call drops its waits. Does I/O through the
 //! request's notifier.
 
-use super::{Outcome, Plan, Templates, plan};
+use super::{Outcome, Plan, Templates, count_answer, count_asked, plan};
 use crate::declaration::CompiledInteraction;
+use crate::metrics::Metrics;
 use crate::protocol::{McpError, request};
 use crate::server::RequestContext;
 use crate::sessions::Session;
@@ -24,6 +25,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Asks over the session until the call is ready, declined, or the client cannot answer.
 pub async fn resolve(
+    metrics: &Metrics,
     ctx: &RequestContext,
     interaction: &CompiledInteraction,
     templates: &Templates,
@@ -41,15 +43,20 @@ pub async fn resolve(
             Plan::Stop(text) => return Ok(Outcome::Stop(text)),
             Plan::Ask(ask) => ask,
         };
+        count_asked(metrics, &ask);
         let asked = ask
             .into_iter()
             .map(|(key, input)| async move { (key, ask_one(ctx, session, &input).await) });
         for (key, answer) in join_all(asked).await {
             match answer? {
                 Ok(result) => {
+                    count_answer(metrics, &key, Some(&result));
                     answers.insert(key, result);
                 }
-                Err(refusal) => return Ok(Outcome::Stop(refusal)),
+                Err(refusal) => {
+                    count_answer(metrics, &key, None);
+                    return Ok(Outcome::Stop(refusal));
+                }
             }
         }
     }
