@@ -94,6 +94,9 @@ class Handler(BaseHTTPRequestHandler):
                     return self.reply(404, {"error": f"no issue {parts[1]}"})
                 if len(parts) == 2 and self.command == "GET":
                     return self.reply(200, issue)
+                if len(parts) == 2 and self.command == "DELETE":
+                    del ISSUES[issue["number"]]
+                    return self.reply(200, issue)
                 if len(parts) == 2 and self.command == "PATCH":
                     state = self.payload().get("state")
                     if state not in ("open", "closed"):
@@ -106,7 +109,7 @@ class Handler(BaseHTTPRequestHandler):
                     return self.reply(201, comment)
         self.reply(404, {"error": "no such endpoint"})
 
-    do_GET = do_POST = do_PATCH = route
+    do_GET = do_POST = do_PATCH = do_DELETE = route
 
 
 def main() -> None:

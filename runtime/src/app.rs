@@ -91,11 +91,10 @@ pub async fn serve(
         None => Sealer::random(),
     };
     let metrics = Arc::new(Metrics::default());
-    let server = Arc::new(Server::new(
-        compiled,
-        config.server.clone(),
-        metrics.clone(),
-    ));
+    let server = Arc::new(
+        Server::new(compiled, config.server.clone(), metrics.clone())
+            .with_sealer(Arc::new(sealer.clone())),
+    );
     let sessions = Arc::new(SessionStore::new(sealer, config.sessions.clone(), metrics));
     let state = Arc::new(AppState {
         server: server.clone(),

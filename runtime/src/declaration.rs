@@ -24,9 +24,10 @@ pub use auth_uri::{
 };
 pub use cluster_rules::cluster_problems;
 pub use compile::{
-    BodyKind, CompileOptions, Compiled, CompiledBody, CompiledHttp, CompiledParam, CompiledPrompt,
-    CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledTool, ParamValue,
-    RESERVED_HEADERS, Retry, StatusMatch, compile,
+    BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
+    CompiledInteraction, CompiledParam, CompiledPrompt, CompiledResource, CompiledResourceTemplate,
+    CompiledResponse, CompiledSample, CompiledTool, ParamValue, RESERVED_HEADERS, ROOTS_KEY, Retry,
+    SAMPLE_KEY, StatusMatch, compile,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};

@@ -81,6 +81,16 @@ pub struct AuthFailure {
     pub reason: &'static str,
 }
 
+/// Labels of `mcp_input_requests_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct InputOutcome {
+    /// `elicitation`, `sampling` or `roots`.
+    pub kind: &'static str,
+    /// `asked` (sent to the client), or the answer: `accept`, `decline`, `cancel` (forms),
+    /// `answered` (sampling, roots) or `error` (refused or unanswered).
+    pub outcome: &'static str,
+}
+
 /// Every metric the runtime exports.
 pub struct Metrics {
     registry: Registry,
@@ -96,6 +106,7 @@ pub struct Metrics {
     upstream_duration: Family<ToolLabel, Latency>,
     declaration: Family<HashLabel, Gauge>,
     auth_failures: Family<AuthFailure, Counter>,
+    input_requests: Family<InputOutcome, Counter>,
 }
 
 impl Default for Metrics {
@@ -170,6 +181,12 @@ impl Default for Metrics {
             prometheus_client::registry::Unit::Seconds,
             upstream_duration.clone(),
         );
+        let input_requests = Family::<InputOutcome, Counter>::default();
+        registry.register(
+            "mcp_input_requests",
+            "Questions interactive items asked clients (outcome=asked), and their answers",
+            input_requests.clone(),
+        );
         let declaration = Family::<HashLabel, Gauge>::default();
         registry.register(
             "mcp_runtime_declaration_info",
@@ -196,6 +213,7 @@ impl Default for Metrics {
             upstream_duration,
             declaration,
             auth_failures,
+            input_requests,
         }
     }
 }
@@ -251,6 +269,13 @@ impl Metrics {
     pub fn auth_failure(&self, reason: &'static str) {
         self.auth_failures
             .get_or_create(&AuthFailure { reason })
+            .inc();
+    }
+
+    /// Counts one question asked of a client, or one answer (labels from a fixed set).
+    pub fn input_request(&self, kind: &'static str, outcome: &'static str) {
+        self.input_requests
+            .get_or_create(&InputOutcome { kind, outcome })
             .inc();
     }
 
@@ -339,6 +364,7 @@ mod tests {
         metrics.tool_call("greet", false, Duration::from_millis(1));
         metrics.sessions("sse", 1);
         metrics.upstream("get_issue", "404", Duration::from_millis(3));
+        metrics.input_request("elicitation", "decline");
         let text = metrics.encode();
         for expected in [
             "mcp_requests_total{method=\"tools/call\",outcome=\"ok\"} 1",
@@ -351,6 +377,7 @@ mod tests {
             "mcp_ping_failures_total 0",
             "mcp_upstream_requests_total{tool=\"get_issue\",code=\"404\"} 1",
             "mcp_upstream_request_duration_seconds_count{tool=\"get_issue\"} 1",
+            "mcp_input_requests_total{kind=\"elicitation\",outcome=\"decline\"} 1",
         ] {
             assert!(text.contains(expected), "missing {expected} in\n{text}");
         }

@@ -8,6 +8,7 @@
 mod access;
 mod catalog;
 mod completion;
+mod interactive;
 mod lifecycle;
 mod observe;
 mod params;
@@ -23,7 +24,7 @@ use crate::declaration::{CacheScope, Compiled, LogLevel};
 use crate::metrics::{Metrics, method_label};
 use crate::protocol::methods::{self, notifications};
 use crate::protocol::{Era, LegacyVersion, McpError, RequestId, meta, object};
-use crate::sessions::Session;
+use crate::sessions::{Sealer, Session};
 use arc_swap::ArcSwap;
 use futures_util::Stream;
 use polling::Poller;
@@ -165,6 +166,7 @@ pub struct Server {
     changes: broadcast::Sender<Arc<Changes>>,
     cache: Arc<ReadCache>,
     poller: Poller,
+    sealer: Arc<Sealer>,
 }
 
 impl Server {
@@ -187,7 +189,16 @@ impl Server {
             changes,
             cache,
             poller,
+            sealer: Arc::new(Sealer::random()),
         }
+    }
+
+    /// The same server, sealing 2026-07-28 `requestState` with `sealer` (the session key all
+    /// replicas share, so any replica continues any round). Default: a random key.
+    #[must_use]
+    pub fn with_sealer(mut self, sealer: Arc<Sealer>) -> Self {
+        self.sealer = sealer;
+        self
     }
 
     /// The declaration being served.
@@ -285,6 +296,21 @@ impl Server {
         subscriptions::session_notifications(session, changes)
     }
 
+    /// Whether answering this request may ask the client for input (an interactive tool or
+    /// prompt): legacy transports then keep a stream open for the server's requests.
+    pub fn may_ask(&self, method: &str, params: &Value) -> bool {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let decl = self.current.load();
+        match method {
+            methods::TOOLS_CALL => decl.tool(name).is_some_and(|t| !t.interaction.is_empty()),
+            methods::PROMPTS_GET => decl.prompt(name).is_some_and(|p| !p.interaction.is_empty()),
+            _ => false,
+        }
+    }
+
     /// Answers one request.
     pub async fn handle(
         &self,
@@ -347,7 +373,7 @@ impl Server {
             ),
             (_, methods::TOOLS_CALL) => match access::tool_refusal(decl, ctx, params) {
                 Some(refused) => Ok(refused),
-                None => tools::call(decl, &self.metrics, ctx, params).await,
+                None => tools::call(decl, &self.metrics, &self.sealer, ctx, method, params).await,
             },
             (_, methods::RESOURCES_LIST) => catalog::list(
                 params,
@@ -391,7 +417,7 @@ impl Server {
             ),
             (_, methods::PROMPTS_GET) => match access::prompt_refusal(decl, ctx, params) {
                 Some(refused) => Err(McpError::InvalidParams(refused)),
-                None => prompts::get(decl, params),
+                None => prompts::get(decl, &self.metrics, &self.sealer, ctx, method, params).await,
             },
             (_, methods::COMPLETION_COMPLETE) => completion::complete(decl, params),
             _ => Err(McpError::MethodNotFound(method.to_owned())),
@@ -415,7 +441,9 @@ fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
     if era != Era::Modern {
         return result;
     }
-    result["resultType"] = Value::String("complete".to_owned());
+    if result.get("resultType").is_none() {
+        result["resultType"] = Value::String("complete".to_owned());
+    }
     // Merged: a method's own `_meta` (such as the served declaration) is kept.
     match result.get_mut("_meta").and_then(Value::as_object_mut) {
         Some(existing) => {

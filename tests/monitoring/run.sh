@@ -172,21 +172,23 @@ check "mcp-runtime is ready" eventually 30 curl -fsS --max-time 2 "http://127.0.
 eventually 10 curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$UPSTREAM_PORT/ok.json"
 
 call_tool() {
-  local name=$1 args=$2
+  local name=$1 args=$2 caps=${3:-'{}'}
   curl -fsS --max-time 10 "http://127.0.0.1:$RT_PORT/mcp" -H 'Content-Type: application/json' \
     -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
     -H 'Mcp-Method: tools/call' -H "Mcp-Name: $name" \
-    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'"$name"'","arguments":'"$args"',"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"monitoring-test","version":"1"}}}}'
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'"$name"'","arguments":'"$args"',"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":'"$caps"',"io.modelcontextprotocol/clientInfo":{"name":"monitoring-test","version":"1"}}}}'
 }
 traffic() {
   call_tool greet '{"name":"Ada"}' | grep -q 'Hello, Ada!' &&
     call_tool refuse '{}' | grep -q '"isError":true' &&
     call_tool fetch '{"file":"ok.json"}' | grep -q 'ok' &&
-    call_tool fetch '{"file":"missing.json"}' >/dev/null
+    call_tool fetch '{"file":"missing.json"}' >/dev/null &&
+    call_tool ask '{}' '{"elicitation":{}}' | grep -q '"resultType":"input_required"'
 }
-check "tool calls answer (declared, isError, upstream 200 and 404)" traffic
+check "tool calls answer (declared, isError, upstream 200 and 404, a question)" traffic
 scraped() { curl -fsS "http://127.0.0.1:$RT_ADMIN/metrics" | grep -E "$1"; }
 check "the runtime counted the upstream 404" scraped '^mcp_upstream_requests_total\{tool="fetch",code="404"\} 1$'
+check "the runtime counted the question" scraped '^mcp_input_requests_total\{kind="elicitation",outcome="asked"\} 1$'
 
 # ---------------------------------------------------------------------------------------------------
 log "live mcp-operator: one server that reconciles, one whose Service a quota forbids"

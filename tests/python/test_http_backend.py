@@ -382,3 +382,38 @@ async def test_example_issue_tracker_end_to_end(issue_tracker, mode):
     assert missing.is_error and text_of(missing) == "There is no issue #9999."
     assert refused.is_error and text_of(refused) == "The tracker refused the issue: title is required"
     assert page.contents[0].text.startswith(f'# #{number} Crash on "save" & exit ({mode}) (closed)')
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_example_confirms_a_delete_and_summarises_with_sampling(issue_tracker, mode):
+    from mcp import types
+
+    answers = [types.ElicitResult(action="decline"), types.ElicitResult(action="accept", content={"confirm": True})]
+    asked: list[str] = []
+
+    async def confirm(context, params):
+        asked.append(params.message)
+        return answers.pop(0)
+
+    async def model(context, params):
+        assert params.system_prompt == "You summarise bug reports for busy engineers."
+        return types.CreateMessageResult(
+            role="assistant", model="m", content=types.TextContent(type="text", text=f"{len(params.messages)} message")
+        )
+
+    async with client(issue_tracker, mode, elicitation_callback=confirm, sampling_callback=model) as c:
+        made = await c.call_tool("create_issue", {"title": f"Doomed ({mode})"})
+        number = made.structured_content["number"]
+        kept = await c.call_tool("delete_issue", {"number": number})
+        still = await c.call_tool("get_issue", {"number": number})
+        deleted = await c.call_tool("delete_issue", {"number": number})
+        gone = await c.call_tool("get_issue", {"number": number})
+        summary = await c.call_tool("summarise_text", {"text": "Login times out after 30 s."})
+    assert asked == [f"Delete issue #{number} for good? This cannot be undone."] * 2
+    # Declined: nothing reached the tracker, the issue is still there.
+    assert kept.is_error and text_of(kept) == "The user did not confirm; nothing was done."
+    assert not still.is_error
+    assert text_of(deleted) == f"Deleted issue #{number}: Doomed ({mode})"
+    assert gone.is_error and text_of(gone) == f"There is no issue #{number}."
+    assert text_of(summary) == "1 message"

@@ -2,7 +2,7 @@
 //! the arguments. Pure.
 
 use super::{ToolReply, text_block};
-use crate::declaration::{CompiledTool, RenderError, Templates};
+use crate::declaration::{CompiledTool, RenderError, Templates, ValueTemplate};
 use serde_json::Value;
 
 /// Renders a content-declared tool's reply. When only `structuredContent` is declared, its JSON
@@ -12,16 +12,29 @@ pub fn reply(
     templates: &Templates,
     args: &Value,
 ) -> Result<ToolReply, RenderError> {
+    render(tool, |template| template.render(templates, args))
+}
+
+/// [`reply`] for an interactive tool: the templates see the variables of `vars` (`args`,
+/// `sample`, `roots`).
+pub fn reply_in(
+    tool: &CompiledTool,
+    templates: &Templates,
+    vars: &Value,
+) -> Result<ToolReply, RenderError> {
+    render(tool, |template| template.render_in(templates, vars))
+}
+
+fn render(
+    tool: &CompiledTool,
+    render: impl Fn(&ValueTemplate) -> Result<Value, RenderError>,
+) -> Result<ToolReply, RenderError> {
     let mut content = tool
         .content
         .iter()
-        .map(|block| block.render(templates, args))
+        .map(&render)
         .collect::<Result<Vec<_>, _>>()?;
-    let structured = tool
-        .structured
-        .as_ref()
-        .map(|s| s.render(templates, args))
-        .transpose()?;
+    let structured = tool.structured.as_ref().map(&render).transpose()?;
     if let (Some(structured), true) = (&structured, content.is_empty()) {
         content.push(text_block(structured.to_string()));
     }

@@ -8,6 +8,7 @@ mod http;
 mod http_params;
 pub use http_params::RESERVED_HEADERS;
 mod http_types;
+mod interactive;
 mod output;
 mod prompts;
 mod resources;
@@ -16,6 +17,9 @@ mod tools;
 pub use http_types::{
     BodyKind, CompiledBody, CompiledHttp, CompiledParam, CompiledResponse, ParamValue, Retry,
     StatusMatch,
+};
+pub use interactive::{
+    CONFIRM_KEY, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY, SAMPLE_KEY,
 };
 pub use output::{
     Compiled, CompiledLog, CompiledProgress, CompiledPrompt, CompiledResource,

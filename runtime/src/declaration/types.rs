@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 
 mod auth;
 mod http;
+mod interactive;
 pub use auth::*;
 pub use http::*;
+pub use interactive::*;
 
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -128,6 +130,20 @@ pub struct Tool {
     /// Log messages sent to the client before the reply, at or above its requested level.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<LogMessage>,
+    /// Ask the user to confirm before the tool runs (a template over `args`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Confirm>,
+    /// Values asked from the user when the call lacks them, merged into `args`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elicit: Vec<ElicitField>,
+    /// A completion asked from the client's model; the reply templates see it as `sample`.
+    /// Declared-content tools only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Sample>,
+    /// Ask the client for its roots; the reply templates see them as `roots` (a list of
+    /// `{uri, name}`). Declared-content tools only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub roots: bool,
     /// Scopes a caller needs to see and use this item (with `spec.auth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_scopes: Vec<String>,
@@ -437,6 +453,9 @@ pub struct Prompt {
     pub icons: Vec<Icon>,
     /// The messages `prompts/get` returns.
     pub messages: Vec<PromptMessage>,
+    /// Values asked from the user when the request lacks them, merged into `args` as strings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elicit: Vec<ElicitField>,
     /// Scopes a caller needs to see and use this item (with `spec.auth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_scopes: Vec<String>,

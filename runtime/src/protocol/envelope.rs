@@ -24,6 +24,8 @@ pub struct Envelope {
     pub has_result: bool,
     /// Whether `error` is present.
     pub has_error: bool,
+    /// `result` or `error`, kept for a response (the answer to a server-to-client request).
+    pub outcome: Option<Value>,
 }
 
 enum Field {
@@ -87,11 +89,11 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                 Field::Method => envelope.method = Some(map.next_value()?),
                 Field::Params => envelope.params = Some(map.next_value()?),
                 Field::Result => {
-                    map.next_value::<IgnoredAny>()?;
+                    envelope.outcome = Some(map.next_value()?);
                     envelope.has_result = true;
                 }
                 Field::Error => {
-                    map.next_value::<IgnoredAny>()?;
+                    envelope.outcome = Some(map.next_value()?);
                     envelope.has_error = true;
                 }
                 Field::Other => {

@@ -32,6 +32,8 @@ pub enum Incoming {
         id: RequestId,
         /// Whether it succeeded.
         ok: bool,
+        /// Its `result` (when `ok`) or `error`.
+        outcome: Value,
     },
 }
 
@@ -74,8 +76,9 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
         (Some(Value::String(method)), None) => Ok(Incoming::Notification { method, params }),
         (Some(_), _) => Err(McpError::InvalidRequest("`method` must be a string".into())),
         (None, Some(id)) if message.has_result || message.has_error => Ok(Incoming::Response {
-            ok: message.has_result,
+            ok: message.has_result && !message.has_error,
             id,
+            outcome: message.outcome.unwrap_or(Value::Null),
         }),
         (None, _) => Err(McpError::InvalidRequest("missing `method`".into())),
     }
@@ -155,7 +158,8 @@ mod tests {
             response,
             Incoming::Response {
                 id: json!("p1"),
-                ok: true
+                ok: true,
+                outcome: json!({})
             }
         );
     }

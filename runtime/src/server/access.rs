@@ -88,6 +88,25 @@ pub fn tool_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Op
     Some(json!({"content": [{"type": "text", "text": message}], "isError": true}))
 }
 
+/// For a tool or prompt whose arguments were completed by elicitation: `allow` decided on the
+/// arguments the call sent, so it is decided again on the ones the user supplied.
+pub fn elicited_refusal(
+    decl: &Compiled,
+    ctx: &RequestContext,
+    kind: Kind,
+    name: &str,
+    args: &Value,
+) -> Option<String> {
+    ctx.caller
+        .as_ref()
+        .filter(|_| decl.access.has_item_rules())?;
+    let access = match kind {
+        Kind::Prompt => decl.access.prompt(name),
+        _ => decl.access.tool(name),
+    };
+    refusal(decl, ctx, access, args)
+}
+
 /// For `prompts/get`: the refusal message, when `allow` refuses.
 pub fn prompt_refusal(decl: &Compiled, ctx: &RequestContext, params: &Value) -> Option<String> {
     ctx.caller

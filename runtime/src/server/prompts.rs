@@ -1,17 +1,65 @@
-//! `prompts/get`: checks the arguments and renders the declared messages. Pure.
+//! `prompts/get`: asks for declared `elicit` values, checks the arguments and renders the
+//! declared messages. Pure in 2026-07-28; legacy eras ask over the session.
 
+use super::RequestContext;
+use super::access;
+use super::interactive::{self, Outcome};
 use super::params::GetPrompt;
 use crate::declaration::Compiled;
+use crate::metrics::Metrics;
 use crate::protocol::McpError;
+use crate::sessions::Sealer;
 use serde_json::{Value, json};
 
-/// Renders a prompt with its arguments.
-pub fn get(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
+/// Renders a prompt with its arguments, first asking the client for declared `elicit` values
+/// the request lacks.
+pub async fn get(
+    decl: &Compiled,
+    metrics: &Metrics,
+    sealer: &Sealer,
+    ctx: &RequestContext,
+    method: &str,
+    params: &Value,
+) -> Result<Value, McpError> {
     let GetPrompt { name, arguments } = GetPrompt::parse(params)?;
     let prompt = decl
         .prompt(name)
         .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {name}")))?;
-    let args = arguments.cloned().unwrap_or_default();
+    let mut args = arguments.cloned().unwrap_or_default();
+    if !prompt.interaction.is_empty() {
+        let given = Value::Object(args.clone());
+        let interaction = &prompt.interaction;
+        match interactive::resolve(
+            metrics,
+            sealer,
+            ctx,
+            method,
+            params,
+            interaction,
+            &decl.templates,
+            &given,
+        )
+        .await?
+        {
+            Outcome::Ready(vars) => {
+                let refused =
+                    access::elicited_refusal(decl, ctx, access::Kind::Prompt, name, &vars.args);
+                if let Some(text) = refused {
+                    return Err(McpError::InvalidParams(text));
+                }
+                // Prompt arguments are strings: elicited numbers and booleans become text.
+                for (key, value) in vars.args.as_object().into_iter().flatten() {
+                    let text = match value {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    args.insert(key.clone(), Value::String(text));
+                }
+            }
+            Outcome::Reply(result) => return Ok(result),
+            Outcome::Stop(text) => return Err(McpError::InvalidParams(text)),
+        }
+    }
     for (argument, value) in &args {
         if !value.is_string() {
             return Err(McpError::InvalidParams(format!(

@@ -3,12 +3,15 @@
 //! the result for the era.
 
 use super::RequestContext;
+use super::access;
+use super::interactive::{self, Outcome, Vars};
 use super::params::CallTool;
 use crate::backends::{ToolReply, content, http, text_block};
 use crate::declaration::{Compiled, CompiledTool};
 use crate::metrics::Metrics;
 use crate::protocol::methods::notifications;
 use crate::protocol::{Era, LegacyVersion, McpError, notification, object};
+use crate::sessions::Sealer;
 use serde_json::{Value, json};
 use std::time::Instant;
 
@@ -20,7 +23,9 @@ const MAX_REPORTED_VIOLATIONS: usize = 5;
 pub async fn call(
     decl: &Compiled,
     metrics: &Metrics,
+    sealer: &Sealer,
     ctx: &RequestContext,
+    method: &str,
     params: &Value,
 ) -> Result<Value, McpError> {
     let CallTool {
@@ -31,7 +36,39 @@ pub async fn call(
         .tool(name)
         .ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
     let started = Instant::now();
-    let reply = run(decl, metrics, tool, ctx, args).await;
+    let vars = if tool.interaction.is_empty() {
+        None
+    } else {
+        let interaction = &tool.interaction;
+        match interactive::resolve(
+            metrics,
+            sealer,
+            ctx,
+            method,
+            params,
+            interaction,
+            &decl.templates,
+            args,
+        )
+        .await?
+        {
+            Outcome::Ready(vars) => {
+                let refused =
+                    access::elicited_refusal(decl, ctx, access::Kind::Tool, name, &vars.args);
+                if let Some(text) = refused {
+                    metrics.tool_call(name, false, started.elapsed());
+                    return Ok(shape(ToolReply::error(text), ctx.era));
+                }
+                Some(vars)
+            }
+            Outcome::Reply(result) => return Ok(result),
+            Outcome::Stop(text) => {
+                metrics.tool_call(name, false, started.elapsed());
+                return Ok(shape(ToolReply::error(text), ctx.era));
+            }
+        }
+    };
+    let reply = run(decl, metrics, tool, ctx, args, vars.as_ref()).await;
     metrics.tool_call(name, !reply.is_error, started.elapsed());
     Ok(shape(reply, ctx.era))
 }
@@ -42,7 +79,10 @@ async fn run(
     tool: &CompiledTool,
     ctx: &RequestContext,
     args: &Value,
+    vars: Option<&Vars>,
 ) -> ToolReply {
+    // Elicited values are arguments like the others: validated, then seen by every template.
+    let args = vars.map_or(args, |vars| &vars.args);
     if let Some(problem) = violations(&tool.input, args) {
         return ToolReply::error(format!("invalid arguments: {problem}"));
     }
@@ -50,7 +90,10 @@ async fn run(
     send_progress(decl, tool, ctx, args).await;
     let reply = match &tool.http {
         Some(upstream) => http::tool_reply(upstream, &decl.templates, metrics, args).await,
-        None => match content::reply(tool, &decl.templates, args) {
+        None => match vars.map_or_else(
+            || content::reply(tool, &decl.templates, args),
+            |vars| content::reply_in(tool, &decl.templates, &vars.to_json()),
+        ) {
             Ok(reply) => reply,
             Err(err) => return ToolReply::error(err.to_string()),
         },

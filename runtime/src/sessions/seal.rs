@@ -4,7 +4,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,8 @@ pub struct SealedSession {
     pub principal: Option<String>,
 }
 
-/// Seals and opens session ids.
+/// Seals and opens session ids (and other tokens, each sealed for its purpose).
+#[derive(Clone)]
 pub struct Sealer {
     cipher: ChaCha20Poly1305,
 }
@@ -51,13 +52,25 @@ impl Sealer {
     /// A new id for `session` (a random nonce makes every id unique). Ids are URL-safe base64,
     /// which is visible ASCII as Streamable HTTP requires.
     pub fn seal(&self, session: &SealedSession) -> String {
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::rng().fill_bytes(&mut nonce);
         // Serializing two plain fields cannot fail.
         let plain = serde_json::to_vec(session).unwrap_or_default();
+        self.seal_bytes(b"", &plain)
+    }
+
+    /// Opens an id; `None` when it was not sealed under this key or was altered.
+    pub fn open(&self, id: &str) -> Option<SealedSession> {
+        let plain = self.open_bytes(b"", id, 512)?;
+        serde_json::from_slice(&plain).ok()
+    }
+
+    /// Seals `plain` for the purpose `aad` (authenticated, not encrypted into the token: a token
+    /// sealed for one purpose never opens for another). URL-safe base64.
+    pub fn seal_bytes(&self, aad: &[u8], plain: &[u8]) -> String {
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rng().fill_bytes(&mut nonce);
         let Ok(sealed) = self
             .cipher
-            .encrypt(Nonce::from_slice(&nonce), plain.as_slice())
+            .encrypt(Nonce::from_slice(&nonce), Payload { msg: plain, aad })
         else {
             // Encryption only fails for inputs larger than the cipher's limit (GiBs).
             return String::new();
@@ -67,18 +80,19 @@ impl Sealer {
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// Opens an id; `None` when it was not sealed under this key or was altered.
-    pub fn open(&self, id: &str) -> Option<SealedSession> {
-        if id.len() > 512 {
+    /// Opens a token sealed for `aad`, refusing tokens longer than `max_len` before any work.
+    pub fn open_bytes(&self, aad: &[u8], token: &str, max_len: usize) -> Option<Vec<u8>> {
+        if token.len() > max_len {
             return None;
         }
-        let bytes = URL_SAFE_NO_PAD.decode(id).ok()?;
+        let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
         if bytes.len() <= NONCE_LEN {
             return None;
         }
         let (nonce, sealed) = bytes.split_at(NONCE_LEN);
-        let plain = self.cipher.decrypt(Nonce::from_slice(nonce), sealed).ok()?;
-        serde_json::from_slice(&plain).ok()
+        self.cipher
+            .decrypt(Nonce::from_slice(nonce), Payload { msg: sealed, aad })
+            .ok()
     }
 }
 
@@ -131,6 +145,19 @@ mod tests {
         altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
         assert_eq!(sealer.open(&String::from_utf8(altered).unwrap()), None);
         assert_eq!(sealer.open("not-base64!"), None);
+    }
+
+    #[test]
+    fn tokens_open_only_for_their_purpose() {
+        let sealer = Sealer::new(&[7u8; KEY_LEN]);
+        let token = sealer.seal_bytes(b"state", b"hello");
+        assert_eq!(
+            sealer.open_bytes(b"state", &token, 1024).as_deref(),
+            Some(&b"hello"[..])
+        );
+        assert_eq!(sealer.open_bytes(b"", &token, 1024), None);
+        assert_eq!(sealer.open_bytes(b"state", &token, 10), None);
+        assert_eq!(sealer.open(&token), None);
     }
 
     #[test]

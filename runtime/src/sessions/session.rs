@@ -92,6 +92,8 @@ struct State {
     stream: Option<mpsc::Sender<Value>>,
     in_flight: HashMap<String, CancellationToken>,
     pings: HashMap<String, oneshot::Sender<()>>,
+    client_capabilities: Value,
+    asks: HashMap<String, oneshot::Sender<Value>>,
 }
 
 impl Session {
@@ -297,6 +299,45 @@ impl Session {
     /// Forgets an outstanding ping.
     pub fn forget_ping(&self, id: &Value) {
         self.state().pings.remove(&id.to_string());
+    }
+
+    /// The capabilities the client declared in `initialize`.
+    pub fn client_capabilities(&self) -> Value {
+        self.state().client_capabilities.clone()
+    }
+
+    /// Records the client's declared capabilities (from `initialize`).
+    pub fn set_client_capabilities(&self, capabilities: Option<&Value>) {
+        self.state().client_capabilities = capabilities
+            .filter(|c| c.is_object())
+            .cloned()
+            .unwrap_or(Value::Null);
+    }
+
+    /// Registers a request the server is about to send; the receiver gets the client's
+    /// response message (`{result}` or `{error}`).
+    pub fn expect_answer(&self, id: &Value) -> oneshot::Receiver<Value> {
+        let (sender, receiver) = oneshot::channel();
+        self.state().asks.insert(id.to_string(), sender);
+        receiver
+    }
+
+    /// Delivers the client's response to a request the server sent; `false` when none waits
+    /// under this id (it may be a ping's answer).
+    pub fn deliver_answer(&self, id: &Value, response: Value) -> bool {
+        match self.state().asks.remove(&id.to_string()) {
+            Some(sender) => {
+                // The waiter may have given up already.
+                let _ = sender.send(response);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets a request the server no longer waits for.
+    pub fn forget_answer(&self, id: &Value) {
+        self.state().asks.remove(&id.to_string());
     }
 }
 

@@ -1,6 +1,6 @@
 //! What both legacy session transports (Streamable HTTP and HTTP+SSE) share: running a session
 //! request to its JSON-RPC response (in-flight bound, cancellation) and taking the client's
-//! notifications and responses. What each method does is decided in `server/`.
+//! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in `server/`.
 
 use super::AppState;
 use super::reply;
@@ -49,8 +49,11 @@ pub fn take_request(
             state.server.notification(session, &method, &params);
             None
         }
-        Incoming::Response { id, .. } => {
-            session.answer(&id);
+        Incoming::Response { id, ok, outcome } => {
+            let key = if ok { "result" } else { "error" };
+            if !session.deliver_answer(&id, serde_json::json!({ key: outcome })) {
+                session.answer(&id);
+            }
             None
         }
     }

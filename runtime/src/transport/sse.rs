@@ -158,6 +158,7 @@ pub async fn post(
             // The session opened with the stream; initialize gives it its version.
             let (version, outcome) = state.server.initialize(&params, |version| {
                 session.set_version(version);
+                session.set_client_capabilities(params.get("capabilities"));
                 Ok(())
             });
             Some(match outcome {

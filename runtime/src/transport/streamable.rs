@@ -80,6 +80,7 @@ fn initialize(
         Ok(opened) => opened,
         Err(err) => return error(Some(id), &err, Era::Legacy(version)),
     };
+    session.set_client_capabilities(params.get("capabilities"));
     let mut response = reply::json(success_response(id, result));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
@@ -119,8 +120,10 @@ async fn request(
     origin: legacy::Origin,
 ) -> Response {
     let keepalive = state.http.keepalive;
-    let may_notify =
-        session.log_level().is_some() || RequestContext::progress_token(&params).is_some();
+    // Interactive items send their requests on this stream too.
+    let may_notify = session.log_level().is_some()
+        || RequestContext::progress_token(&params).is_some()
+        || state.server.may_ask(&method, &params);
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
         let response = legacy::run(&state, &session, &id, &method, &params, notifier, origin).await;

@@ -63,6 +63,8 @@ pub struct CompiledTool {
     pub logs: Vec<CompiledLog>,
     /// The upstream call that answers instead of the declared content.
     pub http: Option<Arc<CompiledHttp>>,
+    /// What the tool asks the client before it answers.
+    pub interaction: super::CompiledInteraction,
 }
 
 /// A declared progress step.
@@ -128,6 +130,8 @@ pub struct CompiledPrompt {
     pub arguments: Vec<(String, bool, Vec<String>)>,
     /// Message templates (`{role, content}`).
     pub messages: Vec<ValueTemplate>,
+    /// What the prompt asks the client before it renders (elicitation only).
+    pub interaction: super::CompiledInteraction,
 }
 
 impl Compiled {

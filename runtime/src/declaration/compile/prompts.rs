@@ -60,6 +60,7 @@ impl Compiler<'_> {
             if !prompt.icons.is_empty() {
                 descriptor["icons"] = json!(prompt.icons);
             }
+            let interaction = self.interaction(&path, None, &prompt.elicit, None, false, false);
             compiled.push(CompiledPrompt {
                 descriptor,
                 description: prompt.description.clone(),
@@ -69,6 +70,7 @@ impl Compiler<'_> {
                     .map(|a| (a.name.clone(), a.required, a.completions.clone()))
                     .collect(),
                 messages,
+                interaction,
             });
         }
         compiled

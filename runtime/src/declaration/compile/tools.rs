@@ -116,6 +116,19 @@ impl Compiler<'_> {
                 })
             })
             .collect();
+        let interaction = self.interaction(
+            path,
+            tool.confirm.as_ref(),
+            &tool.elicit,
+            tool.sample.as_ref(),
+            tool.roots,
+            tool.http.is_some(),
+        );
+        if let Some(problem) =
+            super::interactive::closed_schema_problem(&input_schema, &tool.elicit)
+        {
+            self.error(format!("{path}.elicit"), problem);
+        }
         if self.errors.len() > errors_before {
             return None;
         }
@@ -138,6 +151,7 @@ impl Compiler<'_> {
             progress,
             logs,
             http,
+            interaction,
         })
     }
 
