@@ -3,12 +3,13 @@
 
 use crate::declaration::LogLevel;
 use crate::protocol::{LegacyVersion, McpError};
+use crate::server::Notifier;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 /// Most requests one session may have running at once (HTTP+SSE answers 202 before running a
@@ -89,7 +90,7 @@ struct State {
     version: Option<LegacyVersion>,
     log_level: Option<LogLevel>,
     subscriptions: HashSet<String>,
-    stream: Option<mpsc::Sender<Value>>,
+    stream: Option<Notifier>,
     in_flight: HashMap<String, CancellationToken>,
     pings: HashMap<String, oneshot::Sender<()>>,
 }
@@ -209,7 +210,7 @@ impl Session {
     }
 
     /// Attaches the server-to-client stream; `false` when one is already open.
-    pub fn attach_stream(&self, sender: mpsc::Sender<Value>) -> bool {
+    pub fn attach_stream(&self, sender: Notifier) -> bool {
         let mut state = self.state();
         if state.stream.as_ref().is_some_and(|s| !s.is_closed()) {
             return false;
@@ -220,7 +221,7 @@ impl Session {
 
     /// Detaches `sender`'s stream (not a newer one) so that, once in-flight senders finish, the
     /// client sees it end.
-    pub fn detach_stream(&self, sender: &mpsc::Sender<Value>) {
+    pub fn detach_stream(&self, sender: &Notifier) {
         let mut state = self.state();
         if state
             .stream
@@ -232,7 +233,7 @@ impl Session {
     }
 
     /// The open server-to-client stream, if any.
-    pub fn stream(&self) -> Option<mpsc::Sender<Value>> {
+    pub fn stream(&self) -> Option<Notifier> {
         self.state().stream.clone().filter(|s| !s.is_closed())
     }
 

@@ -170,7 +170,7 @@ pub async fn post(
             return; // cancelled: no response
         };
         if stream
-            .send_timeout(response, STREAM_SEND_TIMEOUT)
+            .send_timeout(Box::new(response), STREAM_SEND_TIMEOUT)
             .await
             .is_err()
         {
