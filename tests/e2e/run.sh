@@ -177,18 +177,6 @@ check "the Deployment controller made pods from it (Pending: no kubelet)" eventu
   "(( \$(kubectl -n $NS get pods -l kube-mcp.io/server=weather -o name | grep -c pod/) >= 2 ))"
 check "the Ingress routes only the MCP endpoints, SSE-safe" holds ingress weather \
   '([.spec.rules[0].http.paths[] | .path + " " + .pathType] == ["/weather/mcp Exact", "/weather/sse Exact", "/weather/messages Exact"]) and (.metadata.annotations["nginx.ingress.kubernetes.io/rewrite-target"] == null) and .metadata.annotations["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"'
-log "spec.auth: the public URL, the metadata route, the printer column"
-check "add spec.auth" kubectl -n "$NS" patch mcpserver weather --type=merge -p \
-  '{"spec": {"auth": {"issuer": "https://idp.example.com/realms/acme", "requiredScopes": ["mcp"]}}}'
-check "the rendered config carries spec.auth" eventually 30 holds configmap weather-manifest \
-  '.data["manifest.yaml"] | test("issuer: https://idp.example.com/realms/acme")'
-check "the runtime gets --public-url from the Ingress, prefix included" eventually 30 holds deployment weather \
-  '.spec.template.spec.containers[0].args as $a | ($a | index("--public-url")) as $i | $i != null and $a[$i + 1] == "https://mcp.example.com/weather"'
-check "the Ingress routes the resource metadata of the prefixed URL, exactly" eventually 30 holds ingress weather \
-  '[.spec.rules[0].http.paths[] | .path + " " + .pathType][3:] == ["/.well-known/oauth-protected-resource/weather Exact", "/.well-known/oauth-protected-resource/weather/mcp Exact", "/.well-known/oauth-protected-resource/weather/sse Exact"]'
-check "kubectl get shows the issuer" bash -c "kubectl -n $NS get mcpserver weather | grep -q 'https://idp.example.com/realms/acme'"
-check "remove spec.auth" kubectl -n "$NS" patch mcpserver weather --type=json -p '[{"op": "remove", "path": "/spec/auth"}]'
-check "the Ingress routes the MCP endpoints only again" eventually 30 holds ingress weather '.spec.rules[0].http.paths | length == 3'
 events_with() { kubectl -n "$NS" get events --field-selector "involvedObject.name=weather" -o json | jq -e "[.items[] | select(.reason == \"$1\")] | length > 0" >/dev/null; }
 check "an event records the acceptance" eventually 20 events_with Compiled
 
@@ -326,6 +314,22 @@ check "Accepted=True again" eventually 30 holds mcpserver weather \
   '.status.conditions[] | select(.type == "Accepted") | .status == "True"'
 check "and the ConfigMap follows" eventually 30 bash -c \
   "kubectl -n $NS get configmap weather-manifest -o jsonpath='{.data.manifest\\.yaml}' | grep -qF 'Hi again, {{ args.name }}!'"
+
+# ----------------------------------------------------------------------------------------------
+# Late in the run on purpose: --public-url changes the pod template, and without a kubelet the
+# rollout it starts never finishes, which would hide the pod-driven reasons checked above.
+log "spec.auth: the public URL, the metadata route, the printer column"
+check "add spec.auth" kubectl -n "$NS" patch mcpserver weather --type=merge -p \
+  '{"spec": {"auth": {"issuer": "https://idp.example.com/realms/acme", "requiredScopes": ["mcp"]}}}'
+check "the rendered config carries spec.auth" eventually 30 holds configmap weather-manifest \
+  '.data["manifest.yaml"] | test("issuer: https://idp.example.com/realms/acme")'
+check "the runtime gets --public-url from the Ingress, prefix included" eventually 30 holds deployment weather \
+  '.spec.template.spec.containers[0].args as $a | ($a | index("--public-url")) as $i | $i != null and $a[$i + 1] == "https://mcp.example.com/weather"'
+check "the Ingress routes the resource metadata of the prefixed URL, exactly" eventually 30 holds ingress weather \
+  '[.spec.rules[0].http.paths[] | .path + " " + .pathType][3:] == ["/.well-known/oauth-protected-resource/weather Exact", "/.well-known/oauth-protected-resource/weather/mcp Exact", "/.well-known/oauth-protected-resource/weather/sse Exact"]'
+check "kubectl get shows the issuer" bash -c "kubectl -n $NS get mcpserver weather | grep -q 'https://idp.example.com/realms/acme'"
+check "remove spec.auth" kubectl -n "$NS" patch mcpserver weather --type=json -p '[{"op": "remove", "path": "/spec/auth"}]'
+check "the Ingress routes the MCP endpoints only again" eventually 30 holds ingress weather '.spec.rules[0].http.paths | length == 3'
 
 # ----------------------------------------------------------------------------------------------
 log "what the spec drops is pruned"

@@ -8,6 +8,7 @@ session binding and stream expiry that a well-behaved client never triggers."""
 from __future__ import annotations
 
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
@@ -18,6 +19,7 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenS
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.exceptions import MCPError
 
 from auth_server import authorization_server, client_credentials, sign_in
 from harness import JSON_AND_SSE, MODERN, Runtime, StartRuntime, initialize_body, modern_request
@@ -42,6 +44,12 @@ spec:
       inputSchema: {type: object, properties: {repo: {type: string}}, required: [repo]}
       allow: "{{ args.repo in token.claims.repos }}"
       content: [{type: text, text: "closed an issue in {{ args.repo }}"}]
+  resources:
+    - uri: issues://closed
+      name: closed
+      description: Issues closed lately; only for callers who may close them.
+      requiredScopes: ["issues:write"]
+      text: none yet
 """
 
 
@@ -220,3 +228,61 @@ async def test_a_stream_ends_when_its_token_expires(start: StartRuntime, tmp_pat
                 pass
         # Ended by the server at `exp` (2 s), long before the 20 s read timeout.
         assert time.monotonic() - started < 10
+
+
+async def test_listening_to_a_resource_needs_what_reading_it_needs(authed: Runtime, issuer: str) -> None:
+    reader = client_credentials(issuer, "reader", "mcp", authed.base)
+    writer = client_credentials(issuer, "writer", "mcp issues:write", authed.base)
+    r = call(authed, reader, "resources/read", {"uri": "issues://closed"}, name="issues://closed")
+    assert r.status_code == 403
+    # A listen stream would tell the reader when the resource changes: refused the same way,
+    # with every scope in one challenge.
+    listen = {"notifications": {"resourceSubscriptions": ["issues://closed"]}}
+    r = call(authed, reader, "subscriptions/listen", listen)
+    assert r.status_code == 403
+    assert 'scope="mcp issues:write", error="insufficient_scope"' in r.headers["www-authenticate"]
+    # The writer may read it, so it may listen: the stream opens.
+    headers, body = modern_request(1, "subscriptions/listen", listen)
+    headers["Authorization"] = f"Bearer {writer}"
+    with httpx2.stream("POST", authed.url, headers=headers, json=body, timeout=10) as stream:
+        assert stream.status_code == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
+
+
+def bearer_transport(rt: Runtime, era: str, token: str):
+    """An SDK transport for `era` that sends `token` on every request (a client that already
+    holds one)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if era == "sse":
+        return sse_client(rt.sse_url, headers=headers, timeout=30, sse_read_timeout=60)
+    return streamable_http_client(rt.url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy", "sse"])
+async def test_lists_and_calls_follow_the_callers_scopes_in_every_era(authed: Runtime, issuer: str, era: str) -> None:
+    reader = client_credentials(issuer, "reader", "mcp", authed.base)
+    writer = client_credentials(issuer, "writer", "mcp issues:write", authed.base)
+    mode = MODERN if era == "modern" else "legacy"
+    args = {"repo": "kube-mcp/kube-mcp"}
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            Client(bearer_transport(authed, era, reader), mode=mode, cache=None, read_timeout_seconds=30)
+        )
+        assert [t.name for t in (await client.list_tools()).tools] == ["hello"]
+        assert [r.uri for r in (await client.list_resources()).resources] == []
+        before = authed.metric("mcp_auth_failures_total", reason="insufficient_scope")
+        # Refused with a 403 before any dispatch; over HTTP+SSE the error also comes on the
+        # session stream, so the client does not wait for its timeout.
+        with anyio.fail_after(10), pytest.raises(MCPError):
+            await client.call_tool("close_issue", args)
+        assert authed.metric("mcp_auth_failures_total", reason="insufficient_scope") == before + 1
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            Client(bearer_transport(authed, era, writer), mode=mode, cache=None, read_timeout_seconds=30)
+        )
+        assert [t.name for t in (await client.list_tools()).tools] == ["hello", "close_issue"]
+        assert [str(r.uri) for r in (await client.list_resources()).resources] == ["issues://closed"]
+        result = await client.call_tool("close_issue", args)
+        assert result.content[0].text == "closed an issue in kube-mcp/kube-mcp"
+        refused = await client.call_tool("close_issue", {"repo": "someone/else"})
+        assert refused.is_error is True

@@ -248,8 +248,10 @@ mod tests {
                 err.contains("step budget") || err.contains("recursed too deeply"),
                 "{source}: {err}"
             );
+            // The error shows the budget stopped it; this only guards against a hang (a debug
+            // build on a loaded machine takes seconds here).
             assert!(
-                started.elapsed() < std::time::Duration::from_secs(5),
+                started.elapsed() < std::time::Duration::from_secs(60),
                 "{source}"
             );
         }

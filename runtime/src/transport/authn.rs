@@ -3,16 +3,17 @@
 //! Metadata document (RFC 9728). One middleware, so no route can be left out: it validates the
 //! token, refuses a session opened by another principal, hands the caller to the handlers, and
 //! ends a streamed response when the token expires. The handlers that parse a message
-//! (`POST /mcp`, `POST /messages`) then call [`check_message`], which refuses a request for an
-//! item whose scopes (or token-only `allow`) the caller lacks with a 403 challenge before any
+//! (`POST /mcp`, `POST /messages`) then call [`item_refusal`], and refuse a request for an item
+//! whose scopes (or token-only `allow`) the caller lacks with a 403 challenge before any
 //! dispatch, from the message they parsed (the body is read once). The token itself goes no
 //! further than this file: handlers see only the validated principal.
 
 use super::AppState;
 use super::headers::SESSION_HEADER;
 use crate::auth::{Authenticator, Principal, Refusal};
-use crate::declaration::{Caller as AccessCaller, Compiled};
+use crate::declaration::{Access, Caller as AccessCaller, Compiled};
 use crate::protocol::{Incoming, methods};
+use crate::server::MAX_SUBSCRIPTIONS;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -107,23 +108,23 @@ fn session_id(request: &Request) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
-/// Refuses a message that uses an item the caller may not see: scopes it lacks (403 naming
-/// every scope needed) or a token-only `allow` that refuses it. Conditions over `args` are left
-/// to the dispatch (a tool error the model can read).
-pub fn check_message(
-    state: &AppState,
-    caller: &Caller,
-    message: &Incoming,
-) -> Result<(), Response> {
+/// Why `message` may not be served to the caller: it uses an item whose scopes (or token-only
+/// `allow`) the caller lacks. Conditions over `args` are left to the dispatch (a tool error the
+/// model can read). Answer a refusal with [`refuse_item`].
+pub fn item_refusal(state: &AppState, caller: &Caller, message: &Incoming) -> Option<Refusal> {
     let compiled = state.server.declaration();
     if !compiled.access.has_item_rules() {
-        return Ok(());
+        return None;
     }
     let Incoming::Request { method, params, .. } = message else {
-        return Ok(());
+        return None;
     };
-    check_item(&compiled, caller, method, params)
-        .map_err(|refusal| refuse(state, &caller.authenticator, &refusal))
+    check_item(&compiled, caller, method, params).err()
+}
+
+/// The 403 answer to a refusal from [`item_refusal`], with its challenge.
+pub fn refuse_item(state: &AppState, caller: &Caller, refusal: &Refusal) -> Response {
+    refuse(state, &caller.authenticator, refusal)
 }
 
 fn check_item(
@@ -137,32 +138,74 @@ fn check_item(
         (methods::TOOLS_CALL, Some(name), _) => compiled.access.tool(name),
         (methods::PROMPTS_GET, Some(name), _) => compiled.access.prompt(name),
         (methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE, _, Some(uri)) => {
-            if compiled.resource(uri).is_some() {
-                compiled.access.resource(uri)
-            } else {
-                let template = compiled
-                    .resource_templates
-                    .iter()
-                    .find(|t| t.uri.matches(uri).is_some())
-                    .and_then(|t| t.descriptor.get("uriTemplate"))
-                    .and_then(Value::as_str);
-                match template {
-                    Some(template) => compiled.access.resource_template(template),
-                    None => return Ok(()),
-                }
+            match resource_access(compiled, uri) {
+                Some(access) => access,
+                None => return Ok(()),
             }
         }
+        (methods::SUBSCRIPTIONS_LISTEN, _, _) => return check_listened(compiled, caller, params),
         _ => return Ok(()),
     };
+    check_access(compiled, caller, &access.required_scopes, &[access])
+}
+
+/// The access rules of the resource or resource template that serves `uri` (`None`: nothing
+/// serves it, and the dispatch answers that).
+fn resource_access<'d>(compiled: &'d Compiled, uri: &str) -> Option<&'d Access> {
+    if compiled.resource(uri).is_some() {
+        return Some(compiled.access.resource(uri));
+    }
+    let template = compiled
+        .resource_templates
+        .iter()
+        .find(|t| t.uri.matches(uri).is_some())
+        .and_then(|t| t.descriptor.get("uriTemplate"))
+        .and_then(Value::as_str)?;
+    Some(compiled.access.resource_template(template))
+}
+
+/// A `subscriptions/listen` request tells its caller when the resources it names change: each
+/// is checked as if it were read, and one challenge names every scope they need together. Past
+/// [`MAX_SUBSCRIPTIONS`] the dispatch refuses the request anyway, so no more are looked at.
+fn check_listened(compiled: &Compiled, caller: &Caller, params: &Value) -> Result<(), Refusal> {
+    let uris = params
+        .pointer("/notifications/resourceSubscriptions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let accesses: Vec<&Access> = uris
+        .iter()
+        .take(MAX_SUBSCRIPTIONS)
+        .filter_map(Value::as_str)
+        .filter_map(|uri| resource_access(compiled, uri))
+        .collect();
+    let mut scopes: Vec<String> = Vec::new();
+    for scope in accesses.iter().flat_map(|access| &access.required_scopes) {
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
+    check_access(compiled, caller, &scopes, &accesses)
+}
+
+/// Refuses the caller unless it holds `scopes` and every token-only `allow` of `accesses`
+/// admits it (an `allow` over arguments is the dispatch's to decide).
+fn check_access(
+    compiled: &Compiled,
+    caller: &Caller,
+    scopes: &[String],
+    accesses: &[&Access],
+) -> Result<(), Refusal> {
     let principal = &caller.principal;
-    caller
-        .authenticator
-        .require(principal, &access.required_scopes)?;
+    caller.authenticator.require(principal, scopes)?;
     let who = AccessCaller {
         scopes: &principal.scopes,
         claims: &principal.claims,
     };
-    if !access.decided_at_call() && !compiled.access.listed(access, who) {
+    let refused = accesses
+        .iter()
+        .any(|access| !access.decided_at_call() && !compiled.access.listed(access, who));
+    if refused {
         return Err(Refusal::Forbidden);
     }
     Ok(())

@@ -39,9 +39,9 @@ pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Respo
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
     if let Some(caller) = &caller
-        && let Err(refusal) = authn::check_message(&state, caller, &message)
+        && let Some(refusal) = authn::item_refusal(&state, caller, &message)
     {
-        return refusal;
+        return authn::refuse_item(&state, caller, &refusal);
     }
     let caller = caller.map(|c| c.principal);
     if is_modern(&headers, &message) {

@@ -9,7 +9,7 @@ use super::legacy;
 use super::reply::{self, error};
 use super::session_stream::{self, short};
 use crate::protocol::methods;
-use crate::protocol::{Era, LegacyVersion, McpError, parse_message, success_response};
+use crate::protocol::{Era, Incoming, LegacyVersion, McpError, parse_message, success_response};
 use crate::sessions::{SessionStore, SessionTransport};
 use axum::Extension;
 use axum::body::Body;
@@ -131,9 +131,19 @@ pub async fn post(
         Err(err) => return error(None, &err, ERA),
     };
     if let Some(Extension(caller)) = &caller
-        && let Err(refusal) = authn::check_message(&state, caller, &message)
+        && let Some(refusal) = authn::item_refusal(&state, caller, &message)
     {
-        return refusal;
+        // HTTP+SSE clients read answers from the session stream, not from the POST: without
+        // this error there, the request would wait for its timeout.
+        if let (Incoming::Request { id, .. }, Some(stream)) = (&message, session.stream()) {
+            let err = McpError::InvalidRequest(format!(
+                "refused ({refusal}): the POST was answered {} with the challenge",
+                refusal.status().as_u16()
+            ));
+            let answer = reply::error_body(Some(id), &err, ERA).0;
+            let _ = stream.try_send(Box::new(answer));
+        }
+        return authn::refuse_item(&state, caller, &refusal);
     }
     let caller = caller.map(|Extension(caller)| caller.principal);
     let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
