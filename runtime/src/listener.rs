@@ -3,13 +3,16 @@
 //! connection, so idle connections close), a limit on open connections, and small read buffers
 //! (most connections are idle or long-lived streams), and a limit on how long a write may wait
 //! for a client that stopped reading (`write_stall.rs`). Graceful: on shutdown, connections finish
-//! their current request and close. Does network I/O.
+//! their current request and close. HTTP/1 and HTTP/2 (prior knowledge) are told apart by peeking
+//! at the first bytes, then served by hyper's own builder for that protocol: hyper-util's `auto`
+//! builder would read those bytes itself and replay them, which makes hyper's HTTP/1 read buffer
+//! grow to 16 KiB on every connection (twice what idle SSE streams need). Does network I/O.
 
 mod write_stall;
 
 use axum::Router;
+use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use std::sync::Arc;
@@ -52,18 +55,15 @@ pub async fn serve(
     limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
+    let mut h1 = http1::Builder::new();
+    h1.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .max_buf_size(limits.max_buf_size.max(8192));
-    builder
-        .http2()
-        .timer(TokioTimer::new())
+    let mut h2 = http2::Builder::new(TokioExecutor::new());
+    h2.timer(TokioTimer::new())
         .keep_alive_interval(Some(limits.header_read_timeout))
         .keep_alive_timeout(limits.header_read_timeout);
-    let builder = Arc::new(builder);
+    let builders = Arc::new((h1, h2));
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     loop {
@@ -87,20 +87,27 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let (app, builder, watcher) = (app.clone(), builder.clone(), graceful.watcher());
+        let (app, builders, watcher) = (app.clone(), builders.clone(), graceful.watcher());
         let timeout = limits.header_read_timeout;
         let write_stall = limits.write_stall_timeout;
         tokio::spawn(async move {
             let _permit = permit;
             // hyper's timeout starts once the protocol is known; until then, this one holds.
-            if !protocol_known(&stream, timeout).await {
+            let Some(protocol) = sniff(&stream, timeout).await else {
                 return;
-            }
+            };
             let service = TowerToHyperService::new(app);
-            let stream = write_stall::WriteStallLimit::new(stream, write_stall);
-            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            let io = TokioIo::new(write_stall::WriteStallLimit::new(stream, write_stall));
+            let (h1, h2) = &*builders;
             // A client that goes away or times out is not an error of the server.
-            let _ = watcher.watch(connection.into_owned()).await;
+            match protocol {
+                Protocol::Http1 => {
+                    let _ = watcher.watch(h1.serve_connection(io, service)).await;
+                }
+                Protocol::Http2 => {
+                    let _ = watcher.watch(h2.serve_connection(io, service)).await;
+                }
+            }
         });
     }
     drop(listener);
@@ -111,23 +118,29 @@ pub async fn serve(
 /// The HTTP/2 connection preface; anything else is HTTP/1.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// Whether the client sent enough, within `timeout`, for the builder to tell HTTP/1 from
-/// HTTP/2 (the builder would otherwise wait for those bytes without a limit).
-async fn protocol_known(stream: &tokio::net::TcpStream, timeout: Duration) -> bool {
+/// The protocol a client speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// The protocol the client's first bytes announce, once it sent enough within `timeout` to tell
+/// (`None`: it did not, or it left). The bytes stay in the socket for hyper to read.
+async fn sniff(stream: &tokio::net::TcpStream, timeout: Duration) -> Option<Protocol> {
     let wait = async {
         let mut buf = [0u8; H2_PREFACE.len()];
         loop {
             match stream.peek(&mut buf).await {
-                Ok(0) | Err(_) => return false,
-                Ok(n) if n >= H2_PREFACE.len() || !H2_PREFACE.starts_with(&buf[..n]) => {
-                    return true;
-                }
+                Ok(0) | Err(_) => return None,
+                Ok(n) if !H2_PREFACE.starts_with(&buf[..n]) => return Some(Protocol::Http1),
+                Ok(n) if n == H2_PREFACE.len() => return Some(Protocol::Http2),
                 // Part of the preface: peek returns at once, so wait a little between looks.
                 Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             }
         }
     };
-    tokio::time::timeout(timeout, wait).await.unwrap_or(false)
+    tokio::time::timeout(timeout, wait).await.ok().flatten()
 }
 
 #[cfg(test)]
@@ -179,6 +192,32 @@ mod tests {
         // A connection that never sends a byte.
         let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
         assert!(time_to_close(&mut silent).await < Duration::from_secs(3));
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn both_protocols_are_served() {
+        let (addr, stop) = start(ConnectionLimits::default()).await;
+        let mut h1 = tokio::net::TcpStream::connect(addr).await.unwrap();
+        h1.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        h1.read_to_end(&mut answer).await.unwrap();
+        assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+        // HTTP/2 with prior knowledge: the preface and an empty SETTINGS frame, sent in two
+        // parts; the server answers with its own SETTINGS frame (type 4).
+        let mut h2 = tokio::net::TcpStream::connect(addr).await.unwrap();
+        h2.write_all(&H2_PREFACE[..10]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        h2.write_all(&H2_PREFACE[10..]).await.unwrap();
+        h2.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+        let mut frame = [0u8; 9];
+        tokio::time::timeout(Duration::from_secs(5), h2.read_exact(&mut frame))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(frame[3], 4, "not a SETTINGS frame: {frame:?}");
         stop.cancel();
     }
 

@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+/// The sending end of a session's server-to-client stream (the same type as
+/// `server::Notifier`; boxed messages keep the channel small, see there).
+pub type StreamSender = mpsc::Sender<Box<Value>>;
+
 /// Most requests one session may have running at once (HTTP+SSE answers 202 before running a
 /// request, so nothing else would bound them).
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -89,7 +93,7 @@ struct State {
     version: Option<LegacyVersion>,
     log_level: Option<LogLevel>,
     subscriptions: HashSet<String>,
-    stream: Option<mpsc::Sender<Value>>,
+    stream: Option<StreamSender>,
     in_flight: HashMap<String, CancellationToken>,
     pings: HashMap<String, oneshot::Sender<()>>,
     client_capabilities: Value,
@@ -211,7 +215,7 @@ impl Session {
     }
 
     /// Attaches the server-to-client stream; `false` when one is already open.
-    pub fn attach_stream(&self, sender: mpsc::Sender<Value>) -> bool {
+    pub fn attach_stream(&self, sender: StreamSender) -> bool {
         let mut state = self.state();
         if state.stream.as_ref().is_some_and(|s| !s.is_closed()) {
             return false;
@@ -222,7 +226,7 @@ impl Session {
 
     /// Detaches `sender`'s stream (not a newer one) so that, once in-flight senders finish, the
     /// client sees it end.
-    pub fn detach_stream(&self, sender: &mpsc::Sender<Value>) {
+    pub fn detach_stream(&self, sender: &StreamSender) {
         let mut state = self.state();
         if state
             .stream
@@ -234,7 +238,7 @@ impl Session {
     }
 
     /// The open server-to-client stream, if any.
-    pub fn stream(&self) -> Option<mpsc::Sender<Value>> {
+    pub fn stream(&self) -> Option<StreamSender> {
         self.state().stream.clone().filter(|s| !s.is_closed())
     }
 

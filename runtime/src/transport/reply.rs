@@ -74,19 +74,23 @@ pub fn notification_channel(may_notify: bool) -> (Option<Notifier>, Option<Notif
 }
 
 /// The receiving end of a request's notifications.
-pub type Notifications = mpsc::Receiver<Value>;
+pub type Notifications = mpsc::Receiver<Box<Value>>;
 
 /// The next notification; never, without a channel.
 async fn next(notifications: &mut Option<Notifications>) -> Option<Value> {
     match notifications {
-        Some(receiver) => receiver.recv().await,
+        Some(receiver) => receiver.recv().await.map(|message| *message),
         None => std::future::pending().await,
     }
 }
 
 /// A notification already queued.
 fn queued(notifications: &mut Option<Notifications>) -> Option<Value> {
-    notifications.as_mut()?.try_recv().ok()
+    notifications
+        .as_mut()?
+        .try_recv()
+        .ok()
+        .map(|message| *message)
 }
 
 /// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and

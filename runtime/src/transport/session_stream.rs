@@ -3,9 +3,10 @@
 //! session whose client stopped answering.
 
 use super::AppState;
-use super::reply::event;
+use super::reply::{Notifications, event};
 use crate::protocol::methods;
 use crate::protocol::request;
+use crate::server::Notifier;
 use crate::sessions::Session;
 use axum::response::sse::Event;
 use futures_util::Stream;
@@ -23,13 +24,11 @@ const STALLED_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Puts `message` on the stream; ends the session of a client that stopped reading (a full
 /// stream would otherwise hold the session, its connection and this task forever).
-async fn deliver(
-    state: &AppState,
-    session: &Session,
-    sender: &mpsc::Sender<Value>,
-    message: Value,
-) -> bool {
-    match sender.send_timeout(message, STALLED_CLIENT_TIMEOUT).await {
+async fn deliver(state: &AppState, session: &Session, sender: &Notifier, message: Value) -> bool {
+    match sender
+        .send_timeout(Box::new(message), STALLED_CLIENT_TIMEOUT)
+        .await
+    {
         Ok(()) => true,
         Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
             tracing::info!(session = %short(&session.id), "ending session: its client stopped reading the stream");
@@ -43,7 +42,7 @@ async fn deliver(
 /// Opens the session's stream; `None` if one is already open. The returned receiver carries
 /// every message for the client; a background task feeds it until the client leaves, the
 /// session ends or the server shuts down.
-pub fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<mpsc::Receiver<Value>> {
+pub fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<Notifications> {
     let (sender, receiver) = mpsc::channel(STREAM_CAPACITY);
     if !session.attach_stream(sender.clone()) {
         return None;
@@ -55,7 +54,7 @@ pub fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<mpsc::Recei
 /// The SSE events of a stream: an optional first event (the HTTP+SSE endpoint), the 2025-11-25
 /// priming event when asked, then each message.
 pub fn events(
-    mut messages: mpsc::Receiver<Value>,
+    mut messages: Notifications,
     priming: bool,
     first: Option<Event>,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
@@ -73,7 +72,7 @@ pub fn events(
     }
 }
 
-async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: mpsc::Sender<Value>) {
+async fn feed(state: Arc<AppState>, session: Arc<Session>, sender: Notifier) {
     let mut changes = state.server.subscribe_changes();
     let settings = state.sessions.settings().clone();
     let mut pings = settings
@@ -121,7 +120,7 @@ async fn tick(timer: &mut Option<tokio::time::Interval>) {
 async fn ping(
     state: &Arc<AppState>,
     session: &Arc<Session>,
-    sender: &mpsc::Sender<Value>,
+    sender: &Notifier,
     sequence: u64,
     timeout: Duration,
 ) {

@@ -141,7 +141,7 @@ pub async fn post(
                 refusal.status().as_u16()
             ));
             let answer = reply::error_body(Some(id), &err, ERA).0;
-            let _ = stream.try_send(answer);
+            let _ = stream.try_send(Box::new(answer));
         }
         return authn::refuse_item(&state, caller, &refusal);
     }
@@ -181,7 +181,7 @@ pub async fn post(
             return; // cancelled: no response
         };
         if stream
-            .send_timeout(response, STREAM_SEND_TIMEOUT)
+            .send_timeout(Box::new(response), STREAM_SEND_TIMEOUT)
             .await
             .is_err()
         {

@@ -100,7 +100,7 @@ async fn ask_one(
         ));
     };
     let message = request(&id, method, input["params"].clone());
-    if tokio::time::timeout(ANSWER_TIMEOUT, notifier.send(message))
+    if tokio::time::timeout(ANSWER_TIMEOUT, notifier.send(Box::new(message)))
         .await
         .map_or(true, |sent| sent.is_err())
     {

@@ -348,7 +348,7 @@ async fn legacy_call(
         0,
     ));
     session.set_client_capabilities(Some(&caps));
-    let (notifier, mut requests) = tokio::sync::mpsc::channel::<Value>(8);
+    let (notifier, mut requests) = tokio::sync::mpsc::channel::<Box<Value>>(8);
     let client = session.clone();
     let answering = tokio::spawn(async move {
         let mut seen = Vec::new();
