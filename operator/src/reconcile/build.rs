@@ -265,16 +265,7 @@ mod tests {
             issuer: "https://idp.example.com/realms/acme".into(),
             ..Default::default()
         });
-        let args = build(&server)
-            .deployment
-            .spec
-            .template
-            .spec
-            .unwrap()
-            .containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let args = runtime_args(&build(&server));
         assert!(
             args.windows(2)
                 .any(|w| w == ["--public-url", "https://mcp.example.com/weather"]),
@@ -310,16 +301,7 @@ mod tests {
         // Without spec.auth, neither.
         server.spec.declaration.auth = None;
         assert_eq!(path_names(&server), ["/mcp", "/sse", "/messages"]);
-        let plain = build(&server)
-            .deployment
-            .spec
-            .template
-            .spec
-            .unwrap()
-            .containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--public-url".to_owned()));
     }
 
@@ -351,16 +333,7 @@ mod tests {
                 "/.well-known/oauth-protected-resource/weather/sse",
             ]
         );
-        let args = build(&server)
-            .deployment
-            .spec
-            .template
-            .spec
-            .unwrap()
-            .containers[0]
-            .args
-            .clone()
-            .unwrap();
+        let args = runtime_args(&build(&server));
         assert!(
             args.windows(2)
                 .any(|w| w == ["--public-url", "https://mcp.example.com/weather"])
