@@ -73,6 +73,9 @@ pub struct Record {
     /// The JSON-RPC error code of a refusal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<i64>,
+    /// The HTTP status of a refusal made before dispatch (403: scopes or `allow` over the token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
     /// The upstream's last HTTP status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upstream_status: Option<u16>,

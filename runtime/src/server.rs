@@ -208,6 +208,18 @@ impl Server {
         self.current.load_full()
     }
 
+    /// Records, when auditing is on, a call the transport refused before dispatch (403).
+    pub fn audit_refused(
+        &self,
+        method: &str,
+        params: &Value,
+        caller: &Principal,
+        era: Era,
+        session: Option<&str>,
+    ) {
+        observe::refused_before_dispatch(&self.declaration(), method, params, caller, era, session);
+    }
+
     /// The metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics

@@ -307,6 +307,9 @@ async def test_audit_records_name_the_principal_never_the_token(
     assert call(rt, writer, "tools/call", args, name="close_issue").status_code == 200
     other = {"name": "close_issue", "arguments": {"repo": "someone/else"}}
     assert call(rt, writer, "tools/call", other, name="close_issue").json()["result"]["isError"] is True
+    # Refused by the transport before any dispatch (the reader lacks the tool's scope).
+    reader = client_credentials(issuer, "reader", "mcp", rt.base)
+    assert call(rt, reader, "tools/call", args, name="close_issue").status_code == 403
     # A legacy session carries its opener as the caller too.
     headers = dict(JSON_AND_SSE, Authorization=f"Bearer {writer}")
     r = httpx2.post(rt.url, headers=headers, json=initialize_body(), timeout=10)
@@ -316,20 +319,23 @@ async def test_audit_records_name_the_principal_never_the_token(
 
     served = metric_labels(rt.metrics(), "mcp_runtime_declaration_info")
     deadline = time.monotonic() + 5
-    while len(records := _audit_lines(rt)) < 3 and time.monotonic() < deadline:
+    while len(records := _audit_lines(rt)) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert [(r["tool"], r["outcome"]) for r in records] == [
-        ("close_issue", "ok"),
-        ("close_issue", "failed"),
-        ("hello", "ok"),
+    assert [(r["tool"], r["outcome"], r.get("httpStatus")) for r in records] == [
+        ("close_issue", "ok", None),
+        ("close_issue", "failed", None),
+        ("close_issue", "refused", 403),
+        ("hello", "ok", None),
     ], records
-    claims = _claims(writer)
-    for record in records:
+    callers = [writer, writer, reader, writer]
+    for record, token in zip(records, callers):
+        claims = _claims(token)
         assert record["principal"] == {"issuer": claims["iss"], "subject": claims["sub"]}
         # The declaration that answered is the one the runtime reports serving.
         assert [{"hash": record["declaration"]}] == served
     text = rt.log.read_text(errors="replace")
-    assert writer not in text and writer.split(".")[2] not in text
+    for token in (writer, reader):
+        assert token not in text and token.split(".")[2] not in text
 
 
 def _audit_lines(rt: Runtime) -> list[dict]:

@@ -5,6 +5,7 @@
 
 use super::RequestContext;
 use crate::audit::{self, Record};
+use crate::auth::Principal;
 use crate::declaration::Compiled;
 use crate::protocol::methods;
 use crate::protocol::{Era, MODERN_VERSION, McpError};
@@ -196,6 +197,49 @@ fn audit_record(
     decl: &Arc<Compiled>,
     trace_id: Option<String>,
 ) -> Record {
+    let session = ctx.session.as_ref().map(|s| s.id.as_str());
+    let mut record = record_of(
+        method,
+        params,
+        decl,
+        ctx.caller.as_deref(),
+        session,
+        trace_id,
+    );
+    record.protocol_version = protocol_version(ctx.era);
+    record
+}
+
+/// Audits a call the transport refused before any dispatch: a 403 for an item whose scopes or
+/// token-only `allow` the caller lacks. No span exists for it; its record says `refused` with
+/// the HTTP status instead of a JSON-RPC code.
+pub fn refused_before_dispatch(
+    decl: &Arc<Compiled>,
+    method: &str,
+    params: &Value,
+    caller: &Principal,
+    era: Era,
+    session: Option<&str>,
+) {
+    if !audit::enabled() || !matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ) {
+        return;
+    }
+    let mut record = record_of(method, params, decl, Some(caller), session, None);
+    record.timestamp = audit::now();
+    record.protocol_version = protocol_version(era);
+    record.outcome = "refused";
+    record.http_status = Some(403);
+    audit::write(&record);
+}
+
+fn record_of(
+    method: &str,
+    params: &Value,
+    decl: &Arc<Compiled>,
+    caller: Option<&Principal>,
+    session: Option<&str>,
+    trace_id: Option<String>,
+) -> Record {
     let text = |key: &str| {
         params
             .get(key)
@@ -230,13 +274,14 @@ fn audit_record(
         declaration: decl.hash.clone(),
         tool: if is_tool_call { text("name") } else { None },
         uri: if is_tool_call { None } else { text("uri") },
-        principal: principal(ctx),
-        protocol_version: protocol_version(ctx.era),
-        session: ctx.session.as_ref().map(|s| audit::short_digest(&s.id)),
+        principal: caller.map(principal),
+        protocol_version: MODERN_VERSION,
+        session: session.map(audit::short_digest),
         arguments_digest,
         redacted,
         outcome: "ok",
         error_code: None,
+        http_status: None,
         upstream_status: None,
         upstream_error: None,
         duration_ms: 0.0,
@@ -246,12 +291,12 @@ fn audit_record(
 
 /// Who is calling, when authentication is on: the validated token's issuer and subject (never
 /// the token, nor its other claims).
-fn principal(ctx: &RequestContext) -> Option<audit::Caller> {
-    ctx.caller.as_ref().map(|caller| audit::Caller {
+fn principal(caller: &Principal) -> audit::Caller {
+    audit::Caller {
         issuer: caller.issuer.chars().take(MAX_NAME).collect(),
         subject: caller
             .subject
             .as_ref()
             .map(|s| s.chars().take(MAX_NAME).collect()),
-    })
+    }
 }

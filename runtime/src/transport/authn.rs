@@ -12,7 +12,7 @@ use super::AppState;
 use super::headers::SESSION_HEADER;
 use crate::auth::{Authenticator, Principal, Refusal};
 use crate::declaration::{Access, Caller as AccessCaller, Compiled};
-use crate::protocol::{Incoming, methods};
+use crate::protocol::{Era, Incoming, methods};
 use crate::server::MAX_SUBSCRIPTIONS;
 use axum::Json;
 use axum::body::Body;
@@ -122,8 +122,21 @@ pub fn item_refusal(state: &AppState, caller: &Caller, message: &Incoming) -> Op
     check_item(&compiled, caller, method, params).err()
 }
 
-/// The 403 answer to a refusal from [`item_refusal`], with its challenge.
-pub fn refuse_item(state: &AppState, caller: &Caller, refusal: &Refusal) -> Response {
+/// The 403 answer to a refusal from [`item_refusal`] of `message`, with its challenge; the
+/// refused call is audited (served in `era`, in legacy `session` if any).
+pub fn refuse_item(
+    state: &AppState,
+    caller: &Caller,
+    message: &Incoming,
+    refusal: &Refusal,
+    era: Era,
+    session: Option<&str>,
+) -> Response {
+    if let Incoming::Request { method, params, .. } = message {
+        state
+            .server
+            .audit_refused(method, params, &caller.principal, era, session);
+    }
     refuse(state, &caller.authenticator, refusal)
 }
 

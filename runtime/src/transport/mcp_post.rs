@@ -38,13 +38,20 @@ pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Respo
         Ok(message) => message,
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
+    let modern = is_modern(&headers, &message);
     if let Some(caller) = &caller
         && let Some(refusal) = authn::item_refusal(&state, caller, &message)
     {
-        return authn::refuse_item(&state, caller, &refusal);
+        let era = if modern {
+            Era::Modern
+        } else {
+            Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
+        };
+        let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+        return authn::refuse_item(&state, caller, &message, &refusal, era, session);
     }
     let caller = caller.map(|c| c.principal);
-    if is_modern(&headers, &message) {
+    if modern {
         stateless::post(state, headers, message, accepts.sse, caller).await
     } else {
         streamable::post(state, headers, message, accepts.sse, caller).await
@@ -72,4 +79,10 @@ fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
         .get(VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|version| LegacyVersion::parse(version.trim()).is_none())
+}
+
+/// The legacy version the `MCP-Protocol-Version` header names, if it names one.
+fn header_version(headers: &HeaderMap) -> Option<LegacyVersion> {
+    let version = headers.get(VERSION_HEADER)?.to_str().ok()?;
+    LegacyVersion::parse(version.trim())
 }

@@ -143,7 +143,7 @@ pub async fn post(
             let answer = reply::error_body(Some(id), &err, ERA).0;
             let _ = stream.try_send(Box::new(answer));
         }
-        return authn::refuse_item(&state, caller, &refusal);
+        return authn::refuse_item(&state, caller, &message, &refusal, ERA, Some(&session.id));
     }
     let origin = legacy::Origin::new(&headers, caller.map(|Extension(caller)| caller.principal));
     let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
