@@ -198,16 +198,15 @@ fn audit_record(
     trace_id: Option<String>,
 ) -> Record {
     let session = ctx.session.as_ref().map(|s| s.id.as_str());
-    let mut record = record_of(
+    record_of(
         method,
         params,
         decl,
         ctx.caller.as_deref(),
+        ctx.era,
         session,
         trace_id,
-    );
-    record.protocol_version = protocol_version(ctx.era);
-    record
+    )
 }
 
 /// Audits a call the transport refused before any dispatch: a 403 for an item whose scopes or
@@ -224,9 +223,8 @@ pub fn refused_before_dispatch(
     if !audit::enabled() || !matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ) {
         return;
     }
-    let mut record = record_of(method, params, decl, Some(caller), session, None);
+    let mut record = record_of(method, params, decl, Some(caller), era, session, None);
     record.timestamp = audit::now();
-    record.protocol_version = protocol_version(era);
     record.outcome = "refused";
     record.http_status = Some(403);
     audit::write(&record);
@@ -237,6 +235,7 @@ fn record_of(
     params: &Value,
     decl: &Arc<Compiled>,
     caller: Option<&Principal>,
+    era: Era,
     session: Option<&str>,
     trace_id: Option<String>,
 ) -> Record {
@@ -275,7 +274,7 @@ fn record_of(
         tool: if is_tool_call { text("name") } else { None },
         uri: if is_tool_call { None } else { text("uri") },
         principal: caller.map(principal),
-        protocol_version: MODERN_VERSION,
+        protocol_version: protocol_version(era),
         session: session.map(audit::short_digest),
         arguments_digest,
         redacted,
