@@ -154,17 +154,21 @@ fn served_report(server: &Server) -> Value {
     json!({"hash": hash, "tools": 1, "resources": 1, "resourceTemplates": 1, "prompts": 1})
 }
 
-#[tokio::test]
-async fn discover_reports_the_served_declaration_next_to_the_server_info() {
-    let server = server();
-    let discover = call(
-        &server,
+async fn discover_answer(server: &Server) -> Value {
+    call(
+        server,
         &ctx(Era::Modern),
         methods::SERVER_DISCOVER,
         json!({}),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn discover_reports_the_served_declaration_next_to_the_server_info() {
+    let server = server();
+    let discover = discover_answer(&server).await;
     let meta = &discover["_meta"];
     assert_eq!(
         meta[crate::declaration::SERVED_META],
@@ -178,14 +182,7 @@ async fn discover_reports_the_served_declaration_next_to_the_server_info() {
     );
     let manifest = parse_manifest(&stamped, ".".into()).unwrap();
     server.replace(compile(&manifest, &CompileOptions::default()).unwrap());
-    let discover = call(
-        &server,
-        &ctx(Era::Modern),
-        methods::SERVER_DISCOVER,
-        json!({}),
-    )
-    .await
-    .unwrap();
+    let discover = discover_answer(&server).await;
     assert_eq!(
         discover["_meta"][crate::declaration::SERVED_META]["hash"],
         "0123abcd"
@@ -201,14 +198,7 @@ async fn discover_reports_the_served_declaration_next_to_the_server_info() {
 #[tokio::test]
 async fn methods_are_served_only_in_their_era() {
     let server = server();
-    let discover = call(
-        &server,
-        &ctx(Era::Modern),
-        methods::SERVER_DISCOVER,
-        json!({}),
-    )
-    .await
-    .unwrap();
+    let discover = discover_answer(&server).await;
     assert_eq!(discover["instructions"], "Use the tools.");
     for (era, method) in [
         (LEGACY, methods::SERVER_DISCOVER),
