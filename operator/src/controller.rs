@@ -43,6 +43,29 @@ pub const CONCURRENCY: u16 = 16;
 /// moves in several writes as its pods come up).
 pub const DEBOUNCE: Duration = Duration::from_millis(1500);
 
+/// A namespaced kind the operator watches and caches (the bounds kube's watcher and store need).
+trait Watched:
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// The watch events of `K`: one watch of every namespace (`namespaces` empty), or one per
 /// namespace, merged so that `store` can follow them as one. Each watch backs off on errors.
 fn watch_events<K>(
@@ -52,13 +75,7 @@ fn watch_events<K>(
     store: &Store<K>,
 ) -> BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Debug
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let one = |api: Api<K>| watcher(api, config.clone()).default_backoff().boxed();
     match namespaces {
@@ -85,13 +102,7 @@ fn cached_watch<K>(
     impl futures_util::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
 )
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Debug
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let config =
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
