@@ -8,9 +8,10 @@ pub mod session;
 pub mod stateless;
 
 use super::RequestContext;
+use super::access;
 use crate::declaration::{
-    CONFIRM_KEY, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY, SAMPLE_KEY,
-    Templates,
+    CONFIRM_KEY, Compiled, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY,
+    SAMPLE_KEY, Templates,
 };
 use crate::metrics::Metrics;
 use crate::protocol::{Era, McpError, meta};
@@ -55,6 +56,40 @@ pub enum Outcome {
     Reply(Value),
     /// The user declined or cancelled; say so.
     Stop(String),
+}
+
+/// [`resolve`] for the declared tool or prompt `name`: its `allow` decided only the arguments the
+/// call sent, so the values the user supplied are decided again, and a refusal stops the item
+/// like a decline.
+#[allow(clippy::too_many_arguments)]
+pub async fn resolve_item(
+    decl: &Compiled,
+    metrics: &Metrics,
+    sealer: &Sealer,
+    ctx: &RequestContext,
+    method: &str,
+    params: &Value,
+    (kind, name): (access::Kind, &str),
+    interaction: &CompiledInteraction,
+    args: &Value,
+) -> Result<Outcome, McpError> {
+    let outcome = resolve(
+        metrics,
+        sealer,
+        ctx,
+        method,
+        params,
+        interaction,
+        &decl.templates,
+        args,
+    )
+    .await?;
+    if let Outcome::Ready(vars) = &outcome
+        && let Some(text) = access::elicited_refusal(decl, ctx, kind, name, &vars.args)
+    {
+        return Ok(Outcome::Stop(text));
+    }
+    Ok(outcome)
 }
 
 /// Runs the interactive part of a call in its era: one round per request in 2026-07-28, every

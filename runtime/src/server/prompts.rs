@@ -28,25 +28,20 @@ pub async fn get(
     let mut args = arguments.cloned().unwrap_or_default();
     if !prompt.interaction.is_empty() {
         let given = Value::Object(args.clone());
-        let interaction = &prompt.interaction;
-        match interactive::resolve(
+        match interactive::resolve_item(
+            decl,
             metrics,
             sealer,
             ctx,
             method,
             params,
-            interaction,
-            &decl.templates,
+            (access::Kind::Prompt, name),
+            &prompt.interaction,
             &given,
         )
         .await?
         {
             Outcome::Ready(vars) => {
-                let refused =
-                    access::elicited_refusal(decl, ctx, access::Kind::Prompt, name, &vars.args);
-                if let Some(text) = refused {
-                    return Err(McpError::InvalidParams(text));
-                }
                 // Prompt arguments are strings: elicited numbers and booleans become text.
                 for (key, value) in vars.args.as_object().into_iter().flatten() {
                     let text = match value {

@@ -39,28 +39,20 @@ pub async fn call(
     let vars = if tool.interaction.is_empty() {
         None
     } else {
-        let interaction = &tool.interaction;
-        match interactive::resolve(
+        match interactive::resolve_item(
+            decl,
             metrics,
             sealer,
             ctx,
             method,
             params,
-            interaction,
-            &decl.templates,
+            (access::Kind::Tool, name),
+            &tool.interaction,
             args,
         )
         .await?
         {
-            Outcome::Ready(vars) => {
-                let refused =
-                    access::elicited_refusal(decl, ctx, access::Kind::Tool, name, &vars.args);
-                if let Some(text) = refused {
-                    metrics.tool_call(name, false, started.elapsed());
-                    return Ok(shape(ToolReply::error(text), ctx.era));
-                }
-                Some(vars)
-            }
+            Outcome::Ready(vars) => Some(vars),
             Outcome::Reply(result) => return Ok(result),
             Outcome::Stop(text) => {
                 metrics.tool_call(name, false, started.elapsed());
