@@ -61,7 +61,9 @@ callgrind_control --dump=measured "$PID" >/dev/null
 callgrind_control --instr=off "$PID" >/dev/null
 
 requests=$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]; print(r["requests"] if r.get("errors", 0) == 0 else -1)' "$OUT/measured.jsonl")
-dump=$(ls -t "$OUT"/cg.out.* | head -1)
+# The dump this script asked for, by its reason (the server also writes one when it exits).
+dump=$(grep -l '^desc: Trigger: dump measured$' "$OUT"/cg.out.* | head -1 || true)
+[[ -n $dump ]] || { echo "no measured dump in $OUT" >&2; exit 1; }
 instructions=$(awk '/^(summary|totals):/ {print $2; exit}' "$dump")
 if ((requests <= 0)); then
   echo "the measured window had errors or no requests: see $OUT" >&2
