@@ -10,7 +10,7 @@ mod weight;
 
 pub use error::McpError;
 pub use jsonrpc::{
-    Incoming, RequestId, error_response, notification, object, parse_message, request,
-    success_response,
+    Incoming, RequestId, Success, error_response, member, notification, object, parse_message,
+    request, success_response,
 };
 pub use version::{Era, LATEST_LEGACY, LegacyVersion, MODERN_VERSION, SUPPORTED_VERSIONS, meta};

@@ -8,6 +8,7 @@
 mod access;
 mod catalog;
 mod completion;
+mod finish;
 mod interactive;
 mod lifecycle;
 mod observe;
@@ -20,10 +21,10 @@ mod subscriptions;
 mod tools;
 
 use crate::auth::Principal;
-use crate::declaration::{CacheScope, Compiled, LogLevel};
+use crate::declaration::{Compiled, LogLevel};
 use crate::metrics::{Metrics, method_label};
 use crate::protocol::methods::{self, notifications};
-use crate::protocol::{Era, LegacyVersion, McpError, RequestId, meta, object};
+use crate::protocol::{Era, LegacyVersion, McpError, RequestId, member};
 use crate::sessions::{Sealer, Session};
 use arc_swap::ArcSwap;
 use futures_util::Stream;
@@ -36,6 +37,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use access::Kind;
+pub use finish::Finished;
 pub use lifecycle::{initialize_result, parse_level};
 pub use polling::MAX_POLLED;
 pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
@@ -132,9 +134,8 @@ impl RequestContext {
 
     /// The progress token in `params._meta`, if the client asked for progress.
     pub fn progress_token(params: &Value) -> Option<&Value> {
-        params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
+        member(params, "_meta")
+            .and_then(|m| member(m, "progressToken"))
             .filter(|token| token.is_string() || token.is_number())
     }
 
@@ -325,13 +326,25 @@ impl Server {
         }
     }
 
-    /// Answers one request.
+    /// Answers one request, with what its era adds to every result.
     pub async fn handle(
         &self,
         ctx: &RequestContext,
         method: &str,
         params: &Value,
     ) -> Result<Value, McpError> {
+        self.answer(ctx, method, params)
+            .await
+            .map(Finished::into_value)
+    }
+
+    /// Answers one request: the result, to be serialized with what its era adds.
+    pub async fn answer(
+        &self,
+        ctx: &RequestContext,
+        method: &str,
+        params: &Value,
+    ) -> Result<Finished, McpError> {
         let started = Instant::now();
         let decl = self.current.load_full();
         let observed = observe::begin(ctx, method, params, &decl);
@@ -340,7 +353,6 @@ impl Server {
             Some(observed) => observed.scope().run(dispatched).await,
             None => dispatched.await,
         };
-        let result = result.map(|result| finish(&decl, ctx.era, method, result));
         self.metrics.request(
             method_label(method),
             result.is_ok(),
@@ -352,7 +364,7 @@ impl Server {
         if let Some(observed) = observed {
             observed.finish(&result);
         }
-        result
+        result.map(|result| Finished::new(decl, ctx.era, method, result))
     }
 
     async fn dispatch(
@@ -437,44 +449,6 @@ impl Server {
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }
     }
-}
-
-/// Methods whose 2026-07-28 results carry `ttlMs` and `cacheScope`.
-const CACHEABLE: &[&str] = &[
-    methods::SERVER_DISCOVER,
-    methods::TOOLS_LIST,
-    methods::PROMPTS_LIST,
-    methods::RESOURCES_LIST,
-    methods::RESOURCES_TEMPLATES_LIST,
-    methods::RESOURCES_READ,
-];
-
-/// Adds what the era requires on every result: in 2026-07-28 `resultType`, server info and, for
-/// cacheable methods, caching hints. Legacy results are sent as built (`ping` must be `{}`).
-fn finish(decl: &Compiled, era: Era, method: &str, mut result: Value) -> Value {
-    if era != Era::Modern {
-        return result;
-    }
-    if result.get("resultType").is_none() {
-        result["resultType"] = Value::String("complete".to_owned());
-    }
-    // Merged: a method's own `_meta` (such as the served declaration) is kept.
-    match result.get_mut("_meta").and_then(Value::as_object_mut) {
-        Some(existing) => {
-            existing.insert(meta::SERVER_INFO.to_owned(), decl.server_info.clone());
-        }
-        None => result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]),
-    }
-    if CACHEABLE.contains(&method) {
-        result["ttlMs"] = Value::from(decl.cache.ttl_ms);
-        // What an authenticated server answers depends on who asks: never shared.
-        result["cacheScope"] = if decl.auth.is_some() {
-            json!(CacheScope::Private)
-        } else {
-            json!(decl.cache.scope)
-        };
-    }
-    result
 }
 
 fn diff(old: &Compiled, new: &Compiled) -> Changes {

@@ -84,6 +84,23 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
     }
 }
 
+/// Objects up to this many members are searched member by member.
+const SCANNED: usize = 8;
+
+/// The member `key` of `value`, if it is an object that has one: what `value.get(key)` finds.
+/// A small object is scanned instead of looked up, which would hash the key first (with
+/// SipHash, several times the cost of comparing a few short names); request params and
+/// `_meta` are small.
+pub fn member<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
+    match value {
+        Value::Object(map) if map.len() <= SCANNED => map
+            .iter()
+            .find_map(|(name, member)| (name == key).then_some(member)),
+        Value::Object(map) => map.get(key),
+        _ => None,
+    }
+}
+
 /// A JSON object of `entries`, in order. Values are moved in: `json!` would serialize each
 /// interpolated value into a copy, which on the request path costs as much as the rest of the
 /// response building together.
@@ -106,6 +123,27 @@ pub fn success_response(id: &RequestId, result: Value) -> Value {
         ("id", id.clone()),
         ("result", result),
     ])
+}
+
+/// A success response written straight to JSON, members in the order [`success_response`]
+/// builds them: the result is not copied into a response object first.
+#[derive(Debug)]
+pub struct Success<R> {
+    /// The request's id.
+    pub id: RequestId,
+    /// The result.
+    pub result: R,
+}
+
+impl<R: serde::Serialize> serde::Serialize for Success<R> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("result", &self.result)?;
+        map.end()
+    }
 }
 
 /// An error response; `id` is null when the request's id could not be read.
@@ -162,6 +200,39 @@ mod tests {
                 outcome: json!({})
             }
         );
+    }
+
+    #[test]
+    fn member_finds_what_get_finds() {
+        let small = json!({"a": 1, "_meta": {"x": 2}});
+        let large: Value = (0..20)
+            .map(|i| (format!("k{i}"), json!(i)))
+            .collect::<Map<_, _>>()
+            .into();
+        for (value, key) in [
+            (&small, "a"),
+            (&small, "_meta"),
+            (&small, "b"),
+            (&large, "k13"),
+            (&large, "k99"),
+        ] {
+            assert_eq!(member(value, key), value.get(key), "{key}");
+        }
+        assert_eq!(member(&json!([1]), "a"), None);
+        assert_eq!(member(&json!("a"), "a"), None);
+    }
+
+    #[test]
+    fn success_is_written_as_success_response_builds_it() {
+        let result = json!({"content": [{"type": "text", "text": "hi"}], "z": 1, "a": 2});
+        for id in [json!(7), json!("x")] {
+            let written = serde_json::to_string(&Success {
+                id: id.clone(),
+                result: result.clone(),
+            })
+            .unwrap();
+            assert_eq!(written, success_response(&id, result.clone()).to_string());
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! `serde_json::Value`, and serde cannot lend out a `&Value` (the tool arguments are passed on
 //! as they came); a derive would also visit every key of the params on the hot path.
 
-use crate::protocol::McpError;
+use crate::protocol::{McpError, member};
 use serde_json::{Map, Value};
 use std::sync::LazyLock;
 
@@ -18,8 +18,7 @@ fn invalid(message: &str) -> McpError {
 
 /// A string member, required.
 fn string<'a>(object: &'a Value, key: &str, missing: &str) -> Result<&'a str, McpError> {
-    object
-        .get(key)
+    member(object, key)
         .and_then(Value::as_str)
         .ok_or_else(|| invalid(missing))
 }
@@ -45,7 +44,7 @@ impl<'a> CallTool<'a> {
     /// Parses `tools/call` params.
     pub fn parse(params: &'a Value) -> Result<Self, McpError> {
         let name = string(params, "name", "missing tool `name`")?;
-        let arguments = match params.get("arguments") {
+        let arguments = match member(params, "arguments") {
             None | Some(Value::Null) => &NO_ARGUMENTS,
             Some(args @ Value::Object(_)) => args,
             Some(_) => return Err(invalid("`arguments` must be an object")),

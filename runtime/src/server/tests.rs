@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::declaration::{CompileOptions, compile, parse_manifest};
-use crate::protocol::LegacyVersion;
+use crate::protocol::{LegacyVersion, meta};
 use crate::sessions::SessionTransport;
 
 const MANIFEST: &str = r#"

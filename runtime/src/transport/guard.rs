@@ -179,6 +179,13 @@ pub fn accepts(headers: &HeaderMap) -> Accepts {
             sse: true,
         };
     };
+    // What MCP clients send (the protocol asks for both): decided without taking it apart.
+    if accept == "application/json, text/event-stream" {
+        return Accepts {
+            json: true,
+            sse: true,
+        };
+    }
     let mut accepts = Accepts {
         json: false,
         sse: false,

@@ -4,11 +4,11 @@
 
 use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
-use super::headers::{SESSION_HEADER, VERSION_HEADER};
+use super::headers::names;
 use super::reply::error;
 use super::{AppState, stateless, streamable};
 use crate::protocol::methods;
-use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, meta, parse_message};
+use crate::protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, member, meta, parse_message};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -47,7 +47,7 @@ pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Respo
         } else {
             Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
         };
-        let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+        let session = headers.get(names::SESSION).and_then(|v| v.to_str().ok());
         return authn::refuse_item(&state, caller, &message, &refusal, era, session);
     }
     let caller = caller.map(|c| c.principal);
@@ -65,24 +65,23 @@ fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
         }
         Incoming::Response { .. } => return false,
     };
-    if params
-        .get("_meta")
-        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+    if member(params, "_meta")
+        .and_then(|m| member(m, meta::PROTOCOL_VERSION))
         .is_some()
     {
         return true;
     }
-    if method == methods::INITIALIZE || headers.contains_key(SESSION_HEADER) {
+    if method == methods::INITIALIZE || headers.contains_key(names::SESSION) {
         return false;
     }
     headers
-        .get(VERSION_HEADER)
+        .get(names::VERSION)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|version| LegacyVersion::parse(version.trim()).is_none())
 }
 
 /// The legacy version the `MCP-Protocol-Version` header names, if it names one.
 fn header_version(headers: &HeaderMap) -> Option<LegacyVersion> {
-    let version = headers.get(VERSION_HEADER)?.to_str().ok()?;
+    let version = headers.get(names::VERSION)?.to_str().ok()?;
     LegacyVersion::parse(version.trim())
 }

@@ -5,10 +5,12 @@
 use crate::protocol::{Era, McpError, RequestId, error_response};
 use crate::server::Notifier;
 use axum::Json;
-use axum::http::{HeaderValue, StatusCode};
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::{FutureExt as _, Stream};
+use serde::Serialize;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::future::Future;
@@ -38,6 +40,25 @@ pub fn json(body: Value) -> Response {
     Json(body).into_response()
 }
 
+/// Room for a typical answer, so that writing it takes one allocation.
+const ANSWER_CAPACITY: usize = 512;
+
+/// `body` written as JSON, with `status`.
+pub fn json_with(status: StatusCode, body: &impl Serialize) -> Response {
+    let mut bytes = Vec::with_capacity(ANSWER_CAPACITY);
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        // Only a map with non-string keys fails; no answer is built that way.
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    let mut response = Response::new(Body::from(bytes));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// An SSE response with `:` keep-alive comments every `keepalive` (idle proxies would otherwise
 /// cut the stream) and the header that stops nginx from buffering events.
 pub fn sse<S>(events: S, keepalive: Duration) -> Response
@@ -54,8 +75,10 @@ where
 }
 
 /// One JSON-RPC message as an SSE event (JSON is always one line).
-pub fn event(message: &Value, name: Option<&'static str>) -> Event {
-    let event = Event::default().data(message.to_string());
+pub fn event(message: &impl Serialize, name: Option<&'static str>) -> Event {
+    // Only a map with non-string keys fails to serialize; no message is built that way.
+    let data = serde_json::to_string(message).unwrap_or_else(|_| "null".to_owned());
+    let event = Event::default().data(data);
     match name {
         Some(name) => event.event(name),
         None => event,
@@ -96,14 +119,15 @@ fn queued(notifications: &mut Option<Notifications>) -> Option<Value> {
 /// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and
 /// whose notifications arrive on `notifications`. Without SSE support, notifications are dropped
 /// and the answer is JSON.
-pub async fn respond<F>(
+pub async fn respond<F, B>(
     outcome: F,
     mut notifications: Option<Notifications>,
     client_accepts_sse: bool,
     keepalive: Duration,
 ) -> Response
 where
-    F: Future<Output = (StatusCode, Value)> + Send + 'static,
+    F: Future<Output = (StatusCode, B)> + Send + 'static,
+    B: Serialize + Send + 'static,
 {
     let mut outcome = Box::pin(outcome);
     if !client_accepts_sse {
@@ -111,13 +135,13 @@ where
             receiver.close();
         }
         let (status, body) = outcome.await;
-        return (status, Json(body)).into_response();
+        return json_with(status, &body);
     }
     // Most answers (declared content) are ready at the first poll: answer them without arming
     // the switch-to-stream timer, which costs a timer-wheel registration per request.
     if let Some((status, body)) = (&mut outcome).now_or_never() {
         let Some(first) = queued(&mut notifications) else {
-            return (status, Json(body)).into_response();
+            return json_with(status, &body);
         };
         return sse(
             stream(Some(first), Some(body), outcome, notifications),
@@ -130,7 +154,7 @@ where
         (status, body) = &mut outcome => match queued(&mut notifications) {
             // Notifications sent while the request ran to completion within one poll.
             Some(first) => (Some(first), Some(body)),
-            None => return (status, Json(body)).into_response(),
+            None => return json_with(status, &body),
         },
         () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => (None, None),
     };
@@ -139,14 +163,15 @@ where
 
 /// The events of a streamed answer: the first notification (if one came), the rest as they
 /// come, then the response (`done` when the outcome is already known).
-fn stream<F>(
+fn stream<F, B>(
     first: Option<Value>,
-    done: Option<Value>,
+    done: Option<B>,
     mut outcome: Pin<Box<F>>,
     mut notifications: Option<Notifications>,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static
 where
-    F: Future<Output = (StatusCode, Value)> + Send + 'static,
+    F: Future<Output = (StatusCode, B)> + Send + 'static,
+    B: Serialize + Send + 'static,
 {
     async_stream::stream! {
         if let Some(first) = first {

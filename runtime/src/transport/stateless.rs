@@ -2,14 +2,14 @@
 //! dispatch; `subscriptions/listen` holds a stream of change notifications open.
 
 use super::AppState;
-use super::headers::{METHOD_HEADER, NAME_HEADER, VERSION_HEADER};
+use super::headers::names;
 use super::reply::{self, error};
 use crate::auth::Principal;
 use crate::declaration::LogLevel;
 use crate::protocol::methods;
-use crate::protocol::{Era, Incoming, MODERN_VERSION, McpError, RequestId, meta, success_response};
-use crate::server::RequestContext;
-use axum::http::{HeaderMap, StatusCode};
+use crate::protocol::{Era, Incoming, MODERN_VERSION, McpError, RequestId, Success, member, meta};
+use crate::server::{Finished, RequestContext};
+use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::Value;
@@ -54,23 +54,32 @@ pub async fn post(
         .with_caller(caller)
         .with_trace_parent(crate::telemetry::parent_from_headers(&headers));
     let outcome = async move {
-        match state.server.handle(&ctx, &method, &params).await {
-            Ok(result) => (StatusCode::OK, success_response(&id, result)),
+        match state.server.answer(&ctx, &method, &params).await {
+            Ok(result) => (StatusCode::OK, Answer::Success(Success { id, result })),
             Err(err) => {
                 let status = StatusCode::from_u16(err.http_status(Era::Modern))
                     .unwrap_or(StatusCode::BAD_REQUEST);
-                (status, reply::error_body(Some(&id), &err, Era::Modern).0)
+                let body = reply::error_body(Some(&id), &err, Era::Modern).0;
+                (status, Answer::Error(body))
             }
         }
     };
     reply::respond(outcome, notifications, accepts_sse, keepalive).await
 }
 
+/// A stateless request's JSON-RPC response, written once to JSON.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Answer {
+    Success(Success<Finished>),
+    Error(Value),
+}
+
 /// The 2026-07-28 request checks, in order: version header present, `_meta` complete, header and
 /// `_meta` agree, version served, `Mcp-Method` and `Mcp-Name` agree with the body, log level valid.
 fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<LogLevel>, McpError> {
-    let header = |name: &str| headers.get(name).map(|v| v.to_str().map(str::trim));
-    let version_header = match header(VERSION_HEADER) {
+    let header = |name: &HeaderName| headers.get(name).map(|v| v.to_str().map(str::trim));
+    let version_header = match header(&names::VERSION) {
         Some(Ok(version)) => version,
         Some(Err(_)) => {
             return Err(McpError::HeaderMismatch(
@@ -83,19 +92,14 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
             ));
         }
     };
-    let meta = params
-        .get("_meta")
+    let meta = member(params, "_meta")
         .ok_or_else(|| McpError::InvalidMeta("missing params._meta".into()))?;
-    let version = meta
-        .get(meta::PROTOCOL_VERSION)
+    let version = member(meta, meta::PROTOCOL_VERSION)
         .and_then(Value::as_str)
         .ok_or_else(|| {
             McpError::InvalidMeta(format!("missing _meta[\"{}\"]", meta::PROTOCOL_VERSION))
         })?;
-    if !meta
-        .get(meta::CLIENT_CAPABILITIES)
-        .is_some_and(Value::is_object)
-    {
+    if !member(meta, meta::CLIENT_CAPABILITIES).is_some_and(Value::is_object) {
         return Err(McpError::InvalidMeta(format!(
             "missing _meta[\"{}\"]",
             meta::CLIENT_CAPABILITIES
@@ -111,7 +115,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
             requested: version.to_owned(),
         });
     }
-    match header(METHOD_HEADER) {
+    match header(&names::METHOD) {
         Some(Ok(value)) if value == method => {}
         Some(_) => {
             return Err(McpError::HeaderMismatch(format!(
@@ -121,12 +125,12 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
         None => return Err(McpError::HeaderMismatch("missing Mcp-Method header".into())),
     }
     let named = match method {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => params.get("name"),
-        methods::RESOURCES_READ => params.get("uri"),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => member(params, "name"),
+        methods::RESOURCES_READ => member(params, "uri"),
         _ => None,
     };
     if let Some(expected) = named.and_then(Value::as_str) {
-        match header(NAME_HEADER) {
+        match header(&names::NAME) {
             Some(Ok(value)) if decode_header_value(value).as_deref() == Some(expected) => {}
             Some(_) => {
                 return Err(McpError::HeaderMismatch(format!(
@@ -136,7 +140,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
             None => return Err(McpError::HeaderMismatch("missing Mcp-Name header".into())),
         }
     }
-    meta.get(meta::LOG_LEVEL)
+    member(meta, meta::LOG_LEVEL)
         .map(|level| crate::server::parse_level(Some(level)))
         .transpose()
 }

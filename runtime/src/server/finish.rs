@@ -1,0 +1,254 @@
+//! What the era adds to every result: in 2026-07-28 `resultType`, the server's info in `_meta`
+//! and, for cacheable methods, caching hints. [`Finished`] writes the finished result straight
+//! to JSON (the transport serializes it once); [`Finished::into_value`] builds the same result
+//! as a `Value`, for callers that need one. Pure.
+//!
+//! Writing instead of building matters on the stateless path: building deep-copied the server
+//! info into every answer and hashed four member names, only for the map to be serialized and
+//! dropped (callgrind: a tenth of a stateless `tools/call`).
+
+use crate::declaration::{CacheScope, Compiled};
+use crate::protocol::{Era, meta, methods, object};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Methods whose 2026-07-28 results carry `ttlMs` and `cacheScope`.
+const CACHEABLE: &[&str] = &[
+    methods::SERVER_DISCOVER,
+    methods::TOOLS_LIST,
+    methods::PROMPTS_LIST,
+    methods::RESOURCES_LIST,
+    methods::RESOURCES_TEMPLATES_LIST,
+    methods::RESOURCES_READ,
+];
+
+/// A method's result and what its era adds to it.
+#[derive(Debug)]
+pub struct Finished {
+    result: Value,
+    /// The declaration that served the request; `None` in legacy eras (results go as built:
+    /// `ping` must be `{}`).
+    modern: Option<Modern>,
+}
+
+#[derive(Debug)]
+struct Modern {
+    decl: Arc<Compiled>,
+    cacheable: bool,
+}
+
+impl Finished {
+    /// `result` of `method`, served from `decl` in `era`.
+    pub fn new(decl: Arc<Compiled>, era: Era, method: &str, result: Value) -> Self {
+        let modern = (era == Era::Modern).then(|| Modern {
+            cacheable: CACHEABLE.contains(&method),
+            decl,
+        });
+        Self { result, modern }
+    }
+
+    /// The result before the era's additions (what a tool or handler produced).
+    pub fn result(&self) -> &Value {
+        &self.result
+    }
+
+    /// The finished result as a `Value`: the same members, in the same order, as the JSON that
+    /// serializing `self` writes.
+    pub fn into_value(self) -> Value {
+        let Some(modern) = self.modern else {
+            return self.result;
+        };
+        let decl = &modern.decl;
+        let mut result = self.result;
+        // Results are objects; anything else (never produced) goes as it is rather than panic.
+        if !(result.is_object() || result.is_null()) {
+            return result;
+        }
+        if result.get("resultType").is_none() {
+            result["resultType"] = Value::String("complete".to_owned());
+        }
+        // Merged: a method's own `_meta` (such as the served declaration) is kept.
+        match result.get_mut("_meta").and_then(Value::as_object_mut) {
+            Some(existing) => {
+                existing.insert(meta::SERVER_INFO.to_owned(), decl.server_info.clone());
+            }
+            None => result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]),
+        }
+        if modern.cacheable {
+            result["ttlMs"] = Value::from(decl.cache.ttl_ms);
+            result["cacheScope"] = serde_json::to_value(cache_scope(decl)).unwrap_or(Value::Null);
+        }
+        result
+    }
+}
+
+/// What an authenticated server answers depends on who asks: never shared.
+fn cache_scope(decl: &Compiled) -> CacheScope {
+    if decl.auth.is_some() {
+        CacheScope::Private
+    } else {
+        decl.cache.scope
+    }
+}
+
+impl Serialize for Finished {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match (&self.modern, &self.result) {
+            (None, result) => result.serialize(serializer),
+            (Some(modern), Value::Object(members)) => write_modern(members, modern, serializer),
+            // `null` finishes as `{}` would (as `into_value` makes it an object).
+            (Some(modern), Value::Null) => write_modern(&Map::new(), modern, serializer),
+            (Some(_), other) => other.serialize(serializer),
+        }
+    }
+}
+
+/// The members of `members` in order, with `_meta`, `ttlMs` and `cacheScope` replaced where
+/// they are, then the additions that were missing, in the order [`Finished::into_value`]
+/// appends them.
+fn write_modern<S: Serializer>(
+    members: &Map<String, Value>,
+    modern: &Modern,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let decl = &modern.decl;
+    let scope = cache_scope(decl);
+    let mut map = serializer.serialize_map(None)?;
+    let mut seen_meta = false;
+    for (key, value) in members {
+        match (key.as_str(), value) {
+            ("_meta", Value::Object(own)) => {
+                seen_meta = true;
+                map.serialize_entry(key, &MergedMeta { own, decl })?;
+            }
+            ("_meta", _) => {
+                seen_meta = true;
+                map.serialize_entry(key, &OnlyServerInfo(decl))?;
+            }
+            ("ttlMs", _) if modern.cacheable => map.serialize_entry(key, &decl.cache.ttl_ms)?,
+            ("cacheScope", _) if modern.cacheable => map.serialize_entry(key, &scope)?,
+            _ => map.serialize_entry(key, value)?,
+        }
+    }
+    if !members.contains_key("resultType") {
+        map.serialize_entry("resultType", "complete")?;
+    }
+    if !seen_meta {
+        map.serialize_entry("_meta", &OnlyServerInfo(decl))?;
+    }
+    if modern.cacheable {
+        if !members.contains_key("ttlMs") {
+            map.serialize_entry("ttlMs", &decl.cache.ttl_ms)?;
+        }
+        if !members.contains_key("cacheScope") {
+            map.serialize_entry("cacheScope", &scope)?;
+        }
+    }
+    map.end()
+}
+
+/// `{"<server info key>": <server info>}`.
+struct OnlyServerInfo<'a>(&'a Compiled);
+
+impl Serialize for OnlyServerInfo<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(meta::SERVER_INFO, &self.0.server_info)?;
+        map.end()
+    }
+}
+
+/// A method's own `_meta` with the server info set (in place when it was there already).
+struct MergedMeta<'a> {
+    own: &'a Map<String, Value>,
+    decl: &'a Compiled,
+}
+
+impl Serialize for MergedMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.own {
+            if key == meta::SERVER_INFO {
+                map.serialize_entry(key, &self.decl.server_info)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        if !self.own.contains_key(meta::SERVER_INFO) {
+            map.serialize_entry(meta::SERVER_INFO, &self.decl.server_info)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::declaration::{CompileOptions, compile, parse_manifest};
+    use crate::protocol::LegacyVersion;
+    use serde_json::json;
+
+    fn decl(auth: bool) -> Arc<Compiled> {
+        let auth = if auth {
+            "\n  auth: {issuer: \"https://issuer.example\", audiences: [bench]}"
+        } else {
+            ""
+        };
+        let manifest = format!(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: finish}}\nspec:\n  title: Finish{auth}\n"
+        );
+        let manifest = parse_manifest(&manifest, ".".into()).unwrap();
+        Arc::new(compile(&manifest, &CompileOptions::default()).unwrap())
+    }
+
+    #[test]
+    fn writes_what_it_builds() {
+        let results = [
+            json!({"content": [{"type": "text", "text": "hi"}]}),
+            json!({"content": [], "isError": true, "structuredContent": {"b": 1, "a": 2}}),
+            json!({"resultType": "input_required", "inputRequests": {}}),
+            json!({"contents": [], "_meta": {"x": 1}}),
+            json!({"_meta": {"io.modelcontextprotocol/serverInfo": 1, "y": 2}, "z": 3}),
+            json!({"_meta": "not an object", "ttlMs": 5, "cacheScope": "x", "tail": true}),
+            json!({}),
+            Value::Null,
+            json!("not an object"),
+        ];
+        let eras = [Era::Modern, Era::Legacy(LegacyVersion::V2025_11_25)];
+        let methods = [
+            methods::TOOLS_CALL,
+            methods::RESOURCES_READ,
+            methods::TOOLS_LIST,
+        ];
+        for decl in [decl(false), decl(true)] {
+            for result in &results {
+                for era in eras {
+                    for method in methods {
+                        let finished = Finished::new(decl.clone(), era, method, result.clone());
+                        let written = serde_json::to_string(&finished).unwrap();
+                        let built = finished.into_value().to_string();
+                        assert_eq!(written, built, "{era:?} {method} {result}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn adds_the_modern_members() {
+        let finished = Finished::new(decl(true), Era::Modern, methods::TOOLS_LIST, json!({}));
+        let value = finished.into_value();
+        assert_eq!(value["resultType"], "complete");
+        assert_eq!(value["_meta"][meta::SERVER_INFO]["name"], "finish");
+        assert_eq!(value["cacheScope"], "private");
+        assert!(value["ttlMs"].is_u64());
+        let legacy = Finished::new(
+            decl(false),
+            Era::Legacy(LegacyVersion::V2025_11_25),
+            "ping",
+            json!({}),
+        );
+        assert_eq!(legacy.into_value(), json!({}));
+    }
+}
