@@ -147,6 +147,19 @@ for name in kube-mcp $PEERS; do
   if [ "$name" = kube-mcp ]; then idle "$name" $((port + 6)) sse "$IDLE_BIG"; fi
   port=$((port + 10))
 done
+
+# The floor (bench/src/floor.rs: bare axum, one constant answer): kube-mcp's CPU per stateless
+# call is judged against it (issue 15's goal, in the report's goals).
+log "floor: modern-call c=$CONC"
+"$ROOT/target/release/mcp-bench-floor" "127.0.0.1:$port" 2>/dev/null &
+SERVER_PID=$!
+PIDS+=("$SERVER_PID")
+for _ in $(seq 1 100); do
+  curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/mcp" && break
+  sleep 0.1
+done
+load floor "$port" modern-call "bare axum, constant answer"
+stop
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 ts_version=$(node -p "require('./bench/peers/ts/node_modules/@modelcontextprotocol/sdk/package.json').version")

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 /// The server whose ratios to the others are reported.
 pub const OURS: &str = "kube-mcp";
+/// The floor's server name (`mcp-bench-floor`, see bench/src/floor.rs).
+pub const FLOOR: &str = "floor";
 
 /// Workloads compared in one table: same shape of traffic, each server on the protocol it speaks.
 const GROUPS: &[(&str, &[&str])] = &[
@@ -204,6 +206,21 @@ fn goals(out: &mut String, records: &[Record]) {
             }
         }
     }
+    // Issue 15: the server's CPU per stateless call against the floor (bare axum answering a
+    // constant), both measured by the same generator in the same run.
+    if let (Some(base), Some(floor)) = (
+        closed(OURS, &["modern-call"]),
+        closed(FLOOR, &["modern-call"]),
+    ) {
+        let times = base.cpu_us_per_req / floor.cpu_us_per_req.max(1e-9);
+        let _ = writeln!(
+            out,
+            "| c=64 stateless tools/call: server CPU within 1.5x the floor's | {times:.2}x ({:.1} vs {:.1} µs/req) | {} |",
+            base.cpu_us_per_req,
+            floor.cpu_us_per_req,
+            verdict(times <= 1.5)
+        );
+    }
     if let Some(paced) = records
         .iter()
         .find(|r| r.server == OURS && r.rate.is_some())
@@ -265,8 +282,25 @@ mod tests {
         ];
         let text = render(&records, "machine", "");
         assert!(text.contains("| 10.0x |"), "{text}");
+        assert!(!text.contains("the floor's"), "{text}");
         assert!(text.contains("≥ 5x typescript-sdk | 10.0x"), "{text}");
         assert!(text.contains("≥ 20x python-sdk | 40.0x"), "{text}");
         assert!(!text.contains("missed"), "{text}");
+    }
+
+    #[test]
+    fn the_floor_goal() {
+        let mut ours = record(OURS, "modern-call", 20_000.0);
+        ours.cpu_us_per_req = 16.0;
+        let mut floor = record(FLOOR, "modern-call", 40_000.0);
+        floor.cpu_us_per_req = 10.0;
+        let text = render(&[ours.clone(), floor.clone()], "machine", "");
+        assert!(
+            text.contains("within 1.5x the floor's | 1.60x (16.0 vs 10.0 µs/req) | **missed**"),
+            "{text}"
+        );
+        ours.cpu_us_per_req = 14.0;
+        let text = render(&[ours, floor], "machine", "");
+        assert!(text.contains("1.40x (14.0 vs 10.0 µs/req) | met"), "{text}");
     }
 }
