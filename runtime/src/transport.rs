@@ -4,6 +4,7 @@
 
 mod authn;
 mod body;
+mod gate;
 mod guard;
 mod headers;
 mod legacy;
@@ -123,15 +124,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     router
         // Every MCP route is authenticated (when the declaration asks for it); the metadata is
         // not (clients read it to learn how to authenticate).
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            authn::authenticate,
-        ))
+        .route_layer(gate::AuthnLayer(state.clone()))
         .fallback(authn::metadata)
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            guard::check_host_and_origin,
-        ))
+        .layer(gate::EdgeLayer(state.clone()))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
 }

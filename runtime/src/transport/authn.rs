@@ -1,6 +1,6 @@
 //! Bearer authentication of every MCP route (`POST/GET/DELETE /mcp`, `GET /sse`, each
 //! `POST /messages`) when the served declaration has `spec.auth`, and the Protected Resource
-//! Metadata document (RFC 9728). One middleware, so no route can be left out: it validates the
+//! Metadata document (RFC 9728). One layer (`gate::AuthnLayer`), so no route can be left out: it validates the
 //! token, refuses a session opened by another principal, hands the caller to the handlers, and
 //! ends a streamed response when the token expires. The handlers that parse a message
 //! (`POST /mcp`, `POST /messages`) then call [`item_refusal`], and refuse a request for an item
@@ -10,7 +10,7 @@
 
 use super::AppState;
 use super::headers::SESSION_HEADER;
-use crate::auth::{Authenticator, Principal, Refusal};
+use crate::auth::{AuthConfigError, Authenticator, Principal, Refusal};
 use crate::declaration::{Access, Caller as AccessCaller, Compiled};
 use crate::protocol::{Era, Incoming, methods};
 use crate::server::MAX_SUBSCRIPTIONS;
@@ -18,10 +18,11 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::Value;
+use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -34,18 +35,24 @@ pub struct Caller {
     authenticator: Arc<Authenticator>,
 }
 
-/// The middleware.
-pub async fn authenticate(
-    State(state): State<Arc<AppState>>,
+/// Authenticates a request (`decided`: the authenticator of the served declaration's
+/// `spec.auth`, if any, see `AuthState::for_spec`) and, when it may pass, serves it with `run`
+/// (the rest of the stack).
+pub async fn authenticate<F, Fut>(
+    state: &AppState,
+    decided: Result<Option<Arc<Authenticator>>, AuthConfigError>,
     request: Request,
-    next: Next,
-) -> Response {
-    let compiled = state.server.declaration();
-    let authenticator = match state
-        .auth
-        .for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
-    {
-        Ok(None) => return next.run(request).await,
+    run: F,
+) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Result<Response, Infallible>>,
+{
+    let authenticator = match decided {
+        Ok(None) => {
+            let Ok(response) = run(request).await;
+            return response;
+        }
         Ok(Some(authenticator)) => authenticator,
         Err(err) => {
             // Fail closed: a server that should authenticate but cannot serves nobody.
@@ -66,13 +73,13 @@ pub async fn authenticate(
         .await
     {
         Ok(principal) => principal,
-        Err(refusal) => return refuse(&state, &authenticator, &refusal),
+        Err(refusal) => return refuse(state, &authenticator, &refusal),
     };
     if let Some(id) = session_id(&request)
         && let Some(bound) = state.sessions.principal_of(&id)
         && bound != Some(principal.digest())
     {
-        return refuse(&state, &authenticator, &Refusal::WrongPrincipal);
+        return refuse(state, &authenticator, &Refusal::WrongPrincipal);
     }
     let mut request = request;
     let expires_at = principal.expires_at;
@@ -80,7 +87,7 @@ pub async fn authenticate(
         principal,
         authenticator,
     });
-    let response = next.run(request).await;
+    let Ok(response) = run(request).await;
     end_at_expiry(response, expires_at)
 }
 

@@ -1,15 +1,11 @@
 //! Edge checks on every MCP request: Host and Origin allow-lists (DNS-rebinding protection), and
-//! the Content-Type and Accept checks of POST bodies. Pure, apart from the middleware glue.
+//! the Content-Type and Accept checks of POST bodies. Pure (`gate` applies them).
 
-use super::AppState;
 use super::reply::error_body;
 use crate::protocol::{Era, LATEST_LEGACY, McpError};
-use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::borrow::Cow;
-use std::sync::Arc;
 
 /// Which Host and Origin values may reach the server. An entry without a port matches any port;
 /// `*` matches anything.
@@ -86,21 +82,9 @@ fn matches_authority(allowed: &str, actual: &str) -> bool {
         })
 }
 
-/// Middleware: 403 for a Host or Origin that is not allowed.
-pub async fn check_host_and_origin(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if let Err(why) = edge_check(&state.http.origins, request.headers(), request.uri()) {
-        return forbidden(why);
-    }
-    next.run(request).await
-}
-
 /// The Host (or the request target's authority) and any Origin must be allowed. Each header
 /// must appear once: with two, a proxy and this server could each read a different one.
-fn edge_check(
+pub fn edge_check(
     policy: &OriginPolicy,
     headers: &HeaderMap,
     uri: &axum::http::Uri,
@@ -135,7 +119,8 @@ fn edge_check(
     Ok(())
 }
 
-fn forbidden(why: &str) -> Response {
+/// The 403 for a refused Host or Origin.
+pub fn forbidden(why: &str) -> Response {
     let err = McpError::InvalidRequest(why.to_owned());
     (
         StatusCode::FORBIDDEN,

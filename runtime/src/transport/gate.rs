@@ -1,0 +1,115 @@
+//! The two checks in front of the MCP routes, as tower layers: the Host/Origin check on every
+//! request ([`Edge`]) and bearer authentication on the MCP routes ([`Authn`]). No I/O of their
+//! own (authentication may fetch keys, in `authn`).
+//!
+//! Written as services rather than `axum::middleware::from_fn`: a `from_fn` middleware boxes its
+//! future and wraps the rest of the stack in a new boxed service on every request, and these
+//! checks mostly decide at once (a host is allowed or not; without `spec.auth` there is nothing
+//! to check). Here a request that passes goes straight to the inner service, unboxed; only an
+//! authenticated request takes the boxed, asynchronous way.
+
+use super::{AppState, authn, guard};
+use axum::extract::Request;
+use axum::response::Response;
+use futures_util::future::{BoxFuture, Either, Ready, ready};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// 403 for a Host or Origin that is not allowed (see [`guard::edge_check`]).
+#[derive(Clone)]
+pub struct EdgeLayer(pub Arc<AppState>);
+
+impl<S> Layer<S> for EdgeLayer {
+    type Service = Edge<S>;
+    fn layer(&self, inner: S) -> Edge<S> {
+        Edge {
+            state: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// The service of [`EdgeLayer`].
+#[derive(Clone)]
+pub struct Edge<S> {
+    state: Arc<AppState>,
+    inner: S,
+}
+
+impl<S> Service<Request> for Edge<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<Ready<Result<Response, Infallible>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match guard::edge_check(&self.state.http.origins, request.headers(), request.uri()) {
+            Ok(()) => Either::Right(self.inner.call(request)),
+            Err(why) => Either::Left(ready(Ok(guard::forbidden(why)))),
+        }
+    }
+}
+
+/// Bearer authentication when the served declaration has `spec.auth` (see
+/// [`authn::authenticate`]); without it, requests pass untouched.
+#[derive(Clone)]
+pub struct AuthnLayer(pub Arc<AppState>);
+
+impl<S> Layer<S> for AuthnLayer {
+    type Service = Authn<S>;
+    fn layer(&self, inner: S) -> Authn<S> {
+        Authn {
+            state: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// The service of [`AuthnLayer`].
+#[derive(Clone)]
+pub struct Authn<S> {
+    state: Arc<AppState>,
+    inner: S,
+}
+
+impl<S> Service<Request> for Authn<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, BoxFuture<'static, Result<Response, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let compiled = self.state.server.declaration();
+        let decided = self
+            .state
+            .auth
+            .for_spec(compiled.auth.as_ref(), &compiled.access.scopes);
+        if let Ok(None) = decided {
+            return Either::Left(self.inner.call(request));
+        }
+        // The service polled ready is the one that serves the request; a clone stays here.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let state = self.state.clone();
+        Either::Right(Box::pin(async move {
+            let run = |request| inner.call(request);
+            Ok(authn::authenticate(&state, decided, request, run).await)
+        }))
+    }
+}
