@@ -7,6 +7,7 @@
 //! info into every answer and hashed four member names, only for the map to be serialized and
 //! dropped (callgrind: a tenth of a stateless `tools/call`).
 
+use super::served::Served;
 use crate::declaration::{CacheScope, Compiled};
 use crate::protocol::{Era, meta, methods, object};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -34,13 +35,13 @@ pub struct Finished {
 
 #[derive(Debug)]
 struct Modern {
-    decl: Arc<Compiled>,
+    decl: Arc<Served>,
     cacheable: bool,
 }
 
 impl Finished {
     /// `result` of `method`, served from `decl` in `era`.
-    pub fn new(decl: Arc<Compiled>, era: Era, method: &str, result: Value) -> Self {
+    pub fn new(decl: Arc<Served>, era: Era, method: &str, result: Value) -> Self {
         let modern = (era == Era::Modern).then(|| Modern {
             cacheable: CACHEABLE.contains(&method),
             decl,
@@ -189,7 +190,7 @@ mod tests {
     use crate::protocol::LegacyVersion;
     use serde_json::json;
 
-    fn decl(auth: bool) -> Arc<Compiled> {
+    fn decl(auth: bool) -> Arc<Served> {
         let auth = if auth {
             "\n  auth: {issuer: \"https://issuer.example\", audiences: [bench]}"
         } else {
@@ -199,7 +200,8 @@ mod tests {
             "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: finish}}\nspec:\n  title: Finish{auth}\n"
         );
         let manifest = parse_manifest(&manifest, ".".into()).unwrap();
-        Arc::new(compile(&manifest, &CompileOptions::default()).unwrap())
+        let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
+        Arc::new(Served::new(compiled).unwrap())
     }
 
     #[test]
