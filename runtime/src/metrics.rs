@@ -6,6 +6,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 mod latency;
@@ -107,6 +108,17 @@ pub struct Metrics {
     declaration: Family<HashLabel, Gauge>,
     auth_failures: Family<AuthFailure, Counter>,
     input_requests: Family<InputOutcome, Counter>,
+    /// Handles on each method's series (by its index in `methods::ALL`, then `other`).
+    by_method: Box<[MethodSeries]>,
+}
+
+/// One method's request series, taken from their families on first use: a family lookup
+/// hashes the labels (SipHash) under a lock, and every request took two.
+#[derive(Debug, Default)]
+struct MethodSeries {
+    ok: OnceLock<Counter>,
+    error: OnceLock<Counter>,
+    duration: OnceLock<Latency>,
 }
 
 impl Default for Metrics {
@@ -214,6 +226,9 @@ impl Default for Metrics {
             declaration,
             auth_failures,
             input_requests,
+            by_method: (0..=crate::protocol::methods::ALL.len())
+                .map(|_| MethodSeries::default())
+                .collect(),
         }
     }
 }
@@ -228,11 +243,26 @@ impl Metrics {
         trace_id: Option<String>,
     ) {
         let outcome = if ok { "ok" } else { "error" };
-        self.requests
-            .get_or_create(&MethodOutcome { method, outcome })
+        let all = crate::protocol::methods::ALL;
+        let index = all.iter().position(|&m| m == method).unwrap_or(all.len());
+        let Some(series) = self.by_method.get(index) else {
+            return;
+        };
+        let count = if ok { &series.ok } else { &series.error };
+        count
+            .get_or_init(|| {
+                self.requests
+                    .get_or_create(&MethodOutcome { method, outcome })
+                    .clone()
+            })
             .inc();
-        self.request_duration
-            .get_or_create(&MethodLabel { method })
+        series
+            .duration
+            .get_or_init(|| {
+                self.request_duration
+                    .get_or_create(&MethodLabel { method })
+                    .clone()
+            })
             .observe(elapsed.as_secs_f64(), trace_id);
     }
 
@@ -240,16 +270,13 @@ impl Metrics {
     /// kept as an exemplar).
     pub fn tool_call(&self, tool: &str, ok: bool, elapsed: Duration) {
         let outcome = if ok { "ok" } else { "error" };
-        self.tool_calls
-            .get_or_create(&ToolOutcome {
-                tool: tool.to_owned(),
-                outcome,
-            })
-            .inc();
+        let labels = ToolOutcome {
+            tool: tool.to_owned(),
+            outcome,
+        };
+        self.tool_calls.get_or_create(&labels).inc();
         self.tool_duration
-            .get_or_create(&ToolLabel {
-                tool: tool.to_owned(),
-            })
+            .get_or_create(&ToolLabel { tool: labels.tool })
             .observe(elapsed.as_secs_f64(), crate::telemetry::current_trace_id());
     }
 

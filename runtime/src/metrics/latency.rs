@@ -15,8 +15,8 @@ pub struct TraceLabel {
     pub trace_id: String,
 }
 
-/// One latency series.
-#[derive(Debug)]
+/// One latency series (a clone is a handle on the same series).
+#[derive(Clone, Debug)]
 pub enum Latency {
     /// Tracing is off: a plain histogram.
     Plain(Histogram),
