@@ -5,7 +5,8 @@
 //!
 //! Writing instead of building matters on the stateless path: building deep-copied the server
 //! info into every answer and hashed four member names, only for the map to be serialized and
-//! dropped (callgrind: a tenth of a stateless `tools/call`).
+//! dropped (with the response object built around it: 14.5k of 93k instructions per stateless
+//! `tools/call`, by callgrind).
 
 use super::served::Served;
 use crate::declaration::{CacheScope, Compiled};
