@@ -4,6 +4,7 @@
 
 mod authn;
 mod body;
+mod forward;
 mod guard;
 mod headers;
 mod legacy;
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use authn::Caller;
 pub use body::BodyBudget;
+pub use forward::Forwarder;
 pub use guard::OriginPolicy;
 
 /// HTTP settings of the MCP port.
@@ -97,6 +99,9 @@ pub struct AppState {
     pub auth: Arc<AuthState>,
     /// Bounds the large bodies read and parsed at once.
     pub bodies: BodyBudget,
+    /// Hands requests for another replica's sessions to it (`--advertise-address`); `None`:
+    /// every session is served wherever its requests arrive.
+    pub forwarder: Option<Forwarder>,
 }
 
 /// The MCP routes: at the root (in-cluster clients, through the Service) and, with a path
@@ -126,6 +131,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authn::authenticate,
+        ))
+        // Before authentication: the replica a request is handed to authenticates it.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            forward::route,
         ))
         .fallback(authn::metadata)
         .layer(axum::middleware::from_fn_with_state(

@@ -99,7 +99,8 @@ fn refuse(state: &AppState, authenticator: &Authenticator, refusal: &Refusal) ->
     response
 }
 
-fn session_id(request: &Request) -> Option<String> {
+/// The session a request names: its `Mcp-Session-Id`, or the `sessionId` of `/messages`.
+pub(super) fn session_id(request: &Request) -> Option<String> {
     if let Some(value) = request.headers().get(SESSION_HEADER) {
         return value.to_str().ok().map(str::to_owned);
     }
