@@ -155,7 +155,8 @@ pub async fn route(State(state): State<Arc<AppState>>, request: Request, next: N
     let Some(forwarder) = &state.forwarder else {
         return next.run(request).await;
     };
-    let Some(id) = session_id(&request) else {
+    // `GET /sse` opens a session: never forwarded, whatever its query says.
+    let Some(id) = session_id(&request).filter(|_| !request.uri().path().ends_with("/sse")) else {
         return next.run(request).await;
     };
     if request
@@ -246,7 +247,7 @@ async fn forward(
             .await;
     }
     metrics.session_forward("forwarded");
-    relay(answer, permit)
+    relay(answer, permit, state.shutdown.clone())
 }
 
 /// The request to send to `owner`: the client's, with its path and query, end-to-end headers
@@ -269,6 +270,15 @@ fn outgoing(
         .ok()?;
     let headers = request.headers_mut();
     copy_headers(&parts.headers, headers);
+    // An HTTP/2 client names the host in the request target only: the owner checks it as Host.
+    if !headers.contains_key(header::HOST)
+        && let Some(authority) = parts.uri.authority()
+    {
+        headers.insert(
+            header::HOST,
+            HeaderValue::from_str(authority.as_str()).ok()?,
+        );
+    }
     headers.insert(
         HOP_HEADER,
         HeaderValue::from_str(&forwarder.hop_token()).ok()?,
@@ -285,13 +295,17 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
 }
 
 /// The owner's answer as ours: status, end-to-end headers, and the body as it streams (a
-/// session stream stays open as long as the owner keeps it open, or the client stays).
+/// session stream stays open as long as the owner keeps it open and the client stays, or until
+/// this replica shuts down, as its own streams do).
 fn relay(
     answer: http::Response<hyper::body::Incoming>,
     permit: tokio::sync::OwnedSemaphorePermit,
+    shutdown: tokio_util::sync::CancellationToken,
 ) -> Response {
     let (parts, body) = answer.into_parts();
-    let chunks = body.into_data_stream().map(move |chunk| {
+    let chunks = body.into_data_stream();
+    let chunks = chunks.take_until(shutdown.cancelled_owned());
+    let chunks = chunks.map(move |chunk| {
         // The forward counts until the relayed body ends.
         let _held = &permit;
         chunk
