@@ -44,6 +44,8 @@ pub struct RunConfig {
     pub reload_interval: Duration,
     /// Longest wait for open connections at shutdown.
     pub shutdown_timeout: Duration,
+    /// Longest a kept-alive connection may wait for its next request (both ports).
+    pub connection_idle_timeout: Duration,
     /// Authentication settings (used when the declaration has `spec.auth`).
     pub auth: AuthSettings,
 }
@@ -139,6 +141,7 @@ pub async fn serve(
     let admin_task = tokio::spawn(async move {
         let limits = crate::listener::ConnectionLimits {
             max_connections: 256,
+            idle_timeout: config.connection_idle_timeout,
             ..crate::listener::ConnectionLimits::default()
         };
         crate::listener::serve(admin, admin_app, limits, admin_stop).await
@@ -151,7 +154,11 @@ pub async fn serve(
         ready_watch.cancelled().await;
         stop_ready.set_ready(false);
     });
-    transport::serve(mcp, state, config.shutdown_timeout).await?;
+    let limits = crate::listener::ConnectionLimits {
+        idle_timeout: config.connection_idle_timeout,
+        ..crate::listener::ConnectionLimits::default()
+    };
+    transport::serve(mcp, state, limits, config.shutdown_timeout).await?;
     admin_task.abort();
     tracing::info!("stopped");
     Ok(())

@@ -1,6 +1,6 @@
 //! Serving a router on a TCP listener through hyper-util's connection builder, with the bounds
-//! axum's `serve` does not set: a header-read timeout (also for the next request on a kept-alive
-//! connection, so idle connections close), a limit on open connections, and small read buffers
+//! axum's `serve` does not set: a header-read timeout, an idle limit for kept-alive connections
+//! (`idle.rs`: longer than proxies keep theirs), a limit on open connections, and small read buffers
 //! (most connections are idle or long-lived streams), and a limit on how long a write may wait
 //! for a client that stopped reading (`write_stall.rs`). Graceful: on shutdown, connections finish
 //! their current request and close. HTTP/1 and HTTP/2 (prior knowledge) are told apart by peeking
@@ -8,6 +8,7 @@
 //! builder would read those bytes itself and replay them, which makes hyper's HTTP/1 read buffer
 //! grow to 16 KiB on every connection (twice what idle SSE streams need). Does network I/O.
 
+mod idle;
 mod write_stall;
 
 use axum::Router;
@@ -21,12 +22,19 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+/// The default idle limit of a kept-alive connection: longer than the proxies in front keep
+/// their upstream connections (Google's load balancers 600 s, most others 60-90 s), so the
+/// proxy, not the server, closes an idle one and never sends a request into a closing socket.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
 /// Bounds of one listening port.
 #[derive(Clone, Debug)]
 pub struct ConnectionLimits {
-    /// Longest a client may take to send a request's headers, and longest a kept-alive
-    /// connection may sit idle before its next request.
+    /// Longest a client may take to send a request's headers, from its first byte (or from
+    /// the connection's start).
     pub header_read_timeout: Duration,
+    /// Longest a kept-alive HTTP/1 connection may wait for its next request's first byte.
+    pub idle_timeout: Duration,
     /// Most connections open at once; further clients wait in the listen backlog.
     pub max_connections: usize,
     /// Largest read buffer of a connection (requests' headers must fit).
@@ -40,6 +48,7 @@ impl Default for ConnectionLimits {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: 20_000,
             max_buf_size: 64 * 1024,
             write_stall_timeout: Duration::from_secs(20),
@@ -55,9 +64,9 @@ pub async fn serve(
     limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    // Each connection gets its own timer (`idle::IdleTimer`), which needs its read count.
     let mut h1 = http1::Builder::new();
-    h1.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+    h1.header_read_timeout(limits.header_read_timeout)
         .max_buf_size(limits.max_buf_size.max(8192));
     let mut h2 = http2::Builder::new(TokioExecutor::new());
     h2.timer(TokioTimer::new())
@@ -89,6 +98,7 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let (app, builders, watcher) = (app.clone(), builders.clone(), graceful.watcher());
         let timeout = limits.header_read_timeout;
+        let idle_timeout = limits.idle_timeout;
         let write_stall = limits.write_stall_timeout;
         tokio::spawn(async move {
             let _permit = permit;
@@ -97,11 +107,15 @@ pub async fn serve(
                 return;
             };
             let service = TowerToHyperService::new(app);
+            let reads = idle::ReadCount::default();
+            let stream = idle::CountReads::new(stream, reads.clone());
             let io = TokioIo::new(write_stall::WriteStallLimit::new(stream, write_stall));
             let (h1, h2) = &*builders;
             // A client that goes away or times out is not an error of the server.
             match protocol {
                 Protocol::Http1 => {
+                    let mut h1 = h1.clone();
+                    h1.timer(idle::IdleTimer::new(reads, idle_timeout));
                     let _ = watcher.watch(h1.serve_connection(io, service)).await;
                 }
                 Protocol::Http2 => {
@@ -174,6 +188,7 @@ mod tests {
     async fn half_sent_and_idle_connections_are_closed() {
         let limits = ConnectionLimits {
             header_read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(1500),
             ..ConnectionLimits::default()
         };
         let (addr, stop) = start(limits).await;
@@ -182,16 +197,50 @@ mod tests {
         slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
             .await
             .unwrap();
-        assert!(time_to_close(&mut slow).await < Duration::from_secs(3));
-        // A kept-alive connection that goes quiet after one request.
+        assert!(time_to_close(&mut slow).await < Duration::from_secs(1));
+        // A connection that never sends a byte.
+        let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+        assert!(time_to_close(&mut silent).await < Duration::from_secs(1));
+        // A kept-alive connection that goes quiet after one request stays open for the idle
+        // limit, not the header time, and then closes.
         let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
         idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             .await
             .unwrap();
-        assert!(time_to_close(&mut idle).await < Duration::from_secs(3));
-        // A connection that never sends a byte.
-        let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
-        assert!(time_to_close(&mut silent).await < Duration::from_secs(3));
+        let closed = time_to_close(&mut idle).await;
+        assert!(
+            closed > Duration::from_millis(1000) && closed < Duration::from_secs(4),
+            "idle connection closed after {closed:?}"
+        );
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn the_header_time_starts_at_the_next_requests_first_byte() {
+        let limits = ConnectionLimits {
+            header_read_timeout: Duration::from_millis(400),
+            idle_timeout: Duration::from_secs(30),
+            ..ConnectionLimits::default()
+        };
+        let (addr, stop) = start(limits).await;
+        let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+        conn.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 1024];
+        let n = conn.read(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        // Idle for longer than the header time: a proxy's pooled connection, still usable.
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        conn.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let n = conn.read(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        // A next request started and never finished closes within the header time of its
+        // first byte, however long the idle limit.
+        conn.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
+        assert!(time_to_close(&mut conn).await < Duration::from_secs(2));
         stop.cancel();
     }
 

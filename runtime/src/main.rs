@@ -105,6 +105,11 @@ struct ServeArgs {
     /// Longest wait for open connections and streams after SIGTERM.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     shutdown_timeout: Duration,
+    /// Close a kept-alive connection that sends no new request this long (both ports). Keep it
+    /// longer than any proxy in front keeps idle upstream connections, so that the proxy closes
+    /// them first.
+    #[arg(long, value_name = "DURATION", default_value_t = mcp_runtime::listener::DEFAULT_IDLE_TIMEOUT.into(), value_parser = positive_duration)]
+    connection_idle_timeout: humantime::Duration,
     /// Items per page of list results.
     #[arg(long, value_name = "N", default_value_t = ServerSettings::default().page_size, value_parser = page_size)]
     page_size: usize,
@@ -254,6 +259,7 @@ fn config(args: ServeArgs) -> RunConfig {
         },
         reload_interval: args.reload_interval.into(),
         shutdown_timeout: args.shutdown_timeout,
+        connection_idle_timeout: args.connection_idle_timeout.into(),
         auth: AuthSettings {
             public_url: args.public_url.or_else(|| {
                 // Local development: the address clients on this machine use.

@@ -6,9 +6,9 @@
 //! ticks are skipped.
 
 use crate::declaration::{
-    CompileOptions, Compiled, Manifest, compile, parse_manifest, read_regular, secret_path,
+    CompileOptions, Manifest, compile, parse_manifest, read_regular, secret_path,
 };
-use crate::server::Server;
+use crate::server::{Served, Server};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -63,7 +63,7 @@ fn named_files(manifest: &Manifest, secrets_dir: Option<&Path>) -> Vec<PathBuf> 
 /// Reads, parses and compiles a manifest file once, with a message that names the failing
 /// field. The returned inputs describe what was read, also when compiling failed (so a refused
 /// version is not retried until it changes again).
-pub fn load(path: &Path, options: &CompileOptions) -> (Result<Compiled, String>, Inputs) {
+pub fn load(path: &Path, options: &CompileOptions) -> (Result<Served, String>, Inputs) {
     let manifest = match read_regular(path) {
         Ok(bytes) => bytes,
         Err(err) => {
@@ -80,7 +80,7 @@ fn load_bytes(
     path: &Path,
     bytes: Vec<u8>,
     options: &CompileOptions,
-) -> (Result<Compiled, String>, Inputs) {
+) -> (Result<Served, String>, Inputs) {
     let base = path.parent().map(Path::to_owned).unwrap_or_default();
     let parsed = std::str::from_utf8(&bytes)
         .map_err(|err| format!("the manifest is not UTF-8: {err}"))
@@ -95,7 +95,9 @@ fn load_bytes(
             (path, stamp)
         })
         .collect();
-    let compiled = parsed.and_then(|m| compile(&m, options).map_err(|err| err.to_string()));
+    let compiled = parsed
+        .and_then(|m| compile(&m, options).map_err(|err| err.to_string()))
+        .and_then(|compiled| Served::new(compiled).map_err(|err| err.to_string()));
     (
         compiled,
         Inputs {
@@ -106,7 +108,7 @@ fn load_bytes(
 }
 
 /// What one poll found: nothing new, or a new version (compiled or refused) and its inputs.
-type Polled = Option<(Result<Compiled, String>, Inputs)>;
+type Polled = Option<(Result<Served, String>, Inputs)>;
 
 /// Reads the manifest and, when it or a file it names changed, parses and compiles it.
 fn poll(path: &Path, options: &CompileOptions, served: &Inputs) -> Polled {

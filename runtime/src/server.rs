@@ -16,6 +16,7 @@ mod polling;
 mod prompts;
 mod read_cache;
 mod resources;
+mod served;
 mod subscriptions;
 mod tools;
 
@@ -38,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use access::Kind;
 pub use lifecycle::{initialize_result, parse_level};
 pub use polling::MAX_POLLED;
+pub use served::Served;
 pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
@@ -162,7 +164,7 @@ impl Default for ServerSettings {
 
 /// The dispatch layer over the current declaration.
 pub struct Server {
-    current: Arc<ArcSwap<Compiled>>,
+    current: Arc<ArcSwap<Served>>,
     settings: ServerSettings,
     metrics: Arc<Metrics>,
     changes: broadcast::Sender<Arc<Changes>>,
@@ -172,11 +174,11 @@ pub struct Server {
 }
 
 impl Server {
-    /// Serves `compiled`.
-    pub fn new(compiled: Compiled, settings: ServerSettings, metrics: Arc<Metrics>) -> Self {
-        metrics.declaration_served(None, &compiled.hash);
+    /// Serves `served`.
+    pub fn new(served: Served, settings: ServerSettings, metrics: Arc<Metrics>) -> Self {
+        metrics.declaration_served(None, &served.hash);
         let (changes, _) = broadcast::channel(CHANGE_CAPACITY);
-        let current = Arc::new(ArcSwap::from_pointee(compiled));
+        let current = Arc::new(ArcSwap::from_pointee(served));
         let cache = Arc::new(ReadCache::default());
         let poller = Poller::new(
             current.clone(),
@@ -204,7 +206,7 @@ impl Server {
     }
 
     /// The declaration being served.
-    pub fn declaration(&self) -> Arc<Compiled> {
+    pub fn declaration(&self) -> Arc<Served> {
         self.current.load_full()
     }
 
@@ -237,9 +239,9 @@ impl Server {
     }
 
     /// Swaps in a new declaration and tells open streams what changed.
-    pub fn replace(&self, compiled: Compiled) -> Changes {
-        let new_hash = compiled.hash.clone();
-        let old = self.current.swap(Arc::new(compiled));
+    pub fn replace(&self, served: Served) -> Changes {
+        let new_hash = served.hash.clone();
+        let old = self.current.swap(Arc::new(served));
         self.metrics.declaration_served(Some(&old.hash), &new_hash);
         self.cache.forget(None);
         let changes = diff(&old, &self.current.load());
@@ -357,7 +359,7 @@ impl Server {
 
     async fn dispatch(
         &self,
-        decl: &Compiled,
+        decl: &Served,
         ctx: &RequestContext,
         method: &str,
         params: &Value,

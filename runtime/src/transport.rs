@@ -151,12 +151,12 @@ pub fn router(state: Arc<AppState>) -> Router {
 pub async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
+    limits: crate::listener::ConnectionLimits,
     drain: Duration,
 ) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
     let reaper = tokio::spawn(expire_sessions(state.clone()));
     let app = router(state.clone());
-    let limits = crate::listener::ConnectionLimits::default();
     let server = crate::listener::serve(listener, app, limits, shutdown.clone());
     let mut server = std::pin::pin!(server);
     let result = tokio::select! {

@@ -7,8 +7,10 @@
 mod mapping;
 mod redact;
 mod request;
+mod upstreams;
 
 pub use mapping::{resource_contents, tool_reply};
+pub use upstreams::{BuildError, Upstream, Upstreams};
 
 use crate::declaration::{CompiledHttp, Templates};
 use crate::metrics::Metrics;
@@ -65,12 +67,16 @@ impl CallError {
 /// Calls the upstream for `args` (already validated), retrying when allowed.
 pub async fn fetch(
     http: &CompiledHttp,
+    upstreams: &Upstreams,
     templates: &Templates,
     metrics: &Metrics,
     args: &Value,
 ) -> Result<Answer, CallError> {
+    let live = upstreams
+        .of(http)
+        .ok_or_else(|| CallError::Request("the backend is not loaded".into()))?;
     let deadline = Instant::now() + http.timeout;
-    let _permit = match tokio::time::timeout_at(deadline, http.concurrency.acquire()).await {
+    let _permit = match tokio::time::timeout_at(deadline, live.permits.acquire()).await {
         Ok(Ok(permit)) => permit,
         _ => return Err(CallError::Busy(http.timeout)),
     };
@@ -88,7 +94,7 @@ pub async fn fetch(
             attempt,
         );
         let trace_headers = span.as_ref().map(crate::telemetry::UpstreamSpan::headers);
-        let sent = once(http, &prepared, trace_headers);
+        let sent = once(http, &live.client, &prepared, trace_headers);
         let outcome = match tokio::time::timeout_at(deadline, sent).await {
             Ok(outcome) => outcome,
             Err(_) => Err(CallError::Timeout(http.timeout)),
@@ -131,6 +137,7 @@ pub async fn fetch(
 /// replaces any declared header of the same name.
 async fn once(
     http: &CompiledHttp,
+    client: &reqwest::Client,
     prepared: &request::Prepared,
     trace: Option<reqwest::header::HeaderMap>,
 ) -> Result<Answer, CallError> {
@@ -140,8 +147,7 @@ async fn once(
             headers.insert(name, value);
         }
     }
-    let mut request = http
-        .client
+    let mut request = client
         .request(http.method.clone(), prepared.url.clone())
         .headers(headers);
     if let Some(body) = &prepared.body {

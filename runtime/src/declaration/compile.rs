@@ -36,6 +36,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How to compile.
 #[derive(Clone, Debug)]
@@ -96,6 +97,8 @@ struct Compiler<'a> {
     options: &'a CompileOptions,
     templates: Templates,
     errors: Vec<FieldError>,
+    /// Every HTTP backend compiled so far, in slot order.
+    upstreams: Vec<Arc<CompiledHttp>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -104,6 +107,7 @@ impl<'a> Compiler<'a> {
             options,
             templates: Templates::new(options.template_fuel),
             errors: Vec::new(),
+            upstreams: Vec::new(),
         }
     }
 
@@ -152,6 +156,7 @@ impl<'a> Compiler<'a> {
             resource_templates,
             prompts,
             templates: self.templates,
+            upstreams: self.upstreams,
             auth: decl.auth.clone(),
             access,
         })

@@ -34,7 +34,7 @@ pub fn begin(
     ctx: &RequestContext,
     method: &str,
     params: &Value,
-    decl: &Arc<Compiled>,
+    decl: &Compiled,
 ) -> Option<Observation> {
     let audited =
         audit::enabled() && matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ);
@@ -194,7 +194,7 @@ fn audit_record(
     ctx: &RequestContext,
     method: &str,
     params: &Value,
-    decl: &Arc<Compiled>,
+    decl: &Compiled,
     trace_id: Option<String>,
 ) -> Record {
     let session = ctx.session.as_ref().map(|s| s.id.as_str());
@@ -213,7 +213,7 @@ fn audit_record(
 /// token-only `allow` the caller lacks. No span exists for it; its record says `refused` with
 /// the HTTP status instead of a JSON-RPC code.
 pub fn refused_before_dispatch(
-    decl: &Arc<Compiled>,
+    decl: &Compiled,
     method: &str,
     params: &Value,
     caller: &Principal,
@@ -233,7 +233,7 @@ pub fn refused_before_dispatch(
 fn record_of(
     method: &str,
     params: &Value,
-    decl: &Arc<Compiled>,
+    decl: &Compiled,
     caller: Option<&Principal>,
     era: Era,
     session: Option<&str>,

@@ -4,9 +4,9 @@
 //! subscriber leaves. The poll tasks do network I/O.
 
 use super::Changes;
+use super::Served;
 use super::read_cache::ReadCache;
 use super::resources;
-use crate::declaration::Compiled;
 use crate::metrics::Metrics;
 use arc_swap::ArcSwap;
 use serde_json::Value;
@@ -37,7 +37,7 @@ fn may_poll_another(watched: &HashMap<String, Watchers>, watcher: &str) -> bool 
 
 /// Polls subscribed upstream resources.
 pub struct Poller {
-    current: Arc<ArcSwap<Compiled>>,
+    current: Arc<ArcSwap<Served>>,
     metrics: Arc<Metrics>,
     changes: broadcast::Sender<Arc<Changes>>,
     cache: Arc<ReadCache>,
@@ -47,7 +47,7 @@ pub struct Poller {
 impl Poller {
     /// A poller over the served declaration.
     pub fn new(
-        current: Arc<ArcSwap<Compiled>>,
+        current: Arc<ArcSwap<Served>>,
         metrics: Arc<Metrics>,
         changes: broadcast::Sender<Arc<Changes>>,
         cache: Arc<ReadCache>,

@@ -2,6 +2,7 @@
 //! upstream HTTP API, with an optional cache), and whether a URI is readable (for subscriptions). Upstream reads
 //! do network I/O; the rest is pure.
 
+use super::Served;
 use super::params::ResourceUri;
 use super::read_cache::ReadCache;
 use crate::backends::http;
@@ -12,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 /// Reads a resource: a fixed one by URI, else the first template that matches.
 pub async fn read(
-    decl: &Compiled,
+    decl: &Served,
     metrics: &Metrics,
     cache: &ReadCache,
     params: &Value,
@@ -24,7 +25,7 @@ pub async fn read(
 
 /// The contents entry of `uri`; `cache` is skipped by the subscription poller.
 pub async fn contents(
-    decl: &Compiled,
+    decl: &Served,
     metrics: &Metrics,
     cache: Option<&ReadCache>,
     uri: &str,
@@ -70,7 +71,7 @@ pub async fn contents(
 }
 
 async fn fetch(
-    decl: &Compiled,
+    decl: &Served,
     metrics: &Metrics,
     cache: Option<&ReadCache>,
     upstream: &CompiledHttp,
@@ -82,8 +83,16 @@ async fn fetch(
     if let Some(hit) = cache.and_then(|c| c.get(uri)) {
         return Ok(hit);
     }
-    let contents =
-        http::resource_contents(upstream, &decl.templates, metrics, uri, mime, args).await?;
+    let contents = http::resource_contents(
+        upstream,
+        &decl.upstreams,
+        &decl.templates,
+        metrics,
+        uri,
+        mime,
+        args,
+    )
+    .await?;
     if let Some(cache) = cache {
         cache.put(uri, contents.clone(), upstream.cache_ttl);
     }

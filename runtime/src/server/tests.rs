@@ -29,7 +29,11 @@ spec:
 fn server() -> Server {
     let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
     let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
-    Server::new(compiled, ServerSettings::default(), Arc::default())
+    Server::new(
+        Served::new(compiled).unwrap(),
+        ServerSettings::default(),
+        Arc::default(),
+    )
 }
 
 const LEGACY: Era = Era::Legacy(LegacyVersion::V2025_11_25);
@@ -181,7 +185,7 @@ async fn discover_reports_the_served_declaration_next_to_the_server_info() {
         "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: 0123abcd}}",
     );
     let manifest = parse_manifest(&stamped, ".".into()).unwrap();
-    server.replace(compile(&manifest, &CompileOptions::default()).unwrap());
+    server.replace(Served::new(compile(&manifest, &CompileOptions::default()).unwrap()).unwrap());
     let discover = discover_answer(&server).await;
     assert_eq!(
         discover["_meta"][crate::declaration::SERVED_META]["hash"],

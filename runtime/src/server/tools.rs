@@ -3,6 +3,7 @@
 //! the result for the era.
 
 use super::RequestContext;
+use super::Served;
 use super::access;
 use super::interactive::{self, Outcome, Vars};
 use super::params::CallTool;
@@ -21,7 +22,7 @@ const MAX_REPORTED_VIOLATIONS: usize = 5;
 /// Calls a declared tool. Unknown tools are protocol errors; everything that goes wrong inside a
 /// known tool is an `isError` result the model can read.
 pub async fn call(
-    decl: &Compiled,
+    decl: &Served,
     metrics: &Metrics,
     sealer: &Sealer,
     ctx: &RequestContext,
@@ -66,7 +67,7 @@ pub async fn call(
 }
 
 async fn run(
-    decl: &Compiled,
+    decl: &Served,
     metrics: &Metrics,
     tool: &CompiledTool,
     ctx: &RequestContext,
@@ -81,7 +82,9 @@ async fn run(
     send_logs(decl, tool, ctx, args).await;
     send_progress(decl, tool, ctx, args).await;
     let reply = match &tool.http {
-        Some(upstream) => http::tool_reply(upstream, &decl.templates, metrics, args).await,
+        Some(upstream) => {
+            http::tool_reply(upstream, &decl.upstreams, &decl.templates, metrics, args).await
+        }
         None => match vars.map_or_else(
             || content::reply(tool, &decl.templates, args),
             |vars| content::reply_in(tool, &decl.templates, &vars.to_json()),

@@ -59,6 +59,7 @@ pub fn config(manifest: PathBuf) -> RunConfig {
         compile: CompileOptions::default(),
         reload_interval: Duration::from_millis(100),
         shutdown_timeout: Duration::from_secs(2),
+        connection_idle_timeout: mcp_runtime::listener::DEFAULT_IDLE_TIMEOUT,
     }
 }
 

@@ -2,7 +2,7 @@
 //! mapping, jq extraction (on a blocking thread, within the call's deadline), templates over
 //! `args`, `status`, `headers`, `body` and `result`, and redaction of secrets. Calls `fetch`.
 
-use super::{Answer, CallError, fetch, redact};
+use super::{Answer, CallError, Upstreams, fetch, redact};
 use crate::backends::{ToolReply, text_block};
 use crate::declaration::{CompiledHttp, CompiledResponse, JqProgram, Secret, Templates};
 use crate::metrics::Metrics;
@@ -21,11 +21,12 @@ const JQ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Answers a tool call from its upstream.
 pub async fn tool_reply(
     http: &CompiledHttp,
+    upstreams: &Upstreams,
     templates: &Templates,
     metrics: &Metrics,
     args: &Value,
 ) -> ToolReply {
-    let mut reply = match fetch(http, templates, metrics, args).await {
+    let mut reply = match fetch(http, upstreams, templates, metrics, args).await {
         Ok(answer) => map_tool(http, templates, args, answer).await,
         Err(err) => ToolReply::error(err.to_string()),
     };
@@ -109,6 +110,7 @@ fn unmapped_tool(answer: &Answer, secrets: &[Secret]) -> ToolReply {
 /// Reads a resource from its upstream: contents for `uri`, or a protocol error.
 pub async fn resource_contents(
     http: &CompiledHttp,
+    upstreams: &Upstreams,
     templates: &Templates,
     metrics: &Metrics,
     uri: &str,
@@ -117,7 +119,7 @@ pub async fn resource_contents(
 ) -> Result<Value, McpError> {
     let upstream_error =
         |message: String| McpError::Internal(redact::text(&message, &http.secrets));
-    let answer = fetch(http, templates, metrics, args)
+    let answer = fetch(http, upstreams, templates, metrics, args)
         .await
         .map_err(|err: CallError| upstream_error(err.to_string()))?;
     let status = answer.status;

@@ -44,7 +44,12 @@ pub(super) enum Target<'a> {
 }
 
 impl Compiler<'_> {
-    pub(super) fn http(&mut self, path: &str, http: &Http, target: Target) -> Option<CompiledHttp> {
+    pub(super) fn http(
+        &mut self,
+        path: &str,
+        http: &Http,
+        target: Target,
+    ) -> Option<Arc<CompiledHttp>> {
         let errors_before = self.errors.len();
         let (label, is_tool) = match &target {
             Target::Tool { label, .. } => ((*label).to_owned(), true),
@@ -197,11 +202,11 @@ impl Compiler<'_> {
             );
         }
         let responses = self.responses(path, &http.responses, is_tool);
-        let client = self.client(path, http);
+        let ca_bundle = self.ca_bundle(path, http);
         if self.errors.len() > errors_before {
             return None;
         }
-        Some(CompiledHttp {
+        let compiled = Arc::new(CompiledHttp {
             label,
             method: method(http.method),
             url: url?,
@@ -211,13 +216,16 @@ impl Compiler<'_> {
             timeout: Duration::from_millis(timeout_ms),
             retry,
             max_response_bytes,
-            concurrency: Arc::new(tokio::sync::Semaphore::new(concurrency as usize)),
-            client: client?,
+            max_concurrency: concurrency as usize,
+            ca_bundle,
+            slot: self.upstreams.len(),
             responses,
             cache_ttl: Duration::from_millis(http.cache_ttl_ms.unwrap_or(0)),
             poll_interval: Duration::from_millis(poll_ms),
             secrets,
-        })
+        });
+        self.upstreams.push(compiled.clone());
+        Some(compiled)
     }
 
     fn responses(
@@ -285,28 +293,16 @@ impl Compiler<'_> {
         compiled
     }
 
-    fn client(&mut self, path: &str, http: &Http) -> Option<reqwest::Client> {
-        let mut builder = reqwest::Client::builder()
-            .use_rustls_tls()
-            .redirect(same_origin_redirects())
-            .user_agent(concat!("kube-mcp/", env!("CARGO_PKG_VERSION")));
-        if let Some(pem) = http.tls.as_ref().and_then(|tls| tls.ca_bundle.as_ref()) {
-            match reqwest::Certificate::from_pem_bundle(pem.as_bytes()) {
-                Ok(certs) if !certs.is_empty() => {
-                    for cert in certs {
-                        builder = builder.add_root_certificate(cert);
-                    }
-                }
-                _ => {
-                    self.error(format!("{path}.tls.caBundle"), "holds no PEM certificate");
-                    return None;
-                }
+    /// The declared CA bundle, once it is known to hold certificates.
+    fn ca_bundle(&mut self, path: &str, http: &Http) -> Option<String> {
+        let pem = http.tls.as_ref().and_then(|tls| tls.ca_bundle.as_ref())?;
+        match reqwest::Certificate::from_pem_bundle(pem.as_bytes()) {
+            Ok(certs) if !certs.is_empty() => Some(pem.clone()),
+            _ => {
+                self.error(format!("{path}.tls.caBundle"), "holds no PEM certificate");
+                None
             }
         }
-        builder
-            .build()
-            .map_err(|err| self.error(path, format!("cannot build the HTTP client: {err}")))
-            .ok()
     }
 }
 
@@ -319,22 +315,6 @@ fn method(method: HttpMethod) -> reqwest::Method {
         HttpMethod::Delete => reqwest::Method::DELETE,
         HttpMethod::Head => reqwest::Method::HEAD,
     }
-}
-
-/// Follows at most 5 redirects, and only within the same scheme, host and port; a redirect
-/// elsewhere stops and is reported as an error by the backend.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let same = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| crate::declaration::same_origin(first, attempt.url()));
-        if !same || attempt.previous().len() > 5 {
-            attempt.stop()
-        } else {
-            attempt.follow()
-        }
-    })
 }
 
 impl StatusMatch {

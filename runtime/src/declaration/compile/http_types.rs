@@ -1,4 +1,6 @@
-//! The compiled form of an `http` declaration, as the HTTP backend uses it. Pure data.
+//! The compiled form of an `http` declaration, as the HTTP backend uses it. Pure data: the live
+//! parts (the HTTP client, the concurrency limit) are built from it by the backend
+//! (`backends/http/upstreams.rs`), so validating a manifest builds nothing.
 
 use crate::declaration::jq::JqProgram;
 use crate::declaration::json_body::JsonBody;
@@ -31,9 +33,12 @@ pub struct CompiledHttp {
     /// Largest body read.
     pub max_response_bytes: u64,
     /// Calls in flight at once.
-    pub concurrency: Arc<tokio::sync::Semaphore>,
-    /// The HTTP client (rustls, extra CA certificates, same-origin redirects only).
-    pub client: reqwest::Client,
+    pub max_concurrency: usize,
+    /// Extra trusted CA certificates (PEM, checked to hold at least one).
+    pub ca_bundle: Option<String>,
+    /// Its position among the declaration's HTTP backends (`Compiled::upstreams`), where the
+    /// backend keeps its live parts.
+    pub slot: usize,
     /// Response mappings.
     pub responses: Vec<CompiledResponse>,
     /// Resources: how long a read result is reused.

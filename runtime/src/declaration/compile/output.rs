@@ -33,6 +33,8 @@ pub struct Compiled {
     pub prompts: Vec<CompiledPrompt>,
     /// Every template of the declaration.
     pub templates: Templates,
+    /// Every HTTP backend, each at its `slot`.
+    pub upstreams: Vec<Arc<CompiledHttp>>,
     /// `spec.auth`, when requests must be authenticated.
     pub auth: Option<Auth>,
     /// Per-item scopes and `allow` conditions.

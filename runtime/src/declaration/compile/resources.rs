@@ -10,7 +10,6 @@ use base64::Engine as _;
 use serde_json::json;
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
 
 impl Compiler<'_> {
     pub(super) fn resources(
@@ -59,7 +58,6 @@ impl Compiler<'_> {
                 args: HashSet::new(),
             };
             self.http(&format!("{path}.http"), spec, target)
-                .map(Arc::new)
         });
         if resource.uri.is_empty() || !resource.uri.contains(':') {
             self.error(
@@ -161,7 +159,7 @@ impl Compiler<'_> {
                         args: variables.iter().map(|v| (*v).to_owned()).collect(),
                     };
                     match self.http(&format!("{path}.http"), spec, target) {
-                        Some(http) => Some(Arc::new(http)),
+                        Some(http) => Some(http),
                         None => continue,
                     }
                 }

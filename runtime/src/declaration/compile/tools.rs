@@ -6,7 +6,6 @@ use super::{CompiledLog, CompiledProgress, CompiledTool, Compiler, insert_some};
 use crate::declaration::types::Tool;
 use crate::declaration::value_template::ValueTemplate;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
 
 /// Longest progress delay a declaration may ask for.
 const MAX_PROGRESS_DELAY_MS: u64 = 10_000;
@@ -100,7 +99,6 @@ impl Compiler<'_> {
                 args: http::declared_args(&input_schema),
             };
             self.http(&format!("{path}.http"), spec, target)
-                .map(Arc::new)
         });
         let progress = self.progress(path, tool);
         let logs = tool

@@ -4,7 +4,7 @@
 use crate::auth::Principal;
 use crate::declaration::{CompileOptions, compile, parse_manifest};
 use crate::protocol::{Era, McpError, meta};
-use crate::server::{RequestContext, Server, ServerSettings};
+use crate::server::{RequestContext, Served, Server, ServerSettings};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -39,7 +39,7 @@ const ALL: &str = r#"{"elicitation": {}, "sampling": {}, "roots": {}}"#;
 fn server() -> Server {
     let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
     Server::new(
-        compile(&manifest, &CompileOptions::default()).unwrap(),
+        Served::new(compile(&manifest, &CompileOptions::default()).unwrap()).unwrap(),
         ServerSettings::default(),
         Arc::default(),
     )
@@ -233,7 +233,7 @@ async fn call_as(
 async fn state_opens_only_for_its_caller_and_elicited_values_meet_allow() {
     let manifest = parse_manifest(AUTH_MANIFEST, ".".into()).unwrap();
     let server = Server::new(
-        compile(&manifest, &CompileOptions::default()).unwrap(),
+        Served::new(compile(&manifest, &CompileOptions::default()).unwrap()).unwrap(),
         ServerSettings::default(),
         Arc::default(),
     );
