@@ -53,7 +53,7 @@ const UNREACHABLE_FOR: Duration = Duration::from_secs(10);
 /// Most unreachable owners remembered (a few replicas at most, unless many restarted at once).
 const MAX_UNREACHABLE: usize = 256;
 
-/// Idle connections to owners are closed before the owner's own idle limit (10 s) would.
+/// Idle connections to owners are closed soon: owners come and go with their pods.
 const POOL_IDLE: Duration = Duration::from_secs(5);
 
 /// Headers of one connection, not of the request (RFC 9110, 7.6.1), and the hop headers.
