@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -188,6 +190,43 @@ def test_when_the_owner_is_gone_another_process_adopts_the_session(start: StartR
     assert request(b, session_id, 4, "tools/list")["result"]["tools"]
     assert forwards(b, "unreachable") == 1
     assert forwards(b, "forwarded") == 1
+
+
+class Foreign(BaseHTTPRequestHandler):
+    """Something else listening where the owner was (its address was reused): answers 404."""
+
+    seen: list[dict[str, str]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        Foreign.seen.append({k.lower(): v for k, v in self.headers.items()})
+        self.send_response(404)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_address_that_is_no_longer_a_replica_is_not_trusted(start: StartRuntime, tmp_path: Path) -> None:
+    a, b = pair(start, tmp_path)
+    session_id = open_session(a)
+    assert a.stop() is None
+    Foreign.seen = []
+    foreign = ThreadingHTTPServer(("127.0.0.1", a.port), Foreign)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    try:
+        first = request(b, session_id, 2, "tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+        assert first["result"]["content"][0]["text"] == "Hello, Ada!"
+        assert request(b, session_id, 3, "tools/list")["result"]["tools"]
+    finally:
+        foreign.shutdown()
+        foreign.server_close()
+    # Asked once (with a hop token, the client's headers, and the body), then left alone.
+    assert len(Foreign.seen) == 1
+    assert Foreign.seen[0]["kube-mcp-forwarded"] and Foreign.seen[0]["mcp-session-id"] == session_id
+    assert forwards(b, "not_owner") == 1
+    assert forwards(b, "forwarded") == 0
 
 
 @pytest.mark.anyio

@@ -9,8 +9,8 @@
 //! A forwarded request carries a hop token sealed under the session key: the owner serves it
 //! itself (never forwards it again) and marks its answer; an answer without the mark came from
 //! something that is not a replica of this server, and the request is served here. An owner
-//! that cannot be reached (it is gone) is remembered for a few seconds, and its sessions are
-//! adopted here, as without routing. Nothing but the sealed id decides where a request goes.
+//! that cannot be reached (it is gone) or is no replica is left alone for a few seconds, and
+//! its sessions are adopted here, as without routing. Nothing but the sealed id decides where a request goes.
 
 use super::AppState;
 use super::authn::session_id;
@@ -239,8 +239,10 @@ async fn forward(
         }
     };
     if !answer.headers().contains_key(SERVED_HEADER) {
-        // Not a replica of this server (the owner's address was reused): serve here.
+        // Not a replica of this server (the owner's address was reused): serve here, and leave
+        // that address alone for a while, as a gone owner.
         tracing::warn!(%owner, "the address owning a session is no longer a replica; serving it here");
+        forwarder.mark_unreachable(owner);
         metrics.session_forward("not_owner");
         return next
             .run(Request::from_parts(parts, Body::from(bytes)))
