@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,12 +25,12 @@ INTERACTIVE = MANIFESTS / "interactive.yaml"
 ALERTS = "docs://weather/alerts"
 
 
-def pair(start: StartRuntime, tmp_path: Path, manifest: Path = WEATHER) -> tuple[Runtime, Runtime]:
+def pair(start: StartRuntime, tmp_path: Path, manifest: Path = WEATHER, *extra: str) -> tuple[Runtime, Runtime]:
     key = tmp_path / "shared.key"
     if not key.exists():
         key.write_bytes(os.urandom(32))
         key.chmod(0o600)
-    flags = ("--session-key-file", str(key), "--advertise-address", "127.0.0.1")
+    flags = ("--session-key-file", str(key), "--advertise-address", "127.0.0.1", *extra)
     return start(manifest, extra_args=flags, name="a"), start(manifest, extra_args=flags, name="b")
 
 
@@ -107,6 +108,35 @@ def test_an_answer_posted_to_the_other_process_completes_the_call(start: StartRu
     assert done["result"]["content"][0]["text"] == "deleted issue 5 in alpha", done
     assert forwards(b, "forwarded") == 2
     assert forwards(a, "forwarded") == 0
+
+
+def test_a_cancellation_through_one_process_stops_the_call_on_the_other(start: StartRuntime, tmp_path: Path) -> None:
+    a, b = pair(start, tmp_path, INTERACTIVE)
+    session_id = open_session(a, {"elicitation": {}})
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "delete_issue", "arguments": {"id": 5}}}
+    with httpx2.stream("POST", a.url, headers=headers(session_id), json=call, timeout=10) as response:
+        stream = messages(response.iter_lines())
+        next_message(stream, "elicitation/create")
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "changed my mind"}}
+        assert post(b, session_id, cancel).status_code == 202
+        # The call waiting on A stops now (its answer would have waited minutes).
+        answer = next(m for m in stream if m.get("id") == 7)
+    assert "cancelled" in answer["error"]["message"], answer
+
+
+def test_pings_answered_through_one_process_keep_the_stream_on_the_other(start: StartRuntime, tmp_path: Path) -> None:
+    a, b = pair(start, tmp_path, WEATHER, "--ping-interval", "300ms", "--ping-timeout", "1s")
+    session_id = open_session(a)
+    get_headers = dict(headers(session_id), Accept="text/event-stream")
+    with httpx2.stream("GET", a.url, headers=get_headers, timeout=httpx2.Timeout(10, read=5)) as stream_response:
+        stream = messages(stream_response.iter_lines())
+        for _ in range(4):
+            ping = next_message(stream, "ping")
+            assert post(b, session_id, {"jsonrpc": "2.0", "id": ping["id"], "result": {}}).status_code == 202
+    # Past every ping's deadline: each was answered in time, through B, and A kept the session.
+    time.sleep(1.5)
+    assert a.metric("mcp_ping_failures_total") == 0
+    assert request(a, session_id, 2, "tools/list")["result"]["tools"]
 
 
 def test_set_level_through_one_process_applies_to_calls_on_the_other(start: StartRuntime, tmp_path: Path) -> None:
