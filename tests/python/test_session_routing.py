@@ -2,7 +2,7 @@
 (--advertise-address): a legacy session lives on the process that opened it, and what a client
 sends for it through the other process is forwarded there. Raw HTTP, so each test picks the
 process every request goes to (as a load balancer would spread them); then the official SDK
-with its requests spread over both. Each assertion fails without routing: the other process
+with its requests spread over both. Each test fails without routing: the other process
 would adopt the session and keep its own copy of its state."""
 
 from __future__ import annotations
