@@ -7,6 +7,7 @@
 mod bodies;
 mod limits;
 mod reload;
+mod rounds;
 mod sessions;
 mod sse;
 mod support;
