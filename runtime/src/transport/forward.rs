@@ -10,7 +10,8 @@
 //! itself (never forwards it again) and marks its answer; an answer without the mark came from
 //! something that is not a replica of this server, and the request is served here. An owner
 //! that cannot be reached (it is gone) or is no replica is left alone for a few seconds, and
-//! its sessions are adopted here, as without routing. Nothing but the sealed id decides where a request goes.
+//! its sessions are adopted here, as without routing. Nothing but the sealed id decides where a
+//! request goes.
 
 use super::AppState;
 use super::authn::session_id;
@@ -41,7 +42,8 @@ const SERVED_HEADER: &str = "kube-mcp-served";
 /// The purpose a hop token is sealed for (a session id or request state never opens as one).
 const HOP_PURPOSE: &[u8] = b"kube-mcp forwarded request";
 
-/// A hop token older than this (or from further in the future) is ignored.
+/// A hop token older than this (or from further in the future: pods' clocks agree far better)
+/// is ignored.
 const HOP_TOKEN_AGE: u64 = 60;
 
 /// Longest wait for a connection to the owner before it counts as gone.
