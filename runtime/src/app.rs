@@ -8,7 +8,7 @@ use crate::metrics::Metrics;
 use crate::reload;
 use crate::server::{ListenLimit, Server, ServerSettings};
 use crate::sessions::{Sealer, SessionSettings, SessionStore, read_key};
-use crate::transport::{self, AppState, BodyBudget, HttpSettings};
+use crate::transport::{self, AppState, BodyBudget, Forwarder, HttpSettings};
 use anyhow::Context as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -33,6 +33,9 @@ pub struct RunConfig {
     pub sessions: SessionSettings,
     /// Shared session key file; `None` uses a random key (a single replica).
     pub session_key_file: Option<PathBuf>,
+    /// This replica's MCP address as the other replicas reach it: sealed into the ids of the
+    /// sessions it opens, which the others then route here. `None`: no routing.
+    pub advertise_address: Option<SocketAddr>,
     /// Dispatch settings.
     pub server: ServerSettings,
     /// Compile settings.
@@ -97,7 +100,18 @@ pub async fn serve(
         Server::new(compiled, config.server.clone(), metrics.clone())
             .with_sealer(Arc::new(sealer.clone())),
     );
-    let sessions = Arc::new(SessionStore::new(sealer, config.sessions.clone(), metrics));
+    // A forwarded GET stream holds one forward: as many as there may be sessions, plus room
+    // for their other requests.
+    let forwarder = config.advertise_address.map(|_| {
+        Forwarder::new(
+            sealer.clone(),
+            config.sessions.max_sessions.saturating_mul(2),
+        )
+    });
+    let sessions = Arc::new(
+        SessionStore::new(sealer, config.sessions.clone(), metrics)
+            .with_owner(config.advertise_address),
+    );
     let state = Arc::new(AppState {
         server: server.clone(),
         sessions,
@@ -106,6 +120,7 @@ pub async fn serve(
         listen_streams: ListenLimit::new(config.sessions.max_sessions),
         auth,
         bodies: BodyBudget::new(&config.http),
+        forwarder,
     });
     let admin_state = Arc::new(AdminState {
         server: server.clone(),

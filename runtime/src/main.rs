@@ -8,7 +8,7 @@ use mcp_runtime::server::ServerSettings;
 use mcp_runtime::sessions::SessionSettings;
 use mcp_runtime::transport::{HttpSettings, OriginPolicy, check_path_prefix};
 use mcp_runtime::{audit, telemetry};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -98,6 +98,13 @@ struct ServeArgs {
     /// Default: a random key (one replica only).
     #[arg(long, value_name = "FILE")]
     session_key_file: Option<PathBuf>,
+    /// This replica's address as the other replicas reach it (IP, or IP:PORT; without a port,
+    /// the --listen port), such as the pod IP. The sessions it opens name it, and a request
+    /// another replica (with the same --session-key-file and this flag) receives for one of
+    /// them is forwarded here, so a session's stream, log level, subscriptions and answers to
+    /// the server's questions all meet on one replica. Default: no routing.
+    #[arg(long, value_name = "ADDR", value_parser = advertise_address)]
+    advertise_address: Option<Advertised>,
     /// Interval of `:` keep-alive comments on SSE streams (keeps proxies from cutting them).
     #[arg(long, value_name = "DURATION", default_value_t = HttpSettings::default().keepalive.into(), value_parser = positive_duration)]
     sse_keepalive: humantime::Duration,
@@ -247,6 +254,10 @@ fn config(args: ServeArgs) -> RunConfig {
             ping_timeout: args.ping_timeout.into(),
         },
         session_key_file: args.session_key_file,
+        advertise_address: args.advertise_address.map(|advertised| match advertised {
+            Advertised::Address(address) => address,
+            Advertised::Ip(ip) => SocketAddr::new(ip, args.listen.port()),
+        }),
         server: ServerSettings {
             page_size: args.page_size,
         },
@@ -270,6 +281,31 @@ fn config(args: ServeArgs) -> RunConfig {
             keys: KeySettings::default(),
         },
     }
+}
+
+/// An `--advertise-address`: with or without a port.
+#[derive(Clone, Copy)]
+enum Advertised {
+    Address(SocketAddr),
+    Ip(IpAddr),
+}
+
+/// An address other replicas can connect to: a specific IP (IPv6 in brackets when a port
+/// follows), and a port other than 0.
+fn advertise_address(value: &str) -> Result<Advertised, String> {
+    let parsed = match (value.parse::<SocketAddr>(), value.parse::<IpAddr>()) {
+        (Ok(address), _) if address.port() != 0 => Advertised::Address(address),
+        (_, Ok(ip)) => Advertised::Ip(ip),
+        _ => return Err("expected an IP address, or IP:PORT ([IPv6]:PORT)".into()),
+    };
+    let ip = match parsed {
+        Advertised::Address(address) => address.ip(),
+        Advertised::Ip(ip) => ip,
+    };
+    if ip.is_unspecified() || ip.is_multicast() {
+        return Err("other replicas cannot connect to this address".into());
+    }
+    Ok(parsed)
 }
 
 /// A page size: 1 to 65535 items.
@@ -304,6 +340,33 @@ fn positive_duration(text: &str) -> Result<humantime::Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn advertised_addresses_are_ones_replicas_can_reach() {
+        use super::{Advertised, advertise_address};
+        assert!(matches!(
+            advertise_address("10.1.2.3"),
+            Ok(Advertised::Ip(_))
+        ));
+        assert!(matches!(
+            advertise_address("fd00::7"),
+            Ok(Advertised::Ip(_))
+        ));
+        assert!(matches!(
+            advertise_address("[fd00::7]:8080"),
+            Ok(Advertised::Address(a)) if a.port() == 8080
+        ));
+        for bad in [
+            "0.0.0.0",
+            "[::]:8080",
+            "10.1.2.3:0",
+            "pod.local:8080",
+            "",
+            "224.0.0.1",
+        ] {
+            assert!(advertise_address(bad).is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn intervals_must_be_longer_than_zero() {
         // `--reload-interval 0s` panicked the reload task.

@@ -92,6 +92,14 @@ pub struct InputOutcome {
     pub outcome: &'static str,
 }
 
+/// Labels of `mcp_session_forwards_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ForwardOutcome {
+    /// `forwarded` (the owner answered), `unreachable` or `not_owner` (served here instead),
+    /// `busy` (too many forwards at once: 503) or `error` (the owner failed mid-request: 502).
+    pub outcome: &'static str,
+}
+
 /// Every metric the runtime exports.
 pub struct Metrics {
     registry: Registry,
@@ -108,6 +116,7 @@ pub struct Metrics {
     declaration: Family<HashLabel, Gauge>,
     auth_failures: Family<AuthFailure, Counter>,
     input_requests: Family<InputOutcome, Counter>,
+    session_forwards: Family<ForwardOutcome, Counter>,
     /// Handles on each method's series (by its index in `methods::ALL`, then `other`).
     by_method: Box<[MethodSeries]>,
 }
@@ -199,6 +208,12 @@ impl Default for Metrics {
             "Questions interactive items asked clients (outcome=asked), and their answers",
             input_requests.clone(),
         );
+        let session_forwards = Family::<ForwardOutcome, Counter>::default();
+        registry.register(
+            "mcp_session_forwards",
+            "Legacy-session requests for a session another replica owns, by outcome",
+            session_forwards.clone(),
+        );
         let declaration = Family::<HashLabel, Gauge>::default();
         registry.register(
             "mcp_runtime_declaration_info",
@@ -226,6 +241,7 @@ impl Default for Metrics {
             declaration,
             auth_failures,
             input_requests,
+            session_forwards,
             by_method: (0..=crate::protocol::methods::ALL.len())
                 .map(|_| MethodSeries::default())
                 .collect(),
@@ -303,6 +319,13 @@ impl Metrics {
     pub fn input_request(&self, kind: &'static str, outcome: &'static str) {
         self.input_requests
             .get_or_create(&InputOutcome { kind, outcome })
+            .inc();
+    }
+
+    /// Counts a request for a session another replica owns (`outcome` from a fixed set).
+    pub fn session_forward(&self, outcome: &'static str) {
+        self.session_forwards
+            .get_or_create(&ForwardOutcome { outcome })
             .inc();
     }
 

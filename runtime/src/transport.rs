@@ -4,6 +4,7 @@
 
 mod authn;
 mod body;
+mod forward;
 mod gate;
 mod guard;
 mod headers;
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use authn::Caller;
 pub use body::BodyBudget;
+pub use forward::Forwarder;
 pub use guard::OriginPolicy;
 
 /// HTTP settings of the MCP port.
@@ -98,6 +100,9 @@ pub struct AppState {
     pub auth: Arc<AuthState>,
     /// Bounds the large bodies read and parsed at once.
     pub bodies: BodyBudget,
+    /// Hands requests for another replica's sessions to it (`--advertise-address`); `None`:
+    /// every session is served wherever its requests arrive.
+    pub forwarder: Option<Forwarder>,
 }
 
 /// The MCP routes: at the root (in-cluster clients, through the Service) and, with a path
@@ -125,6 +130,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         // Every MCP route is authenticated (when the declaration asks for it); the metadata is
         // not (clients read it to learn how to authenticate).
         .route_layer(gate::AuthnLayer(state.clone()))
+        // Before authentication: the replica a request is handed to authenticates it. Only a
+        // request that names a session can be another replica's.
+        .route_layer(gate::SessionsOnly(axum::middleware::from_fn_with_state(
+            state.clone(),
+            forward::route,
+        )))
         .fallback(authn::metadata)
         .layer(gate::EdgeLayer(state.clone()))
         .layer(DefaultBodyLimit::max(max_body))

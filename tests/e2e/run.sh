@@ -171,8 +171,8 @@ session_key() {
 check "the session key is 32 random bytes, immutable" session_key
 check "the ConfigMap holds the runtime manifest" holds configmap weather-manifest \
   '.data["manifest.yaml"] | test("kind: MCPServer") and test("name: weather") and (test("replicas") | not)'
-check "the Deployment runs the runtime hardened, with the manifest and session key mounted" holds deployment weather \
-  '.spec.template.spec.containers[0] as $c | $c.args[0] == "serve" and ($c.args | index("--session-key-file")) and $c.securityContext.readOnlyRootFilesystem and $c.securityContext.runAsNonRoot and ($c.volumeMounts | map(.mountPath) | index("/etc/kube-mcp"))'
+check "the Deployment runs the runtime hardened, with the manifest and session key mounted, advertising its pod IP" holds deployment weather \
+  '.spec.template.spec.containers[0] as $c | $c.args[0] == "serve" and ($c.args | index("--session-key-file")) and ($c.args[($c.args | index("--advertise-address")) + 1] == "$(KUBE_MCP_POD_IP)") and ([$c.env[] | select(.name == "KUBE_MCP_POD_IP") | .valueFrom.fieldRef.fieldPath] == ["status.podIP"]) and $c.securityContext.readOnlyRootFilesystem and $c.securityContext.runAsNonRoot and ($c.volumeMounts | map(.mountPath) | index("/etc/kube-mcp"))'
 check "the Deployment controller made pods from it (Pending: no kubelet)" eventually 30 bash -c \
   "(( \$(kubectl -n $NS get pods -l kube-mcp.io/server=weather -o name | grep -c pod/) >= 2 ))"
 check "the Ingress routes only the MCP endpoints, SSE-safe" holds ingress weather \

@@ -315,10 +315,11 @@ check "back to exposure: ingress prunes the HTTPRoute and writes an Ingress with
 
 # ----------------------------------------------------------------------------------------------
 log "NetworkPolicy per server"
-check "the server has a NetworkPolicy admitting the ingress namespaces, the operator and monitoring" \
+check "the server has a NetworkPolicy admitting the ingress namespaces, the operator, its own pods and monitoring" \
   eventually 30 holds "$T2" networkpolicy weather '
     .spec.podSelector.matchLabels["kube-mcp.io/server"] == "weather" and .spec.policyTypes == ["Ingress"] and
-    ([.spec.ingress[0].from[].namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["ingress-nginx", "gateway-system", "'"$SYSTEM_NS"'"]) and
+    ([.spec.ingress[0].from[] | select(.namespaceSelector) | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["ingress-nginx", "gateway-system", "'"$SYSTEM_NS"'"]) and
+    ([.spec.ingress[0].from[] | select(.namespaceSelector == null) | .podSelector.matchLabels["kube-mcp.io/server"]] == ["weather"]) and
     .spec.ingress[0].ports[0].port == "http" and .spec.ingress[1].ports[0].port == "admin" and
     .spec.ingress[1].from[0].namespaceSelector.matchLabels["kubernetes.io/metadata.name"] == "monitoring"'
 check "spec.networkPolicy.from adds peers" bash -c "

@@ -5,7 +5,8 @@
 #   tests/monitoring/promql-check/go.mod) runs `check rules` and `test rules` (a unit test per alert);
 # - the chart, rendered with every monitoring toggle on, passes server-side dry run on a real
 #   control plane that has the Prometheus Operator CRDs (from their Go module);
-# - a live mcp-runtime (with traffic: tool calls, an isError result, upstream calls) and a live
+# - a live mcp-runtime (with traffic: tool calls, an isError result, upstream calls, a request
+#   forwarded to a second replica that owns its session) and a live
 #   mcp-operator (reconciling on that control plane, including a failing reconcile) are scraped,
 #   and promql-check parses every expression of the rules and dashboards with Prometheus' own
 #   parser and fails on any metric or label they do not export.
@@ -165,8 +166,17 @@ RT_PORT=$(free_port)
 RT_ADMIN=$(free_port)
 # Tracing on, so the duration histograms carry trace exemplars for Prometheus' parser to read;
 # the spans go to a closed port (the export fails quietly, the exemplars are the point here).
+# A second replica (the same session key, both advertising their address) owns a legacy session
+# that the first then forwards to it.
+head -c 32 /dev/urandom >"$WORK/session.key"
+PEER_PORT=$(free_port)
 target/debug/mcp-runtime serve --manifest "$WORK/manifest.yaml" --listen "127.0.0.1:$RT_PORT" \
-  --admin-listen "127.0.0.1:$RT_ADMIN" --otlp-endpoint "http://127.0.0.1:$(free_port)" >"$WORK/runtime.log" 2>&1 &
+  --admin-listen "127.0.0.1:$RT_ADMIN" --otlp-endpoint "http://127.0.0.1:$(free_port)" \
+  --session-key-file "$WORK/session.key" --advertise-address 127.0.0.1 >"$WORK/runtime.log" 2>&1 &
+PIDS+=($!)
+target/debug/mcp-runtime serve --manifest "$WORK/manifest.yaml" --listen "127.0.0.1:$PEER_PORT" \
+  --admin-listen "127.0.0.1:$(free_port)" --session-key-file "$WORK/session.key" \
+  --advertise-address 127.0.0.1 >"$WORK/peer.log" 2>&1 &
 PIDS+=($!)
 check "mcp-runtime is ready" eventually 30 curl -fsS --max-time 2 "http://127.0.0.1:$RT_ADMIN/readyz"
 eventually 10 curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$UPSTREAM_PORT/ok.json"
@@ -189,6 +199,18 @@ check "tool calls answer (declared, isError, upstream 200 and 404, a question)" 
 scraped() { curl -fsS "http://127.0.0.1:$RT_ADMIN/metrics" | grep -E "$1"; }
 check "the runtime counted the upstream 404" scraped '^mcp_upstream_requests_total\{tool="fetch",code="404"\} 1$'
 check "the runtime counted the question" scraped '^mcp_input_requests_total\{kind="elicitation",outcome="asked"\} 1$'
+forwarded() {
+  local session
+  session=$(curl -fsS --max-time 10 -D - -o /dev/null "http://127.0.0.1:$PEER_PORT/mcp" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"monitoring-test","version":"1"}}}' |
+    tr -d '\r' | sed -n 's/^mcp-session-id: //Ip') &&
+    curl -fsS --max-time 10 "http://127.0.0.1:$RT_PORT/mcp" -H 'Content-Type: application/json' \
+      -H 'Accept: application/json, text/event-stream' -H "Mcp-Session-Id: $session" \
+      -H 'MCP-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","id":2,"method":"ping"}' | grep -q '"result"'
+}
+check "a legacy session's request reaches the replica owning it" eventually 10 forwarded
+check "the runtime counted the forward" scraped '^mcp_session_forwards_total\{outcome="forwarded"\} 1$'
 
 # ---------------------------------------------------------------------------------------------------
 log "live mcp-operator: one server that reconciles, one whose Service a quota forbids"

@@ -341,3 +341,53 @@ async def test_audit_records_name_the_principal_never_the_token(
 def _audit_lines(rt: Runtime) -> list[dict]:
     lines = rt.log.read_text(errors="replace").splitlines()
     return [json.loads(line) for line in lines if line.startswith("{") and '"audit"' in line]
+
+
+async def test_a_session_is_checked_where_its_handler_looks_it_up(authed: Runtime, issuer: str) -> None:
+    """`POST /messages` serves the session of its `sessionId`: that one must be the caller's,
+    whatever `Mcp-Session-Id` the request also carries."""
+    reader = client_credentials(issuer, "reader", "mcp", authed.base)
+    writer = client_credentials(issuer, "writer", "mcp issues:write", authed.base)
+    mine = httpx2.post(authed.url, headers=dict(JSON_AND_SSE, Authorization=f"Bearer {writer}"), json=initialize_body(), timeout=10)
+    assert mine.status_code == 200, mine.text
+    timeout = httpx2.Timeout(10, read=20)
+    with httpx2.stream("GET", authed.sse_url, headers={"Authorization": f"Bearer {reader}"}, timeout=timeout) as stream:
+        endpoint = next(line[len("data:") :].strip() for line in stream.iter_lines() if line.startswith("data:"))
+        headers = {"Authorization": f"Bearer {writer}", "Mcp-Session-Id": mine.headers["mcp-session-id"]}
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        r = httpx2.post(f"{authed.base}{endpoint}", headers=headers, json=ping, timeout=10)
+        # Before, the header's session was checked and the reader's stream served the writer.
+        assert r.status_code == 403, r.text
+    assert authed.metric("mcp_auth_failures_total", reason="wrong_principal") == 1
+
+
+async def test_a_forwarded_request_is_authenticated_by_the_owner(start: StartRuntime, tmp_path: Path, issuer: str) -> None:
+    """Two processes routing legacy sessions (--advertise-address): a request sent through the
+    other process reaches the owner with its token, and the owner decides."""
+    key = tmp_path / "shared.key"
+    key.write_bytes(bytes(range(32)))
+    public = "http://127.0.0.1/auth-demo"
+    flags = ("--session-key-file", str(key), "--advertise-address", "127.0.0.1", "--public-url", public)
+    manifest = tmp_path / "manifest" / "auth.yaml"
+    manifest.parent.mkdir()
+    manifest.write_text(MANIFEST.replace("ISSUER", issuer))
+    a, b = start(manifest, extra_args=flags, name="a"), start(manifest, extra_args=flags, name="b")
+    reader = client_credentials(issuer, "reader", "mcp", public)
+    writer = client_credentials(issuer, "writer", "mcp issues:write", public)
+    headers = dict(JSON_AND_SSE, Authorization=f"Bearer {reader}")
+    r = httpx2.post(a.url, headers=headers, json=initialize_body(), timeout=10)
+    assert r.status_code == 200, r.text
+    own = dict(headers, **{"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"})
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    assert httpx2.post(b.url, headers=own, json=ping, timeout=10).status_code == 200
+    r = httpx2.post(b.url, headers=dict(own, Authorization=f"Bearer {writer}"), json=ping, timeout=10)
+    assert r.status_code == 403
+    anonymous = {k: v for k, v in own.items() if k != "Authorization"}
+    r = httpx2.post(b.url, headers=anonymous, json=ping, timeout=10)
+    assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer resource_metadata=")
+    # The owner refused; the other process only relayed (and never logged the tokens).
+    assert a.metric("mcp_auth_failures_total", reason="wrong_principal") == 1
+    assert b.metric("mcp_auth_failures_total") == 0
+    assert b.metric("mcp_session_forwards_total", outcome="forwarded") == 3
+    for rt in (a, b):
+        assert reader.split(".")[1] not in rt.log_tail(1000) and writer.split(".")[1] not in rt.log_tail(1000)

@@ -144,6 +144,7 @@ mod tests {
     use super::*;
     use crate::reconcile::test_support::server;
     use crate::reconcile::validate::validate;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     /// A server using every deployment field that shapes the children.
     fn weather() -> MCPServer {
@@ -415,7 +416,8 @@ mod tests {
             children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy;
         insta::assert_yaml_snapshot!("weather_network_policy", policy);
 
-        // Nobody listed for a port: no rule for it (an empty rule would admit everyone).
+        // Nobody listed for a port: no rule for it (an empty rule would admit everyone); the
+        // MCP port admits the server's own pods (replicas forward session requests).
         config.network = NetworkConfig {
             enabled: true,
             ..Default::default()
@@ -423,7 +425,12 @@ mod tests {
         let policy = children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config)
             .network_policy
             .unwrap();
-        assert_eq!(policy.spec.unwrap().ingress, Some(vec![]));
+        let rules = policy.spec.unwrap().ingress.unwrap();
+        assert_eq!(rules.len(), 1);
+        assert_eq!(
+            rules[0].ports.as_ref().unwrap()[0].port,
+            Some(IntOrString::String("http".into()))
+        );
 
         let mut opted_out = weather();
         opted_out.spec.deployment.network_policy = Some(crate::resource::NetworkPolicySpec {
@@ -586,6 +593,7 @@ mod tests {
             .env
             .iter()
             .flatten()
+            .filter(|e| e.name != "KUBE_MCP_POD_IP")
             .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
             .collect();
         let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
@@ -618,9 +626,59 @@ mod tests {
         );
         let pod = build(&quiet).deployment.spec.template.spec.unwrap();
         let container = &pod.containers[0];
-        assert!(container.env.is_none());
+        let names: Vec<&str> = container
+            .env
+            .iter()
+            .flatten()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(names, ["KUBE_MCP_POD_IP"]);
         let args = container.args.clone().unwrap().join(" ");
         assert!(!args.contains("--otlp-endpoint") && args.contains("--audit-log stdout"));
+    }
+
+    #[test]
+    fn replicas_advertise_their_pod_ip_and_admit_each_other() {
+        let server = server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              env: [{name: KUBE_MCP_POD_IP, value: "10.9.9.9"}]
+            "#,
+        );
+        let pod = build(&server).deployment.spec.template.spec.unwrap();
+        let container = &pod.containers[0];
+        let args = container.args.clone().unwrap();
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--advertise-address", "$(KUBE_MCP_POD_IP)"]),
+            "{args:?}"
+        );
+        // The downward API's pod IP, which the spec cannot replace.
+        let env = container.env.clone().unwrap();
+        assert_eq!(env.len(), 1, "{env:?}");
+        let field = env[0].value_from.as_ref().unwrap().field_ref.as_ref();
+        assert_eq!(field.unwrap().field_path, "status.podIP");
+
+        let config = BuildConfig {
+            network: NetworkConfig {
+                enabled: true,
+                ..Default::default()
+            },
+            ..BuildConfig::default()
+        };
+        let accepted = validate(&server).unwrap();
+        let policy = children(&server, &accepted.manifest_yaml, &accepted.hash, &config)
+            .network_policy
+            .unwrap();
+        let rules = policy.spec.unwrap().ingress.unwrap();
+        assert_eq!(rules.len(), 1);
+        let peers = rules[0].from.clone().unwrap();
+        assert_eq!(peers.len(), 1);
+        assert_eq!(peers[0].namespace_selector, None);
+        let pods = peers[0].pod_selector.clone().unwrap().match_labels.unwrap();
+        assert_eq!(pods, super::meta::selector_labels(&server));
     }
 
     #[test]

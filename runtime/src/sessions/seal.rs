@@ -26,6 +26,12 @@ pub struct SealedSession {
     /// authenticated: the session serves only that principal (base64).
     #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// Address (`IP:PORT`) of the replica that holds the session's state, when replicas route
+    /// to each other (`--advertise-address`): requests another replica receives for it go
+    /// there. Sealed, so a client cannot point a replica anywhere else. Ids sealed before
+    /// owners existed have none and are served wherever they arrive.
+    #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// Seals and opens session ids (and other tokens, each sealed for its purpose).
@@ -52,7 +58,7 @@ impl Sealer {
     /// A new id for `session` (a random nonce makes every id unique). Ids are URL-safe base64,
     /// which is visible ASCII as Streamable HTTP requires.
     pub fn seal(&self, session: &SealedSession) -> String {
-        // Serializing two plain fields cannot fail.
+        // Serializing plain strings and a number cannot fail.
         let plain = serde_json::to_vec(session).unwrap_or_default();
         self.seal_bytes(b"", &plain)
     }
@@ -124,6 +130,7 @@ mod tests {
             principal: None,
             version: "2025-11-25".into(),
             created: 1_700_000_000,
+            owner: None,
         }
     }
 
@@ -133,6 +140,20 @@ mod tests {
         let id = Sealer::new(&key).seal(&session());
         assert!(id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
         assert_eq!(Sealer::new(&key).open(&id), Some(session()));
+    }
+
+    #[test]
+    fn the_owner_round_trips_and_ids_without_one_still_open() {
+        let key = [7u8; KEY_LEN];
+        let owned = SealedSession {
+            owner: Some("10.0.0.7:8080".into()),
+            ..session()
+        };
+        let id = Sealer::new(&key).seal(&owned);
+        assert_eq!(Sealer::new(&key).open(&id), Some(owned));
+        // An id sealed before owners existed: the same JSON without "o".
+        let old = Sealer::new(&key).seal_bytes(b"", br#"{"v":"2025-11-25","t":1700000000}"#);
+        assert_eq!(Sealer::new(&key).open(&old), Some(session()));
     }
 
     #[test]
@@ -174,9 +195,10 @@ mod tests {
             at in proptest::prelude::any::<usize>(),
             with in "[A-Za-z0-9_-]",
             principal in proptest::option::of("[A-Za-z0-9_-]{22}"),
+            owner in proptest::option::of("[0-9.:]{7,21}"),
         ) {
             let sealer = Sealer::new(&[3u8; KEY_LEN]);
-            let sealed = SealedSession { version, created, principal };
+            let sealed = SealedSession { version, created, principal, owner };
             let id = sealer.seal(&sealed);
             proptest::prop_assert_eq!(sealer.open(&id), Some(sealed));
             let at = at % id.len();

@@ -1,5 +1,6 @@
 //! The sessions of this replica: opening (with a limit), finding (adopting sessions another
-//! replica opened, via the sealed id), ending, and idle expiry. Sharded map, no global lock.
+//! replica opened, via the sealed id), which replica owns a session this one does not hold,
+//! ending, and idle expiry. Sharded map, no global lock.
 
 use super::seal::{SealedSession, Sealer};
 use super::session::{Session, SessionTransport};
@@ -9,6 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -78,6 +80,9 @@ pub struct SessionStore {
     sealer: Sealer,
     settings: SessionSettings,
     metrics: Arc<Metrics>,
+    /// This replica's address as the others reach it, sealed into the ids it opens; `None`:
+    /// replicas do not route to each other.
+    owner: Option<SocketAddr>,
 }
 
 impl SessionStore {
@@ -92,7 +97,15 @@ impl SessionStore {
             sealer,
             settings,
             metrics,
+            owner: None,
         }
+    }
+
+    /// The store of a replica the others reach at `owner`: the ids it opens name it, and
+    /// [`Self::remote_owner`] names other replicas' sessions.
+    pub fn with_owner(mut self, owner: Option<SocketAddr>) -> Self {
+        self.owner = owner;
+        self
     }
 
     /// The settings.
@@ -139,6 +152,7 @@ impl SessionStore {
                 .to_owned(),
             created: now_unix(),
             principal: principal.map(|p| URL_SAFE_NO_PAD.encode(p)),
+            owner: self.owner.map(|owner| owner.to_string()),
         };
         let id = self.sealer.seal(&sealed);
         let mut session = Session::new(id, transport, version, sealed.created);
@@ -153,6 +167,23 @@ impl SessionStore {
             return Some(session.principal);
         }
         self.sealer.open(id).map(|sealed| sealed_principal(&sealed))
+    }
+
+    /// The replica to hand a request for session `id` to: the owner its sealed id names, when
+    /// this replica routes, does not hold the session itself (a session adopted here stays
+    /// here), did not end it, and is not that owner. `None`: serve the request here, as for an
+    /// id that does not open, is too old, or names no owner (sealed before owners existed).
+    pub fn remote_owner(&self, id: &str) -> Option<SocketAddr> {
+        let me = self.owner?;
+        if self.sessions.contains_key(id) || self.ended.contains_key(id) {
+            return None;
+        }
+        let sealed = self.sealer.open(id)?;
+        if now_unix().saturating_sub(sealed.created) > MAX_SESSION_AGE.as_secs() {
+            return None;
+        }
+        let owner: SocketAddr = sealed.owner?.parse().ok()?;
+        (owner != me).then_some(owner)
     }
 
     /// Inserts `session`, or returns the one a concurrent request already inserted under its id
@@ -415,9 +446,47 @@ mod tests {
             principal: None,
             version: "2025-11-25".into(),
             created: now_unix() - MAX_SESSION_AGE.as_secs() - 10,
+            owner: None,
         };
         let store = store(1, SessionSettings::default());
         assert!(store.find(&sealer.seal(&old)).unwrap().is_none());
+    }
+
+    #[test]
+    fn requests_for_another_replicas_session_go_to_its_owner() {
+        let a: SocketAddr = "10.0.0.1:8080".parse().unwrap();
+        let b: SocketAddr = "10.0.0.2:8080".parse().unwrap();
+        let first = store(1, SessionSettings::default()).with_owner(Some(a));
+        let second = store(1, SessionSettings::default()).with_owner(Some(b));
+        let version = Some(LegacyVersion::V2025_11_25);
+        let id = first
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap()
+            .id
+            .clone();
+        // The owner serves its own sessions; the other replica hands them over.
+        assert_eq!(first.remote_owner(&id), None);
+        assert_eq!(second.remote_owner(&id), Some(a));
+        // A replica that does not route, and a foreign key, serve locally.
+        assert_eq!(store(1, SessionSettings::default()).remote_owner(&id), None);
+        let foreign = store(2, SessionSettings::default()).with_owner(Some(b));
+        assert_eq!(foreign.remote_owner(&id), None);
+        // Once adopted here (its owner was unreachable), the session stays here.
+        assert!(second.find(&id).unwrap().is_some());
+        assert_eq!(second.remote_owner(&id), None);
+        // Ids without an owner (sealed by a replica that does not route) stay where they land.
+        let unowned = store(1, SessionSettings::default())
+            .open(SessionTransport::StreamableHttp, version)
+            .unwrap()
+            .id
+            .clone();
+        assert_eq!(second.remote_owner(&unowned), None);
+        // Ended here: answered here (404), not handed over.
+        let third = store(1, SessionSettings::default()).with_owner(Some(b));
+        let other = first.open(SessionTransport::Sse, None).unwrap().id.clone();
+        assert!(third.find(&other).unwrap().is_some());
+        assert!(third.end(&other));
+        assert_eq!(third.remote_owner(&other), None);
     }
 
     #[test]

@@ -106,8 +106,12 @@ fn refuse(state: &AppState, authenticator: &Authenticator, refusal: &Refusal) ->
     response
 }
 
-fn session_id(request: &Request) -> Option<String> {
-    if let Some(value) = request.headers().get(SESSION_HEADER) {
+/// The session a request names, where its handler reads it: the `sessionId` query of
+/// `/messages`, the `Mcp-Session-Id` header elsewhere (checking one while the handler serves the
+/// other would let a request bound to one principal reach another's session).
+pub(super) fn session_id(request: &Request) -> Option<String> {
+    if !request.uri().path().ends_with("/messages") {
+        let value = request.headers().get(SESSION_HEADER)?;
         return value.to_str().ok().map(str::to_owned);
     }
     form_urlencoded::parse(request.uri().query()?.as_bytes())

@@ -1,5 +1,6 @@
-//! The two checks in front of the MCP routes, as tower layers: the Host/Origin check on every
-//! request ([`Edge`]) and bearer authentication on the MCP routes ([`Authn`]). No I/O of their
+//! The checks in front of the MCP routes, as tower layers: the Host/Origin check on every
+//! request ([`Edge`]), bearer authentication on the MCP routes ([`Authn`]), and
+//! [`SessionsOnly`], which keeps session-only middleware off stateless requests. No I/O of their
 //! own (authentication may fetch keys, in `authn`).
 //!
 //! Written as services rather than `axum::middleware::from_fn`: a `from_fn` middleware boxes its
@@ -8,6 +9,7 @@
 //! to check). Here a request that passes goes straight to the inner service, unboxed; only an
 //! authenticated request takes the boxed, asynchronous way.
 
+use super::headers::names;
 use super::{AppState, authn, guard};
 use axum::extract::Request;
 use axum::response::Response;
@@ -111,5 +113,64 @@ where
             let run = |request| inner.call(request);
             Ok(authn::authenticate(&state, decided, request, run).await)
         }))
+    }
+}
+
+/// Applies the layer `L` only to requests that name a legacy session (the `Mcp-Session-Id`
+/// header, or a query on `/messages`, where `sessionId` travels); others go straight to the
+/// inner service. For a middleware with nothing to do without a session (forwarding a request
+/// to the replica owning its session), so that stateless requests do not pay for it.
+#[derive(Clone)]
+pub struct SessionsOnly<L>(pub L);
+
+impl<S: Clone, L: Layer<S>> Layer<S> for SessionsOnly<L> {
+    type Service = SessionsOnlyService<S, L::Service>;
+    fn layer(&self, inner: S) -> Self::Service {
+        SessionsOnlyService {
+            plain: inner.clone(),
+            layered: self.0.layer(inner),
+        }
+    }
+}
+
+/// The service of [`SessionsOnly`].
+#[derive(Clone)]
+pub struct SessionsOnlyService<S, T> {
+    plain: S,
+    layered: T,
+}
+
+/// Whether `request` may name a session (when unsure, yes: the layered way decides).
+fn names_session(request: &Request) -> bool {
+    if request.uri().path().ends_with("/messages") {
+        request.uri().query().is_some()
+    } else {
+        request.headers().contains_key(names::SESSION)
+    }
+}
+
+impl<S, T> Service<Request> for SessionsOnlyService<S, T>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    T: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, T::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Both ways are the same routes underneath: ready together.
+        match self.plain.poll_ready(cx) {
+            Poll::Ready(Ok(())) => self.layered.poll_ready(cx),
+            pending => pending,
+        }
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        if names_session(&request) {
+            Either::Right(self.layered.call(request))
+        } else {
+            Either::Left(self.plain.call(request))
+        }
     }
 }

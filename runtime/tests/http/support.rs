@@ -54,6 +54,7 @@ pub fn config(manifest: PathBuf) -> RunConfig {
         http: HttpSettings::default(),
         sessions: SessionSettings::default(),
         session_key_file: None,
+        advertise_address: None,
         server: ServerSettings::default(),
         compile: CompileOptions::default(),
         reload_interval: Duration::from_millis(100),

@@ -10,9 +10,9 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
-    HTTPGetAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecretVolumeSource, SecurityContext, TopologySpreadConstraint, Volume,
-    VolumeMount,
+    EnvVarSource, HTTPGetAction, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec,
+    Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext,
+    TopologySpreadConstraint, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -34,6 +34,8 @@ pub const SECRETS_DIR: &str = "/var/run/kube-mcp/secrets";
 /// Unprivileged user and group of the runtime (distroless `nonroot`).
 const RUNTIME_UID: i64 = 65532;
 const CONTAINER: &str = "mcp-runtime";
+/// The variable holding the pod's IP (from the downward API), for `--advertise-address`.
+const POD_IP_VAR: &str = "KUBE_MCP_POD_IP";
 
 /// The Deployment running the runtime for `server`.
 pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
@@ -260,6 +262,9 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         flag("--public-url", public_url(server, config));
     }
     flag("--session-key-file", format!("{SESSION_KEY_DIR}/key"));
+    // Replicas reach each other on the MCP port at their pod IPs: a legacy session's requests
+    // are forwarded to the replica holding it (the kubelet expands the variable).
+    flag("--advertise-address", format!("$({POD_IP_VAR})"));
     if let Some(sessions) = &spec.sessions {
         if let Some(timeout) = &sessions.idle_timeout {
             flag("--session-idle-timeout", timeout.clone());
@@ -290,12 +295,22 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
     args
 }
 
-/// The container's environment: `spec.env`, after the OpenTelemetry variables that name the
-/// server in traces (and the sampler) when tracing is on; a variable `spec.env` sets itself is
-/// left to it.
+/// The container's environment: the pod's IP (for `--advertise-address`), `spec.env`, after the
+/// OpenTelemetry variables that name the server in traces (and the sampler) when tracing is on;
+/// a variable `spec.env` sets itself is left to it.
 fn env(server: &MCPServer) -> Option<Vec<EnvVar>> {
     let spec = &server.spec.deployment;
-    let mut env = Vec::new();
+    let mut env = vec![EnvVar {
+        name: POD_IP_VAR.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "status.podIP".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }];
     if let Some(telemetry) = spec
         .telemetry
         .as_ref()
@@ -329,8 +344,8 @@ fn env(server: &MCPServer) -> Option<Vec<EnvVar>> {
                 }),
         );
     }
-    env.extend(spec.env.iter().cloned());
-    (!env.is_empty()).then_some(env)
+    env.extend(spec.env.iter().filter(|e| e.name != POD_IP_VAR).cloned());
+    Some(env)
 }
 
 fn mount(volume: &str, path: &str) -> VolumeMount {

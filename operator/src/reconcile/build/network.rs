@@ -1,6 +1,7 @@
 //! The server's NetworkPolicy: its pods admit, on the MCP port, the namespaces the ingress or
-//! gateway runs in, the operator (which checks what the pods serve) and the peers the spec adds;
-//! on the admin port, the monitoring namespaces. Egress is the platform's to restrict. Pure.
+//! gateway runs in, the operator (which checks what the pods serve), each other (a legacy
+//! session's requests are forwarded to the replica holding it) and the peers the spec adds; on
+//! the admin port, the monitoring namespaces. Egress is the platform's to restrict. Pure.
 
 use super::BuildConfig;
 use super::meta::{child_meta, selector_labels};
@@ -56,6 +57,14 @@ pub fn network_policy(server: &MCPServer, config: &BuildConfig) -> Option<Networ
             ),
         ));
     }
+    // The server's own pods (in its namespace): replicas forward session requests to each other.
+    mcp_peers.push(NetworkPolicyPeer {
+        pod_selector: Some(LabelSelector {
+            match_labels: Some(selector_labels(server)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
     mcp_peers.extend(declared.map(|n| n.from.clone()).unwrap_or_default());
     let admin_peers: Vec<NetworkPolicyPeer> = network
         .monitoring_namespaces
