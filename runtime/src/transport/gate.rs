@@ -119,25 +119,26 @@ where
 /// Applies the layer `L` only to requests that name a legacy session (the `Mcp-Session-Id`
 /// header, or a query on `/messages`, where `sessionId` travels); others go straight to the
 /// inner service. For a middleware with nothing to do without a session (forwarding a request
-/// to the replica owning its session), so that stateless requests do not pay for it.
+/// to the replica owning its session), so that stateless requests do not pay for it: the
+/// layered service is built only for a request that may need it.
 #[derive(Clone)]
 pub struct SessionsOnly<L>(pub L);
 
-impl<S: Clone, L: Layer<S>> Layer<S> for SessionsOnly<L> {
-    type Service = SessionsOnlyService<S, L::Service>;
+impl<S, L: Clone> Layer<S> for SessionsOnly<L> {
+    type Service = SessionsOnlyService<S, L>;
     fn layer(&self, inner: S) -> Self::Service {
         SessionsOnlyService {
-            plain: inner.clone(),
-            layered: self.0.layer(inner),
+            inner,
+            layer: self.0.clone(),
         }
     }
 }
 
 /// The service of [`SessionsOnly`].
 #[derive(Clone)]
-pub struct SessionsOnlyService<S, T> {
-    plain: S,
-    layered: T,
+pub struct SessionsOnlyService<S, L> {
+    inner: S,
+    layer: L,
 }
 
 /// Whether `request` may name a session (when unsure, yes: the layered way decides).
@@ -149,28 +150,31 @@ fn names_session(request: &Request) -> bool {
     }
 }
 
-impl<S, T> Service<Request> for SessionsOnlyService<S, T>
+impl<S, L> Service<Request> for SessionsOnlyService<S, L>
 where
-    S: Service<Request, Response = Response, Error = Infallible>,
-    T: Service<Request, Response = Response, Error = Infallible>,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone,
+    L: Layer<S>,
+    L::Service: Service<Request, Response = Response, Error = Infallible> + Send + 'static,
+    <L::Service as Service<Request>>::Future: Send + 'static,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<S::Future, T::Future>;
+    type Future = Either<S::Future, BoxFuture<'static, Result<Response, Infallible>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        // Both ways are the same routes underneath: ready together.
-        match self.plain.poll_ready(cx) {
-            Poll::Ready(Ok(())) => self.layered.poll_ready(cx),
-            pending => pending,
-        }
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        if names_session(&request) {
-            Either::Right(self.layered.call(request))
-        } else {
-            Either::Left(self.plain.call(request))
+        if !names_session(&request) {
+            return Either::Left(self.inner.call(request));
         }
+        // The service polled ready stays here; the layered one gets a clone and is polled
+        // ready itself before it is called.
+        let mut layered = self.layer.layer(self.inner.clone());
+        Either::Right(Box::pin(async move {
+            std::future::poll_fn(|cx| layered.poll_ready(cx)).await?;
+            layered.call(request).await
+        }))
     }
 }
