@@ -251,16 +251,13 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Records one answered request (`trace_id`: its sampled trace, kept as an exemplar).
-    pub fn request(
-        &self,
-        method: &'static str,
-        ok: bool,
-        elapsed: Duration,
-        trace_id: Option<String>,
-    ) {
+    /// `method` as the client sent it: a name outside the spec's methods counts as `other`, so
+    /// a client cannot add series.
+    pub fn request(&self, method: &str, ok: bool, elapsed: Duration, trace_id: Option<String>) {
         let outcome = if ok { "ok" } else { "error" };
         let all = crate::protocol::methods::ALL;
         let index = all.iter().position(|&m| m == method).unwrap_or(all.len());
+        let method = all.get(index).copied().unwrap_or(OTHER_METHOD);
         let Some(series) = self.by_method.get(index) else {
             return;
         };
@@ -383,14 +380,8 @@ impl Metrics {
     }
 }
 
-/// Known method names as static labels; anything else is `other`.
-pub fn method_label(method: &str) -> &'static str {
-    crate::protocol::methods::ALL
-        .iter()
-        .find(|&&known| known == method)
-        .copied()
-        .unwrap_or("other")
-}
+/// The `method` label of every method outside the spec's list.
+const OTHER_METHOD: &str = "other";
 
 #[cfg(test)]
 mod tests {
@@ -399,18 +390,10 @@ mod tests {
     #[test]
     fn exports_the_documented_names() {
         let metrics = Metrics::default();
-        metrics.request(
-            method_label("tools/call"),
-            true,
-            Duration::from_millis(2),
-            None,
-        );
-        metrics.request(
-            method_label("evil/{injected}"),
-            false,
-            Duration::from_millis(2),
-            None,
-        );
+        metrics.request("tools/call", true, Duration::from_millis(2), None);
+        // Unlisted names share one slot, labelled `other` whichever name came first.
+        metrics.request("made/up", false, Duration::from_millis(2), None);
+        metrics.request("evil/{injected}", false, Duration::from_millis(2), None);
         metrics.tool_call("greet", false, Duration::from_millis(1));
         metrics.sessions("sse", 1);
         metrics.upstream("get_issue", "404", Duration::from_millis(3));
@@ -418,7 +401,7 @@ mod tests {
         let text = metrics.encode();
         for expected in [
             "mcp_requests_total{method=\"tools/call\",outcome=\"ok\"} 1",
-            "mcp_requests_total{method=\"other\",outcome=\"error\"} 1",
+            "mcp_requests_total{method=\"other\",outcome=\"error\"} 2",
             "mcp_tool_calls_total{tool=\"greet\",outcome=\"error\"} 1",
             "mcp_sessions_active{transport=\"sse\"} 1",
             "mcp_request_duration_seconds_bucket",
@@ -431,6 +414,10 @@ mod tests {
         ] {
             assert!(text.contains(expected), "missing {expected} in\n{text}");
         }
+        assert!(
+            !text.contains("made/up") && !text.contains("evil"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ mod tools;
 
 use crate::auth::Principal;
 use crate::declaration::{Compiled, LogLevel};
-use crate::metrics::{Metrics, method_label};
+use crate::metrics::Metrics;
 use crate::protocol::methods::{self, notifications};
 use crate::protocol::{Era, LegacyVersion, McpError, RequestId, member};
 use crate::sessions::{Sealer, Session};
@@ -230,8 +230,7 @@ impl Server {
 
     /// Records a request refused before it reached the dispatch (by a transport's checks).
     pub fn record(&self, method: &str, ok: bool, started: Instant) {
-        self.metrics
-            .request(method_label(method), ok, started.elapsed(), None);
+        self.metrics.request(method, ok, started.elapsed(), None);
     }
 
     /// Change notifications from reloads.
@@ -356,7 +355,7 @@ impl Server {
             None => dispatched.await,
         };
         self.metrics.request(
-            method_label(method),
+            method,
             result.is_ok(),
             started.elapsed(),
             observed
