@@ -1,7 +1,7 @@
 //! What the era adds to every result: in 2026-07-28 `resultType`, the server's info in `_meta`
 //! and, for cacheable methods, caching hints. [`Finished`] writes the finished result straight
-//! to JSON (the transport serializes it once); [`Finished::into_value`] builds the same result
-//! as a `Value`, for callers that need one. Pure.
+//! to JSON (the transport serializes it once); [`Finished::into_value`] turns what it writes
+//! into a `Value`, for callers that need one. Pure.
 //!
 //! Writing instead of building matters on the stateless path: building deep-copied the server
 //! info into every answer and hashed four member names, only for the map to be serialized and
@@ -10,7 +10,7 @@
 
 use super::served::Served;
 use crate::declaration::{CacheScope, Compiled};
-use crate::protocol::{Era, meta, methods, object};
+use crate::protocol::{Era, meta, methods};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -55,33 +55,14 @@ impl Finished {
         &self.result
     }
 
-    /// The finished result as a `Value`: the same members, in the same order, as the JSON that
-    /// serializing `self` writes.
+    /// The finished result as a `Value` (legacy transports and tests): what serializing
+    /// `self` writes, so the era's additions are defined once.
     pub fn into_value(self) -> Value {
-        let Some(modern) = self.modern else {
-            return self.result;
-        };
-        let decl = &modern.decl;
-        let mut result = self.result;
-        // Results are objects; anything else (never produced) goes as it is rather than panic.
-        if !(result.is_object() || result.is_null()) {
-            return result;
+        match self.modern {
+            None => self.result,
+            // Only a map with non-string keys fails to serialize; no result is built that way.
+            Some(_) => serde_json::to_value(&self).unwrap_or(Value::Null),
         }
-        if result.get("resultType").is_none() {
-            result["resultType"] = Value::String("complete".to_owned());
-        }
-        // Merged: a method's own `_meta` (such as the served declaration) is kept.
-        match result.get_mut("_meta").and_then(Value::as_object_mut) {
-            Some(existing) => {
-                existing.insert(meta::SERVER_INFO.to_owned(), decl.server_info.clone());
-            }
-            None => result["_meta"] = object([(meta::SERVER_INFO, decl.server_info.clone())]),
-        }
-        if modern.cacheable {
-            result["ttlMs"] = Value::from(decl.cache.ttl_ms);
-            result["cacheScope"] = serde_json::to_value(cache_scope(decl)).unwrap_or(Value::Null);
-        }
-        result
     }
 }
 
@@ -99,7 +80,7 @@ impl Serialize for Finished {
         match (&self.modern, &self.result) {
             (None, result) => result.serialize(serializer),
             (Some(modern), Value::Object(members)) => write_modern(members, modern, serializer),
-            // `null` finishes as `{}` would (as `into_value` makes it an object).
+            // `null` finishes as `{}` would.
             (Some(modern), Value::Null) => write_modern(&Map::new(), modern, serializer),
             (Some(_), other) => other.serialize(serializer),
         }
@@ -107,8 +88,8 @@ impl Serialize for Finished {
 }
 
 /// The members of `members` in order, with `_meta`, `ttlMs` and `cacheScope` replaced where
-/// they are, then the additions that were missing, in the order [`Finished::into_value`]
-/// appends them.
+/// they are, then the additions that were missing: `resultType`, `_meta`, `ttlMs`,
+/// `cacheScope`.
 fn write_modern<S: Serializer>(
     members: &Map<String, Value>,
     modern: &Modern,
@@ -253,5 +234,40 @@ mod tests {
             json!({}),
         );
         assert_eq!(legacy.into_value(), json!({}));
+    }
+
+    #[test]
+    fn replaces_in_place_and_appends_what_is_missing() {
+        let info = decl(false).server_info.clone();
+        let finish = |result: Value| {
+            Finished::new(decl(false), Era::Modern, methods::TOOLS_LIST, result).into_value()
+        };
+        let keys = |value: &Value| {
+            value
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        // The method's own `_meta` keeps its order; the server info is replaced where it was.
+        let own = finish(json!({"_meta": {meta::SERVER_INFO: 1, "y": 2}, "z": 3}));
+        assert_eq!(
+            keys(&own),
+            ["_meta", "z", "resultType", "ttlMs", "cacheScope"]
+        );
+        assert_eq!(keys(&own["_meta"]), [meta::SERVER_INFO, "y"]);
+        assert_eq!(own["_meta"][meta::SERVER_INFO], info);
+        // A `_meta` that is no object, and stale caching hints, are replaced where they are.
+        let stale = finish(json!({"_meta": "x", "ttlMs": "x", "cacheScope": "x", "tail": true}));
+        assert_eq!(
+            keys(&stale),
+            ["_meta", "ttlMs", "cacheScope", "tail", "resultType"]
+        );
+        assert_eq!(stale["_meta"], json!({meta::SERVER_INFO: info}));
+        assert!(stale["ttlMs"].is_u64() && stale["cacheScope"] != "x");
+        // `null` finishes as `{}`; a result that is no object goes as it is.
+        assert_eq!(finish(Value::Null), finish(json!({})));
+        assert_eq!(finish(json!("text")), json!("text"));
     }
 }
