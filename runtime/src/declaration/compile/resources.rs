@@ -158,10 +158,10 @@ impl Compiler<'_> {
                         label: format!("resource:{}", template.name),
                         args: variables.iter().map(|v| (*v).to_owned()).collect(),
                     };
-                    match self.http(&format!("{path}.http"), spec, target) {
-                        Some(http) => Some(http),
-                        None => continue,
-                    }
+                    let Some(http) = self.http(&format!("{path}.http"), spec, target) else {
+                        continue;
+                    };
+                    Some(http)
                 }
                 _ => {
                     self.error(&path, "declare exactly one of `text` or `http`");
