@@ -9,7 +9,7 @@
 //! to check). Here a request that passes goes straight to the inner service, unboxed; only an
 //! authenticated request takes the boxed, asynchronous way.
 
-use super::headers::names;
+use super::headers::SESSION_HEADER;
 use super::{AppState, authn, guard};
 use axum::extract::Request;
 use axum::response::Response;
@@ -146,7 +146,7 @@ fn names_session(request: &Request) -> bool {
     if request.uri().path().ends_with("/messages") {
         request.uri().query().is_some()
     } else {
-        request.headers().contains_key(names::SESSION)
+        request.headers().contains_key(SESSION_HEADER)
     }
 }
 

@@ -1,25 +1,13 @@
-//! The MCP header names every transport reads (a leaf: names only, no logic).
+//! The MCP header names every transport reads (a leaf: names only, no logic). Typed header
+//! names: looking a header up by a `&str` would check and lower-case the name on every request.
+
+use http::HeaderName;
 
 /// The session header of Streamable HTTP.
-pub const SESSION_HEADER: &str = "mcp-session-id";
+pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The protocol version header.
-pub const VERSION_HEADER: &str = "mcp-protocol-version";
+pub const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// The method header of 2026-07-28 requests.
-pub const METHOD_HEADER: &str = "mcp-method";
+pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
 /// The name header of 2026-07-28 requests that name a tool, prompt or resource.
-pub const NAME_HEADER: &str = "mcp-name";
-
-/// [`VERSION_HEADER`], [`METHOD_HEADER`], [`NAME_HEADER`] and [`SESSION_HEADER`] as header names:
-/// looking a header up by a `&str` first checks and lower-cases the name, on every request.
-pub mod names {
-    use http::HeaderName;
-
-    /// `mcp-protocol-version`.
-    pub const VERSION: HeaderName = HeaderName::from_static(super::VERSION_HEADER);
-    /// `mcp-method`.
-    pub const METHOD: HeaderName = HeaderName::from_static(super::METHOD_HEADER);
-    /// `mcp-name`.
-    pub const NAME: HeaderName = HeaderName::from_static(super::NAME_HEADER);
-    /// `mcp-session-id`.
-    pub const SESSION: HeaderName = HeaderName::from_static(super::SESSION_HEADER);
-}
+pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");

@@ -4,7 +4,7 @@
 
 use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
-use super::headers::names;
+use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
 use super::{AppState, stateless, streamable};
 use crate::protocol::methods;
@@ -47,7 +47,7 @@ pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Respo
         } else {
             Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
         };
-        let session = headers.get(names::SESSION).and_then(|v| v.to_str().ok());
+        let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
         return authn::refuse_item(&state, caller, &message, &refusal, era, session);
     }
     let caller = caller.map(|c| c.principal);
@@ -71,17 +71,17 @@ fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
     {
         return true;
     }
-    if method == methods::INITIALIZE || headers.contains_key(names::SESSION) {
+    if method == methods::INITIALIZE || headers.contains_key(SESSION_HEADER) {
         return false;
     }
     headers
-        .get(names::VERSION)
+        .get(VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|version| LegacyVersion::parse(version.trim()).is_none())
 }
 
 /// The legacy version the `MCP-Protocol-Version` header names, if it names one.
 fn header_version(headers: &HeaderMap) -> Option<LegacyVersion> {
-    let version = headers.get(names::VERSION)?.to_str().ok()?;
+    let version = headers.get(VERSION_HEADER)?.to_str().ok()?;
     LegacyVersion::parse(version.trim())
 }

@@ -2,7 +2,7 @@
 //! dispatch; `subscriptions/listen` holds a stream of change notifications open.
 
 use super::AppState;
-use super::headers::names;
+use super::headers::{METHOD_HEADER, NAME_HEADER, VERSION_HEADER};
 use super::reply::{self, error};
 use crate::auth::Principal;
 use crate::declaration::LogLevel;
@@ -79,7 +79,7 @@ enum Answer {
 /// `_meta` agree, version served, `Mcp-Method` and `Mcp-Name` agree with the body, log level valid.
 fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<LogLevel>, McpError> {
     let header = |name: &HeaderName| headers.get(name).map(|v| v.to_str().map(str::trim));
-    let version_header = match header(&names::VERSION) {
+    let version_header = match header(&VERSION_HEADER) {
         Some(Ok(version)) => version,
         Some(Err(_)) => {
             return Err(McpError::HeaderMismatch(
@@ -115,7 +115,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
             requested: version.to_owned(),
         });
     }
-    match header(&names::METHOD) {
+    match header(&METHOD_HEADER) {
         Some(Ok(value)) if value == method => {}
         Some(_) => {
             return Err(McpError::HeaderMismatch(format!(
@@ -130,7 +130,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
         _ => None,
     };
     if let Some(expected) = named.and_then(Value::as_str) {
-        match header(&names::NAME) {
+        match header(&NAME_HEADER) {
             Some(Ok(value)) if decode_header_value(value).as_deref() == Some(expected) => {}
             Some(_) => {
                 return Err(McpError::HeaderMismatch(format!(
