@@ -35,16 +35,11 @@ pub fn error(id: Option<&RequestId>, err: &McpError, era: Era) -> Response {
     (status, error_body(id, err, era)).into_response()
 }
 
-/// A 200 JSON response.
-pub fn json(body: Value) -> Response {
-    Json(body).into_response()
-}
-
 /// Room for a typical answer, so that writing it takes one allocation.
 const ANSWER_CAPACITY: usize = 512;
 
 /// `body` written as JSON, with `status`.
-pub fn json_with(status: StatusCode, body: &impl Serialize) -> Response {
+pub fn json(status: StatusCode, body: &impl Serialize) -> Response {
     let mut bytes = Vec::with_capacity(ANSWER_CAPACITY);
     if serde_json::to_writer(&mut bytes, body).is_err() {
         // Only a map with non-string keys fails; no answer is built that way.
@@ -135,13 +130,13 @@ where
             receiver.close();
         }
         let (status, body) = outcome.await;
-        return json_with(status, &body);
+        return json(status, &body);
     }
     // Most answers (declared content) are ready at the first poll: answer them without arming
     // the switch-to-stream timer, which costs a timer-wheel registration per request.
     if let Some((status, body)) = (&mut outcome).now_or_never() {
         let Some(first) = queued(&mut notifications) else {
-            return json_with(status, &body);
+            return json(status, &body);
         };
         return sse(
             stream(Some(first), Some(body), outcome, notifications),
@@ -154,7 +149,7 @@ where
         (status, body) = &mut outcome => match queued(&mut notifications) {
             // Notifications sent while the request ran to completion within one poll.
             Some(first) => (Some(first), Some(body)),
-            None => return json_with(status, &body),
+            None => return json(status, &body),
         },
         () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => (None, None),
     };

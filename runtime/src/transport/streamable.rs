@@ -81,7 +81,7 @@ fn initialize(
         Err(err) => return error(Some(id), &err, Era::Legacy(version)),
     };
     session.set_client_capabilities(params.get("capabilities"));
-    let mut response = reply::json(success_response(id, result));
+    let mut response = reply::json(StatusCode::OK, &success_response(id, result));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }
