@@ -5,6 +5,6 @@ mod seal;
 mod session;
 mod store;
 
-pub use seal::{KEY_LEN, SealedSession, Sealer, read_key};
+pub use seal::{KEY_LEN, SealedSession, Sealer, read_key, unix_now};
 pub use session::{InFlight, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, Queued, Session, SessionTransport};
 pub use store::{SessionSettings, SessionStore};

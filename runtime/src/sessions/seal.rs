@@ -34,6 +34,14 @@ pub struct SealedSession {
     pub owner: Option<String>,
 }
 
+/// Seconds since the Unix epoch: the clock of every time sealed into an id or token (session
+/// creation, hop tokens, request state, token expiry). 0 on a clock before 1970.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// Seals and opens session ids (and other tokens, each sealed for its purpose).
 #[derive(Clone)]
 pub struct Sealer {

@@ -2,7 +2,7 @@
 //! replica opened, via the sealed id), which replica owns a session this one does not hold,
 //! ending, and idle expiry. Sharded map, no global lock.
 
-use super::seal::{SealedSession, Sealer};
+use super::seal::{SealedSession, Sealer, unix_now};
 use super::session::{Session, SessionTransport};
 use crate::metrics::Metrics;
 use crate::protocol::{LegacyVersion, McpError};
@@ -13,7 +13,7 @@ use dashmap::mapref::entry::Entry;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The longest a session lives, however active: its sealed id is refused after that on every
 /// replica, which bounds how long a leaked id can be replayed and how long tombstones are kept.
@@ -25,11 +25,9 @@ pub const MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
 /// the flood must initialize again here; a flood is the only way to get there).
 const MAX_TOMBSTONES: usize = 100_000;
 
-fn now_unix() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
+/// Whether a session created at `created` (Unix seconds) is past [`MAX_SESSION_AGE`].
+fn too_old(created: u64) -> bool {
+    unix_now().saturating_sub(created) > MAX_SESSION_AGE.as_secs()
 }
 
 /// Session limits and timers.
@@ -150,7 +148,7 @@ impl SessionStore {
                 .map(LegacyVersion::as_str)
                 .unwrap_or("2024-11-05")
                 .to_owned(),
-            created: now_unix(),
+            created: unix_now(),
             principal: principal.map(|p| URL_SAFE_NO_PAD.encode(p)),
             owner: self.owner.map(|owner| owner.to_string()),
         };
@@ -179,7 +177,7 @@ impl SessionStore {
             return None;
         }
         let sealed = self.sealer.open(id)?;
-        if now_unix().saturating_sub(sealed.created) > MAX_SESSION_AGE.as_secs() {
+        if too_old(sealed.created) {
             return None;
         }
         let owner: SocketAddr = sealed.owner?.parse().ok()?;
@@ -227,9 +225,7 @@ impl SessionStore {
         let Some(version) = LegacyVersion::parse(&sealed.version) else {
             return Ok(None);
         };
-        if now_unix().saturating_sub(sealed.created) > MAX_SESSION_AGE.as_secs()
-            || sealed.created <= self.adopt_after.load(Ordering::Acquire)
-        {
+        if too_old(sealed.created) || sealed.created <= self.adopt_after.load(Ordering::Acquire) {
             return Ok(None);
         }
         let mut session = Session::new(
@@ -284,14 +280,13 @@ impl SessionStore {
                 } else {
                     self.settings.unused_timeout.min(self.settings.idle_timeout)
                 };
-                (!s.has_stream() && idle >= limit)
-                    || now_unix().saturating_sub(s.created) > MAX_SESSION_AGE.as_secs()
+                (!s.has_stream() && idle >= limit) || too_old(s.created)
             })
             .map(|s| s.id.clone())
             .collect();
         let ended = idle.iter().filter(|id| self.end(id)).count();
         // Past the age limit a sealed id is refused anyway.
-        let now = now_unix();
+        let now = unix_now();
         self.ended
             .retain(|_, created| now.saturating_sub(*created) <= MAX_SESSION_AGE.as_secs());
         ended
@@ -445,7 +440,7 @@ mod tests {
         let old = SealedSession {
             principal: None,
             version: "2025-11-25".into(),
-            created: now_unix() - MAX_SESSION_AGE.as_secs() - 10,
+            created: unix_now() - MAX_SESSION_AGE.as_secs() - 10,
             owner: None,
         };
         let store = store(1, SessionSettings::default());

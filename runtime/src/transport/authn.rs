@@ -14,6 +14,7 @@ use crate::auth::{AuthConfigError, Authenticator, Principal, Refusal};
 use crate::declaration::{Access, Caller as AccessCaller, Compiled};
 use crate::protocol::{Era, Incoming, methods};
 use crate::server::MAX_SUBSCRIPTIONS;
+use crate::sessions::unix_now;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -24,7 +25,7 @@ use serde_json::Value;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The authenticated caller of a request (a request extension; absent without `spec.auth`).
 #[derive(Clone)]
@@ -246,10 +247,7 @@ fn end_at_expiry(response: Response, expires_at: u64) -> Response {
     if !streamed {
         return response;
     }
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let left = Duration::from_secs(expires_at.saturating_sub(now));
+    let left = Duration::from_secs(expires_at.saturating_sub(unix_now()));
     let (parts, body) = response.into_parts();
     let deadline = tokio::time::sleep(left);
     let stream = body.into_data_stream().take_until(deadline);

@@ -15,7 +15,7 @@
 
 use super::AppState;
 use super::authn::session_id;
-use crate::sessions::Sealer;
+use crate::sessions::{Sealer, unix_now};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
@@ -29,7 +29,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 /// The request header of a forwarded request: a hop token (see [`Forwarder::hop_token`]).
@@ -106,7 +106,7 @@ impl Forwarder {
     /// A fresh hop token: the time, sealed for [`HOP_PURPOSE`].
     fn hop_token(&self) -> String {
         self.sealer
-            .seal_bytes(HOP_PURPOSE, &now_unix().to_be_bytes())
+            .seal_bytes(HOP_PURPOSE, &unix_now().to_be_bytes())
     }
 
     /// Whether `value` is a recent hop token sealed under our key (another replica forwarded
@@ -122,7 +122,7 @@ impl Forwarder {
         let Ok(sent) = <[u8; 8]>::try_from(plain.as_slice()).map(u64::from_be_bytes) else {
             return false;
         };
-        now_unix().abs_diff(sent) <= HOP_TOKEN_AGE
+        unix_now().abs_diff(sent) <= HOP_TOKEN_AGE
     }
 
     fn recently_unreachable(&self, owner: SocketAddr) -> bool {
@@ -143,12 +143,6 @@ impl Forwarder {
         self.unreachable
             .insert(owner, Instant::now() + UNREACHABLE_FOR);
     }
-}
-
-fn now_unix() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// Middleware on the MCP routes (outside authentication: the owner authenticates): serves a
@@ -334,10 +328,10 @@ mod tests {
         assert!(!foreign.is_hop(&token));
         assert!(!forwarder.is_hop(&HeaderValue::from_static("1")));
         let sealer = Sealer::new(&[1; KEY_LEN]);
-        let stale = sealer.seal_bytes(HOP_PURPOSE, &(now_unix() - 600).to_be_bytes());
+        let stale = sealer.seal_bytes(HOP_PURPOSE, &(unix_now() - 600).to_be_bytes());
         assert!(!forwarder.is_hop(&HeaderValue::from_str(&stale).unwrap()));
         // A session id (sealed for another purpose) is no hop token.
-        let id = sealer.seal_bytes(b"", &now_unix().to_be_bytes());
+        let id = sealer.seal_bytes(b"", &unix_now().to_be_bytes());
         assert!(!forwarder.is_hop(&HeaderValue::from_str(&id).unwrap()));
     }
 

@@ -6,12 +6,11 @@
 use super::knows;
 use crate::declaration::CompiledInteraction;
 use crate::protocol::McpError;
-use crate::sessions::Sealer;
+use crate::sessions::{Sealer, unix_now};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Purpose a `requestState` is sealed for: a session id never opens as one, nor the reverse.
 const STATE_AAD: &[u8] = b"kube-mcp requestState v1";
@@ -93,7 +92,7 @@ pub fn input_required(
         m: method.to_owned(),
         d: digest(params),
         p: principal.map(str::to_owned),
-        e: now() + STATE_TTL_SECS,
+        e: unix_now() + STATE_TTL_SECS,
         a: answers,
     };
     let plain = serde_json::to_vec(&state).map_err(|err| McpError::Internal(err.to_string()))?;
@@ -119,7 +118,7 @@ fn open(
         .ok_or_else(|| refused("it was altered or not issued by this server"))?;
     let state: State =
         serde_json::from_slice(&plain).map_err(|_| refused("it is not a request state"))?;
-    if state.e < now() {
+    if state.e < unix_now() {
         return Err(refused("it expired; call again without it"));
     }
     if state.m != method || state.d != digest(params) {
@@ -170,12 +169,6 @@ fn canonical(value: &Value, out: &mut Sha256) {
         }
         other => out.update(other.to_string().as_bytes()),
     }
-}
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
@@ -265,7 +258,7 @@ mod tests {
             m: "tools/call".into(),
             d: digest(&params(None)),
             p: None,
-            e: now() - 1,
+            e: unix_now() - 1,
             a: Map::new(),
         };
         let token = sealer.seal_bytes(STATE_AAD, &serde_json::to_vec(&state).unwrap());
