@@ -170,82 +170,78 @@ pub async fn route(State(state): State<Arc<AppState>>, request: Request, next: N
     let Some(owner) = state.sessions.remote_owner(&id) else {
         return next.run(request).await;
     };
-    forward(&state, forwarder, owner, request, next).await
+    match forward(&state, forwarder, owner, request).await {
+        Ok(response) => response,
+        Err(request) => next.run(request).await,
+    }
 }
 
+/// Forwards `request` to `owner` and relays the answer; `Err` hands the request back to be
+/// served here (the owner is gone, or is no replica of this server).
 async fn forward(
     state: &AppState,
     forwarder: &Forwarder,
     owner: SocketAddr,
     request: Request,
-    next: Next,
-) -> Response {
+) -> Result<Response, Request> {
     let metrics = state.server.metrics();
     if forwarder.recently_unreachable(owner) {
         metrics.session_forward("unreachable");
-        return next.run(request).await;
+        return Err(request);
     }
     let Ok(permit) = forwarder.permits.clone().try_acquire_owned() else {
         metrics.session_forward("busy");
-        return (
+        return Ok((
             StatusCode::SERVICE_UNAVAILABLE,
             [(header::RETRY_AFTER, "1")],
             "too many requests in flight to other replicas",
         )
-            .into_response();
+            .into_response());
     };
     let (parts, body) = request.into_parts();
     // The body is kept (bounded as any body is) to serve the request here if the owner is gone.
     let (bytes, share) = if parts.method == Method::POST {
         match state.bodies.read(&parts.headers, body).await {
             Ok(read) => (read.0, Some(read.1)),
-            Err(refusal) => return refusal,
+            Err(refusal) => return Ok(refusal),
         }
     } else {
         (Bytes::new(), None)
     };
-    let outgoing = match outgoing(forwarder, owner, &parts, bytes.clone()) {
-        Some(outgoing) => outgoing,
-        None => {
-            return next
-                .run(Request::from_parts(parts, Body::from(bytes)))
-                .await;
-        }
+    let here = |parts, bytes: Bytes| Request::from_parts(parts, Body::from(bytes));
+    let Some(outgoing) = outgoing(forwarder, owner, &parts, bytes.clone()) else {
+        return Err(here(parts, bytes));
     };
     let answer = forwarder.client.request(outgoing).await;
     drop(share);
-    let answer = match answer {
-        Ok(answer) => answer,
+    let gone = match answer {
+        Ok(answer) if answer.headers().contains_key(SERVED_HEADER) => {
+            metrics.session_forward("forwarded");
+            return Ok(relay(answer, permit, state.shutdown.clone()));
+        }
+        Ok(_) => {
+            // The owner's address was reused by something that is not a replica of this server.
+            tracing::warn!(%owner, "the address owning a session is no longer a replica; serving it here");
+            "not_owner"
+        }
         Err(err) if err.is_connect() => {
             tracing::warn!(%owner, "the replica owning a session is unreachable; serving it here");
-            forwarder.mark_unreachable(owner);
-            metrics.session_forward("unreachable");
-            return next
-                .run(Request::from_parts(parts, Body::from(bytes)))
-                .await;
+            "unreachable"
         }
         Err(err) => {
             tracing::warn!(%owner, error = %err, "a request forwarded to the replica owning its session failed");
             metrics.session_forward("error");
-            return (
+            return Ok((
                 StatusCode::BAD_GATEWAY,
                 "the replica holding this session failed",
             )
-                .into_response();
+                .into_response());
         }
     };
-    if !answer.headers().contains_key(SERVED_HEADER) {
-        // Not a replica of this server (the owner's address was reused): serve here, and leave
-        // that address alone for a while, as a gone owner.
-        tracing::warn!(%owner, "the address owning a session is no longer a replica; serving it here");
-        forwarder.mark_unreachable(owner);
-        metrics.session_forward("not_owner");
-        return next
-            .run(Request::from_parts(parts, Body::from(bytes)))
-            .await;
-    }
-    metrics.session_forward("forwarded");
-    relay(answer, permit, state.shutdown.clone())
+    // Served here; that address is left alone for a while.
+    forwarder.mark_unreachable(owner);
+    metrics.session_forward(gone);
+    Err(here(parts, bytes))
 }
 
 /// The request to send to `owner`: the client's, with its path and query, end-to-end headers
