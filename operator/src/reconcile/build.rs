@@ -647,7 +647,18 @@ mod tests {
               env: [{name: KUBE_MCP_POD_IP, value: "10.9.9.9"}]
             "#,
         );
-        let pod = build(&server).deployment.spec.template.spec.unwrap();
+        // Validation refuses that `env` entry; built anyway, it still cannot replace the pod IP.
+        assert!(validate(&server).is_err());
+        let mut accepted_spec = server.clone();
+        accepted_spec.spec.deployment.env.clear();
+        let accepted = validate(&accepted_spec).unwrap();
+        let built = children(
+            &server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &BuildConfig::default(),
+        );
+        let pod = built.deployment.spec.template.spec.unwrap();
         let container = &pod.containers[0];
         let args = container.args.clone().unwrap();
         assert!(
@@ -668,7 +679,6 @@ mod tests {
             },
             ..BuildConfig::default()
         };
-        let accepted = validate(&server).unwrap();
         let policy = children(&server, &accepted.manifest_yaml, &accepted.hash, &config)
             .network_policy
             .unwrap();

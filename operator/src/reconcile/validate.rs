@@ -25,6 +25,10 @@ pub struct Accepted {
 /// functions, so a pod computes the same hash for a manifest without the stamp).
 pub use mcp_runtime::declaration::{HASH_ANNOTATION, declaration_hash};
 
+/// The container variable the operator sets to the pod's IP (for `--advertise-address`);
+/// `spec.env` may not set it.
+pub const POD_IP_VAR: &str = "KUBE_MCP_POD_IP";
+
 /// A spec the operator will not serve, with every problem located by its field path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Refused {
@@ -87,6 +91,16 @@ impl Refused {
     }
 }
 
+/// A variable of `spec.env` that the operator sets itself.
+fn reserved_env(server: &MCPServer) -> impl Iterator<Item = FieldError> + '_ {
+    let env = server.spec.deployment.env.iter().enumerate();
+    env.filter(|(_, var)| var.name == POD_IP_VAR)
+        .map(|(i, _)| FieldError {
+            path: format!("spec.env[{i}].name"),
+            message: format!("`{POD_IP_VAR}` is reserved: the operator sets it to the pod's IP"),
+        })
+}
+
 /// Compiles the declaration of `server` as the runtime will, without reading files.
 pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
     let name = server.name_any();
@@ -109,6 +123,7 @@ pub fn validate(server: &MCPServer) -> Result<Accepted, Refused> {
         declaration,
         &server.spec.deployment.secrets,
     ));
+    errors.extend(reserved_env(server));
     if !errors.is_empty() {
         for error in &mut errors {
             if let Some(item) = named_item(declaration, &error.path) {
@@ -306,6 +321,22 @@ mod tests {
             ))
             .is_ok()
         );
+    }
+
+    #[test]
+    fn refuses_the_variable_that_holds_the_pod_ip() {
+        let server = server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              env: [{name: LANG, value: C}, {name: KUBE_MCP_POD_IP, value: "10.9.9.9"}]
+            "#,
+        );
+        let refused = validate(&server).unwrap_err();
+        assert_eq!(refused.errors.len(), 1, "{}", refused.message());
+        assert_eq!(refused.errors[0].path, "spec.env[1].name");
+        assert!(refused.errors[0].message.contains("reserved"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use super::exposure::{public_endpoint, public_url};
 use super::meta::{child_meta, config_map_name, labels, selector_labels, session_key_name};
 use super::{BuildConfig, MANIFEST_KEY};
+use crate::reconcile::validate::POD_IP_VAR;
 use crate::resource::MCPServer;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
@@ -34,8 +35,6 @@ pub const SECRETS_DIR: &str = "/var/run/kube-mcp/secrets";
 /// Unprivileged user and group of the runtime (distroless `nonroot`).
 const RUNTIME_UID: i64 = 65532;
 const CONTAINER: &str = "mcp-runtime";
-/// The variable holding the pod's IP (from the downward API), for `--advertise-address`.
-const POD_IP_VAR: &str = "KUBE_MCP_POD_IP";
 
 /// The Deployment running the runtime for `server`.
 pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
@@ -106,7 +105,7 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
         command: Some(vec!["mcp-runtime".into()]),
         args: Some(args(server, config)),
         ports: Some(vec![port("http", HTTP_PORT), port("admin", ADMIN_PORT)]),
-        env: env(server),
+        env: Some(env(server)),
         resources: Some(
             spec.container_resources
                 .clone()
@@ -298,7 +297,7 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
 /// The container's environment: the pod's IP (for `--advertise-address`), `spec.env`, after the
 /// OpenTelemetry variables that name the server in traces (and the sampler) when tracing is on;
 /// a variable `spec.env` sets itself is left to it.
-fn env(server: &MCPServer) -> Option<Vec<EnvVar>> {
+fn env(server: &MCPServer) -> Vec<EnvVar> {
     let spec = &server.spec.deployment;
     let mut env = vec![EnvVar {
         name: POD_IP_VAR.into(),
@@ -344,8 +343,9 @@ fn env(server: &MCPServer) -> Option<Vec<EnvVar>> {
                 }),
         );
     }
+    // Validation refuses a `spec.env` entry for the pod IP; it could only displace the real one.
     env.extend(spec.env.iter().filter(|e| e.name != POD_IP_VAR).cloned());
-    Some(env)
+    env
 }
 
 fn mount(volume: &str, path: &str) -> VolumeMount {
