@@ -80,6 +80,7 @@ start() {
     rmcp) "$ROOT/target/release/rmcp-bench-server" "$port" & ;;
     typescript-sdk) node bench/peers/ts/server.mjs "$port" & ;;
     python-sdk) "$PY" bench/peers/python/server.py "$port" & ;;
+    floor) "$ROOT/target/release/mcp-bench-floor" "127.0.0.1:$port" 2>/dev/null & ;;
   esac
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
@@ -150,14 +151,7 @@ done
 
 # The floor (bench/src/floor.rs: bare axum, one constant answer): kube-mcp's CPU per stateless
 # call is judged against it (issue 15's goal, in the report's goals).
-log "floor: modern-call c=$CONC"
-"$ROOT/target/release/mcp-bench-floor" "127.0.0.1:$port" 2>/dev/null &
-SERVER_PID=$!
-PIDS+=("$SERVER_PID")
-for _ in $(seq 1 100); do
-  curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/mcp" && break
-  sleep 0.1
-done
+start floor "$port"
 load floor "$port" modern-call "bare axum, constant answer"
 stop
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
