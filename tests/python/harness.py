@@ -337,14 +337,26 @@ def rpc_result(response: httpx2.Response) -> dict:
     return response.json()
 
 
-def initialize_body(request_id: int = 1) -> dict:
+def key_file(path: Path) -> Path:
+    """A fresh 32-byte session key at `path`, for runtimes that share sessions."""
+    path.write_bytes(os.urandom(32))
+    path.chmod(0o600)
+    return path
+
+
+def session_headers(session_id: str) -> dict[str, str]:
+    """Headers of a raw request within a legacy (Streamable HTTP) session."""
+    return dict(JSON_AND_SSE, **{"Mcp-Session-Id": session_id, "MCP-Protocol-Version": LEGACY})
+
+
+def initialize_body(request_id: int = 1, capabilities: dict | None = None) -> dict:
     return {
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "initialize",
         "params": {
             "protocolVersion": LEGACY,
-            "capabilities": {},
+            "capabilities": capabilities or {},
             "clientInfo": {"name": "kube-mcp-pytest", "version": "0"},
         },
     }

@@ -10,7 +10,6 @@ bounded.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import socket
@@ -22,7 +21,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from harness import JSON_AND_SSE, LEGACY, Runtime, StartRuntime, initialize_body, rpc_result, start_runtime
+from harness import JSON_AND_SSE, LEGACY, Runtime, StartRuntime, initialize_body, key_file, rpc_result, start_runtime
 from tcp_proxy import Proxy
 
 MANIFEST = """\
@@ -51,12 +50,6 @@ spec:
 """
 REQUEST_TIMEOUT_S = 10.0
 WORKERS = 6
-
-
-def key_file(path: Path) -> Path:
-    path.write_bytes(os.urandom(32))
-    path.chmod(0o600)
-    return path
 
 
 @pytest.fixture

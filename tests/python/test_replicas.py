@@ -6,7 +6,6 @@ spread one client's requests."""
 from __future__ import annotations
 
 import itertools
-import os
 from pathlib import Path
 
 import httpx2
@@ -14,13 +13,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from harness import JSON_AND_SSE, LEGACY, Runtime, StartRuntime, initialize_body, rpc_result
-
-
-def key_file(path: Path) -> Path:
-    path.write_bytes(os.urandom(32))
-    path.chmod(0o600)
-    return path
+from harness import JSON_AND_SSE, LEGACY, Runtime, StartRuntime, initialize_body, key_file, rpc_result, session_headers
 
 
 @pytest.fixture
@@ -31,10 +24,6 @@ def replicas(start: StartRuntime, tmp_path: Path) -> tuple[Runtime, Runtime, Run
     b = start(extra_args=("--session-key-file", str(shared)), name="b")
     c = start(extra_args=("--session-key-file", str(other)), name="c")
     return a, b, c
-
-
-def session_headers(session_id: str) -> dict[str, str]:
-    return dict(JSON_AND_SSE, **{"Mcp-Session-Id": session_id, "MCP-Protocol-Version": LEGACY})
 
 
 def call(rt: Runtime, session_id: str, request_id: int, method: str, params: dict | None = None) -> httpx2.Response:

@@ -9,7 +9,6 @@ load balancer spreads a client's requests; the SDK keeps one URL)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from harness import JSON_AND_SSE, MANIFESTS, MODERN, Runtime, StartRuntime, connect, rpc_result
+from harness import JSON_AND_SSE, MANIFESTS, MODERN, Runtime, StartRuntime, connect, key_file, rpc_result
 
 pytestmark = pytest.mark.anyio
 
@@ -205,12 +204,6 @@ async def test_questions_and_answers_are_counted(start: StartRuntime, era: str) 
 
 
 # --- two processes sharing the session key ---------------------------------------------------
-
-
-def key_file(path: Path) -> Path:
-    path.write_bytes(os.urandom(32))
-    path.chmod(0o600)
-    return path
 
 
 def modern_call(rt: Runtime, name: str, arguments: dict, **round_fields: Any) -> dict:

@@ -8,7 +8,6 @@ would adopt the session and keep its own copy of its state."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ import httpx2
 import pytest
 from mcp import types
 
-from harness import JSON_AND_SSE, LEGACY, MANIFESTS, WEATHER, Runtime, StartRuntime, rpc_result
+from harness import JSON_AND_SSE, MANIFESTS, WEATHER, Runtime, StartRuntime, initialize_body, key_file, rpc_result, session_headers
 
 INTERACTIVE = MANIFESTS / "interactive.yaml"
 ALERTS = "docs://weather/alerts"
@@ -28,28 +27,13 @@ ALERTS = "docs://weather/alerts"
 def pair(start: StartRuntime, tmp_path: Path, manifest: Path = WEATHER, *extra: str) -> tuple[Runtime, Runtime]:
     key = tmp_path / "shared.key"
     if not key.exists():
-        key.write_bytes(os.urandom(32))
-        key.chmod(0o600)
+        key_file(key)
     flags = ("--session-key-file", str(key), "--advertise-address", "127.0.0.1", *extra)
     return start(manifest, extra_args=flags, name="a"), start(manifest, extra_args=flags, name="b")
 
 
-def headers(session_id: str) -> dict[str, str]:
-    return dict(JSON_AND_SSE, **{"Mcp-Session-Id": session_id, "MCP-Protocol-Version": LEGACY})
-
-
 def open_session(rt: Runtime, capabilities: dict | None = None) -> str:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": LEGACY,
-            "capabilities": capabilities or {},
-            "clientInfo": {"name": "kube-mcp-pytest", "version": "0"},
-        },
-    }
-    response = httpx2.post(rt.url, headers=JSON_AND_SSE, json=body, timeout=10)
+    response = httpx2.post(rt.url, headers=JSON_AND_SSE, json=initialize_body(1, capabilities), timeout=10)
     assert response.status_code == 200, response.text
     session_id = response.headers["mcp-session-id"]
     notified = post(rt, session_id, {"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -58,7 +42,7 @@ def open_session(rt: Runtime, capabilities: dict | None = None) -> str:
 
 
 def post(rt: Runtime, session_id: str, message: dict, **extra: str) -> httpx2.Response:
-    return httpx2.post(rt.url, headers=dict(headers(session_id), **extra), json=message, timeout=10)
+    return httpx2.post(rt.url, headers=dict(session_headers(session_id), **extra), json=message, timeout=10)
 
 
 def request(rt: Runtime, session_id: str, request_id: int, method: str, params: dict | None = None) -> dict:
@@ -93,7 +77,7 @@ def test_an_answer_posted_to_the_other_process_completes_the_call(start: StartRu
     a, b = pair(start, tmp_path, INTERACTIVE)
     session_id = open_session(a, {"elicitation": {}})
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "delete_issue", "arguments": {"id": 5}}}
-    with httpx2.stream("POST", a.url, headers=headers(session_id), json=call, timeout=10) as response:
+    with httpx2.stream("POST", a.url, headers=session_headers(session_id), json=call, timeout=10) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         stream = messages(response.iter_lines())
         asked = next_message(stream, "elicitation/create")
@@ -114,7 +98,7 @@ def test_a_cancellation_through_one_process_stops_the_call_on_the_other(start: S
     a, b = pair(start, tmp_path, INTERACTIVE)
     session_id = open_session(a, {"elicitation": {}})
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "delete_issue", "arguments": {"id": 5}}}
-    with httpx2.stream("POST", a.url, headers=headers(session_id), json=call, timeout=10) as response:
+    with httpx2.stream("POST", a.url, headers=session_headers(session_id), json=call, timeout=10) as response:
         stream = messages(response.iter_lines())
         next_message(stream, "elicitation/create")
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "changed my mind"}}
@@ -127,7 +111,7 @@ def test_a_cancellation_through_one_process_stops_the_call_on_the_other(start: S
 def test_pings_answered_through_one_process_keep_the_stream_on_the_other(start: StartRuntime, tmp_path: Path) -> None:
     a, b = pair(start, tmp_path, WEATHER, "--ping-interval", "300ms", "--ping-timeout", "1s")
     session_id = open_session(a)
-    get_headers = dict(headers(session_id), Accept="text/event-stream")
+    get_headers = dict(session_headers(session_id), Accept="text/event-stream")
     with httpx2.stream("GET", a.url, headers=get_headers, timeout=httpx2.Timeout(10, read=5)) as stream_response:
         stream = messages(stream_response.iter_lines())
         for _ in range(4):
@@ -153,7 +137,7 @@ def test_set_level_through_one_process_applies_to_calls_on_the_other(start: Star
 def test_a_subscription_through_one_process_reaches_its_stream_on_the_other(start: StartRuntime, tmp_path: Path) -> None:
     a, b = pair(start, tmp_path)
     session_id = open_session(a)
-    get_headers = dict(headers(session_id), Accept="text/event-stream")
+    get_headers = dict(session_headers(session_id), Accept="text/event-stream")
     with httpx2.stream("GET", b.url, headers=get_headers, timeout=httpx2.Timeout(10, read=15)) as stream_response:
         assert stream_response.status_code == 200
         assert request(b, session_id, 2, "resources/subscribe", {"uri": ALERTS})["result"] == {}
@@ -168,7 +152,7 @@ def test_delete_through_one_process_ends_the_session_on_the_other(start: StartRu
     a, b = pair(start, tmp_path)
     session_id = open_session(a)
     # A client's own forwarding marker is no hop token: the request is still forwarded.
-    deleted = httpx2.delete(b.url, headers=dict(headers(session_id), **{"kube-mcp-forwarded": "x"}), timeout=10)
+    deleted = httpx2.delete(b.url, headers=dict(session_headers(session_id), **{"kube-mcp-forwarded": "x"}), timeout=10)
     assert deleted.status_code == 204, deleted.text
     assert "kube-mcp-served" not in deleted.headers
     for rt in (a, b):
