@@ -24,7 +24,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from mcp.shared.exceptions import MCPError
 
 from auth_server import authorization_server, client_credentials, sign_in
-from harness import JSON_AND_SSE, MODERN, Runtime, StartRuntime, initialize_body, metric_labels, modern_request
+from harness import JSON_AND_SSE, MODERN, Runtime, StartRuntime, initialize_body, key_file, metric_labels, modern_request
 
 pytestmark = pytest.mark.anyio
 
@@ -364,8 +364,7 @@ async def test_a_session_is_checked_where_its_handler_looks_it_up(authed: Runtim
 async def test_a_forwarded_request_is_authenticated_by_the_owner(start: StartRuntime, tmp_path: Path, issuer: str) -> None:
     """Two processes routing legacy sessions (--advertise-address): a request sent through the
     other process reaches the owner with its token, and the owner decides."""
-    key = tmp_path / "shared.key"
-    key.write_bytes(bytes(range(32)))
+    key = key_file(tmp_path / "shared.key")
     public = "http://127.0.0.1/auth-demo"
     flags = ("--session-key-file", str(key), "--advertise-address", "127.0.0.1", "--public-url", public)
     manifest = tmp_path / "manifest" / "auth.yaml"
