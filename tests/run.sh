@@ -36,7 +36,8 @@ stage() {
 lint() {
   cargo fmt --all --check &&
     cargo clippy --workspace --all-targets --locked -- -D warnings &&
-    python3 tests/module-cycles.py runtime/src operator/src
+    python3 tests/module-cycles.py runtime/*/src operator/src &&
+    python3 tests/dockerfile-members.py
 }
 
 rust_tests() {
@@ -67,7 +68,7 @@ python_clients() {
 
 # name | description | command
 STAGES=(
-  "lint|fmt, clippy -D warnings, no module cycles|lint"
+  "lint|fmt, clippy -D warnings, no module cycles, Dockerfile members|lint"
   "rust|cargo build and cargo test, whole workspace|rust_tests"
   "conformance|the official MCP conformance suite|tests/conformance/run.sh"
   "python|official Python SDK and Inspector clients|python_clients"

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// `_meta` key under which the runtime reports the declaration it serves.
-pub use mcp_runtime::declaration::SERVED_META;
+pub use mcp_declaration::SERVED_META;
 /// The protocol version of the request (stateless era: no session to open or close).
-const PROTOCOL_VERSION: &str = "2026-07-28";
+const PROTOCOL_VERSION: &str = mcp_protocol::MODERN_VERSION;
 /// Longest wait for the answer.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -57,7 +57,7 @@ pub fn request_body() -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": 1,
-        "method": "server/discover",
+        "method": mcp_protocol::methods::SERVER_DISCOVER,
         "params": {"_meta": {
             "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
             "io.modelcontextprotocol/clientCapabilities": {},
