@@ -1,8 +1,15 @@
 # syntax=docker/dockerfile:1
 # One image with both binaries: the operator runs `mcp-operator`, MCPServer pods run `mcp-runtime`.
-# Build: docker build -t ghcr.io/kube-mcp/kube-mcp:0.1.0 .
+# Build: docker build -t ghcr.io/kube-mcp/kube-mcp:0.1.0 .   (releases: .github/workflows/release.yml)
 
-FROM rust:1.95-bookworm AS build
+# jemalloc fixes its page size at build time and fails on kernels with larger pages. arm64 kernels
+# use 4, 16 or 64 KiB pages, so arm64 builds use 64 KiB (lg 16), which runs on all three.
+ARG TARGETARCH
+FROM rust:1.95-bookworm AS build-amd64
+ENV JEMALLOC_SYS_WITH_LG_PAGE=12
+FROM rust:1.95-bookworm AS build-arm64
+ENV JEMALLOC_SYS_WITH_LG_PAGE=16
+FROM build-${TARGETARCH} AS build
 WORKDIR /src
 # Dependencies first, so a source change does not rebuild them: build once against stub sources.
 # Every workspace member's manifest is copied here (the lint stage's tests/dockerfile-members.py
@@ -36,6 +43,10 @@ RUN find runtime operator -name '*.rs' -exec touch {} + \
 
 # glibc and CA certificates, no shell, no package manager; runs as uid 65532.
 FROM gcr.io/distroless/cc-debian12:nonroot
+LABEL org.opencontainers.image.title="kube-mcp" \
+      org.opencontainers.image.description="mcp-operator and mcp-runtime: MCP servers declared as Kubernetes resources" \
+      org.opencontainers.image.source="https://github.com/kube-mcp/kube-mcp" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/ /
 USER 65532:65532
 EXPOSE 8080 9090
