@@ -3,11 +3,12 @@
 //! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in `server/`.
 
 use super::AppState;
+use super::authn::Message;
 use super::reply;
 use crate::auth::Principal;
 use mcp_protocol::{Era, Incoming, LegacyVersion, McpError, RequestId, success_response};
 use mcp_server::sessions::Session;
-use mcp_server::{Notifier, RequestContext};
+use mcp_server::{Authorized, Notifier, RequestContext};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -41,10 +42,14 @@ pub fn missing_session() -> McpError {
 pub fn take_request(
     state: &AppState,
     session: &Session,
-    message: Incoming,
-) -> Option<(RequestId, String, Value)> {
+    message: Message,
+) -> Option<(RequestId, Authorized)> {
+    let message = match message {
+        Message::Request { id, authorized } => return Some((id, authorized)),
+        Message::Other(message) => message,
+    };
     match message {
-        Incoming::Request { id, method, params } => Some((id, method, params)),
+        Incoming::Request { .. } => None,
         Incoming::Notification { method, params } => {
             state.server.notification(session, &method, &params);
             None
@@ -65,8 +70,7 @@ pub async fn run(
     state: &AppState,
     session: &Arc<Session>,
     id: &RequestId,
-    method: &str,
-    params: &Value,
+    authorized: Authorized,
     notifier: Option<Notifier>,
     origin: Origin,
 ) -> Option<Value> {
@@ -75,12 +79,17 @@ pub async fn run(
         Ok(in_flight) => in_flight,
         Err(err) => return Some(reply::error_body(Some(id), &err, era).0),
     };
-    let ctx = RequestContext::new(era, params, session.log_level(), notifier)
-        .in_session(session.clone())
-        .with_caller(origin.caller)
-        .with_trace_parent(origin.trace_parent);
+    let ctx = RequestContext::new(
+        era,
+        &authorized.request().params,
+        session.log_level(),
+        notifier,
+    )
+    .in_session(session.clone())
+    .with_caller(origin.caller)
+    .with_trace_parent(origin.trace_parent);
     let outcome = tokio::select! {
-        outcome = state.server.handle(&ctx, method, params) => outcome,
+        outcome = state.server.handle(&ctx, authorized) => outcome,
         () = in_flight.token.cancelled() => return None,
     };
     Some(match outcome {

@@ -130,23 +130,29 @@ pub async fn post(
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
     };
-    if let Some(Extension(caller)) = &caller
-        && let Some(refusal) = authn::item_refusal(&state, caller, &message)
-    {
-        // HTTP+SSE clients read answers from the session stream, not from the POST: without
-        // this error there, the request would wait for its timeout.
-        if let (Incoming::Request { id, .. }, Some(stream)) = (&message, session.stream()) {
-            let err = McpError::InvalidRequest(format!(
-                "refused ({refusal}): the POST was answered {} with the challenge",
-                refusal.status().as_u16()
-            ));
-            let answer = reply::error_body(Some(id), &err, ERA).0;
-            let _ = stream.try_send(Box::new(answer));
+    let request_id = match &message {
+        Incoming::Request { id, .. } => Some(id.clone()),
+        _ => None,
+    };
+    let caller = caller.map(|Extension(caller)| caller);
+    let message = match authn::authorize(&state, caller.as_ref(), message, ERA, Some(&session.id)) {
+        Ok(message) => message,
+        Err((refusal, response)) => {
+            // HTTP+SSE clients read answers from the session stream, not from the POST: without
+            // this error there, the request would wait for its timeout.
+            if let (Some(id), Some(stream)) = (&request_id, session.stream()) {
+                let err = McpError::InvalidRequest(format!(
+                    "refused ({refusal}): the POST was answered {} with the challenge",
+                    refusal.status().as_u16()
+                ));
+                let answer = reply::error_body(Some(id), &err, ERA).0;
+                let _ = stream.try_send(Box::new(answer));
+            }
+            return response;
         }
-        return authn::refuse_item(&state, caller, &message, &refusal, ERA, Some(&session.id));
-    }
-    let origin = legacy::Origin::new(&headers, caller.map(|Extension(caller)| caller.principal));
-    let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
+    };
+    let origin = legacy::Origin::new(&headers, caller.map(|caller| caller.principal));
+    let Some((id, authorized)) = legacy::take_request(&state, &session, message) else {
         return StatusCode::ACCEPTED.into_response();
     };
     let Some(stream) = session.stream() else {
@@ -154,9 +160,10 @@ pub async fn post(
     };
     tokio::spawn(async move {
         let _queued = queued;
-        let response = if method == methods::INITIALIZE {
+        let response = if authorized.request().method == methods::INITIALIZE {
             // The session opened with the stream; initialize gives it its version.
-            let (version, outcome) = state.server.initialize(&params, |version| {
+            let params = &authorized.request().params;
+            let (version, outcome) = state.server.initialize(params, |version| {
                 session.set_version(version);
                 session.set_client_capabilities(params.get("capabilities"));
                 Ok(())
@@ -170,8 +177,7 @@ pub async fn post(
                 &state,
                 &session,
                 &id,
-                &method,
-                &params,
+                authorized,
                 Some(stream.clone()),
                 origin,
             )
