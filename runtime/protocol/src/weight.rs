@@ -14,7 +14,7 @@ const CHECKED_FROM: usize = 64 * 1024;
 const BYTES_PER_VALUE: usize = 16;
 
 /// Refuses a body that would parse into more values than its size allows.
-pub fn check(body: &[u8]) -> Result<(), McpError> {
+pub(crate) fn check(body: &[u8]) -> Result<(), McpError> {
     if body.len() <= CHECKED_FROM {
         return Ok(());
     }

@@ -147,7 +147,11 @@ impl Forwarder {
 
 /// Middleware on the MCP routes (outside authentication: the owner authenticates): serves a
 /// request here, or hands it to the owner of its session.
-pub async fn route(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+pub(super) async fn route(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(forwarder) = &state.forwarder else {
         return next.run(request).await;
     };

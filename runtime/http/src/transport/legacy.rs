@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// Where a session request came from, beyond its session: the authenticated caller and the
 /// trace parent of its HTTP `traceparent` header (`_meta.traceparent` wins over it).
 #[derive(Default)]
-pub struct Origin {
+pub(super) struct Origin {
     /// The authenticated caller (with `spec.auth`).
     pub caller: Option<Arc<Principal>>,
     /// The parent from the HTTP headers.
@@ -24,7 +24,7 @@ pub struct Origin {
 
 impl Origin {
     /// The origin of a request with these HTTP headers, sent by `caller`.
-    pub fn new(headers: &http::HeaderMap, caller: Option<Arc<Principal>>) -> Self {
+    pub(super) fn new(headers: &http::HeaderMap, caller: Option<Arc<Principal>>) -> Self {
         Self {
             caller,
             trace_parent: mcp_server::telemetry::parent_from_headers(headers),
@@ -33,13 +33,13 @@ impl Origin {
 }
 
 /// The error for a request that needs a session but has none.
-pub fn missing_session() -> McpError {
+pub(super) fn missing_session() -> McpError {
     McpError::InvalidRequest("missing Mcp-Session-Id header: send initialize first".into())
 }
 
 /// A client message that is not a request: a notification goes to the server, a response
 /// answers one of our pings. `Some` returns the request's parts.
-pub fn take_request(
+pub(super) fn take_request(
     state: &AppState,
     session: &Session,
     message: Message,
@@ -66,7 +66,7 @@ pub fn take_request(
 
 /// Runs a session request to its JSON-RPC response, honoring cancellation (`None`: cancelled,
 /// no response is sent, as the protocol asks).
-pub async fn run(
+pub(super) async fn run(
     state: &AppState,
     session: &Arc<Session>,
     id: &RequestId,

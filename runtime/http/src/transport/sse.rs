@@ -27,7 +27,7 @@ const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
 const STREAM_SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `GET /sse`: opens a session whose life is this stream.
-pub async fn get(
+pub(super) async fn get(
     State(state): State<Arc<AppState>>,
     caller: Option<Extension<Caller>>,
 ) -> Response {
@@ -83,7 +83,7 @@ impl Drop for EndOnDrop {
 
 /// The session query of `POST /messages`.
 #[derive(Deserialize)]
-pub struct MessagesQuery {
+pub(super) struct MessagesQuery {
     #[serde(rename = "sessionId")]
     session_id: Option<String>,
 }
@@ -91,7 +91,7 @@ pub struct MessagesQuery {
 /// `POST /messages?sessionId=…`: 202, with the JSON-RPC response sent on the session's stream.
 /// A session whose posted messages would exceed [`mcp_server::sessions::MAX_QUEUED_BYTES`] waiting
 /// or running, or whose client stops reading its stream, ends: later posts get 404.
-pub async fn post(
+pub(super) async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
     caller: Option<Extension<Caller>>,

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 /// Purpose a `requestState` is sealed for: a session id never opens as one, nor the reverse.
 const STATE_AAD: &[u8] = b"kube-mcp requestState v1";
 /// How long a round may take: a person reads and answers the question in this time.
-pub const STATE_TTL_SECS: u64 = 600;
+pub(crate) const STATE_TTL_SECS: u64 = 600;
 /// Longest `requestState` accepted or produced (answers of earlier rounds, sampling text
 /// included).
 const MAX_STATE_LEN: usize = 512 * 1024;
@@ -37,7 +37,7 @@ struct State {
 
 /// The answers so far: those sealed in `requestState` (checked) plus this round's
 /// `inputResponses` (only the keys this item asks; others are ignored).
-pub fn answers(
+pub(crate) fn answers(
     sealer: &Sealer,
     principal: Option<&str>,
     method: &str,
@@ -79,7 +79,7 @@ pub fn answers(
 
 /// The `input_required` result for `plan`'s input requests, carrying `answers` (minus those
 /// asked again) sealed in `requestState`.
-pub fn input_required(
+pub(crate) fn input_required(
     sealer: &Sealer,
     principal: Option<&str>,
     method: &str,

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The sending end of a session's server-to-client stream (the same type as
 /// `server::Notifier`; boxed messages keep the channel small, see there).
-pub type StreamSender = mpsc::Sender<Box<Value>>;
+pub(super) type StreamSender = mpsc::Sender<Box<Value>>;
 
 /// Most requests one session may have running at once (HTTP+SSE answers 202 before running a
 /// request, so nothing else would bound them).
