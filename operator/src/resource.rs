@@ -8,8 +8,8 @@ mod schema;
 mod status;
 
 pub use deployment_fields::{
-    DeploymentFields, ImagePullPolicy, IngressSpec, IngressTls, RuntimeLogLevel, ServiceSpec,
-    ServiceType, SessionsSpec, TelemetrySpec,
+    DeploymentFields, ImagePullPolicy, IngressSpec, IngressTls, RegistrySpec, RuntimeLogLevel,
+    ServiceSpec, ServiceType, SessionsSpec, TelemetrySpec,
 };
 pub use generate::{crd, crd_yaml, helm_crd_template};
 pub use platform_fields::{

@@ -105,12 +105,26 @@ pub struct DeploymentFields {
     /// false again; status says `Suspended`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<bool>,
+    /// Whether the operator's MCP Registry (`mcp-operator run --registry-listen`) lists the
+    /// server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<RegistrySpec>,
     /// Secrets in this namespace that HTTP-backed tools reference by `secretKeyRef`; each is
     /// mounted read-only at `/var/run/kube-mcp/secrets/<name>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(inner(pattern(DNS_SUBDOMAIN), length(max = 253)))]
     #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub secrets: Vec<String>,
+}
+
+/// The server's entry in the operator's MCP Registry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistrySpec {
+    /// `true` lists the server; `false` keeps it out even where the operator publishes every
+    /// server of a namespace or label. Unset: the operator's defaults decide (none: unlisted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish: Option<bool>,
 }
 
 /// When the kubelet pulls the runtime image.

@@ -12,6 +12,7 @@ mod interactive;
 mod output;
 mod prompts;
 mod resources;
+mod server_info;
 mod tools;
 
 pub use http_types::{
@@ -34,7 +35,7 @@ use super::template::{DEFAULT_FUEL, Templates, Text};
 use super::types::{ContentBlock, Declaration};
 use super::value_template::ValueTemplate;
 use base64::Engine as _;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -126,11 +127,7 @@ impl<'a> Compiler<'a> {
         base_dir: &Path,
         hash: String,
     ) -> Result<Compiled, InvalidDeclaration> {
-        let mut server_info =
-            json!({"name": name, "version": decl.version.as_deref().unwrap_or("0.0.0")});
-        if let Some(title) = &decl.title {
-            server_info["title"] = json!(title);
-        }
+        let server_info = self.server_info(name, decl);
         let tools = self.tools(&decl.tools);
         let resources = self.resources(&decl.resources, base_dir);
         let resource_templates = self.resource_templates(decl);

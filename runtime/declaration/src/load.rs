@@ -36,6 +36,7 @@ pub const DEPLOYMENT_FIELDS: &[&str] = &[
     "topologySpreadConstraints",
     "suspend",
     "telemetry",
+    "registry",
 ];
 
 /// A parsed manifest: the server's name and what it declares.

@@ -11,9 +11,11 @@ use std::collections::BTreeMap;
 mod auth;
 mod http;
 mod interactive;
+mod metadata;
 pub use auth::*;
 pub use http::*;
 pub use interactive::*;
+pub use metadata::*;
 
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -25,6 +27,22 @@ pub struct Declaration {
     /// Server version, sent as `serverInfo.version` (default `0.0.0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// What the server is for, in at most 100 characters: `serverInfo.description`, and the
+    /// description registries and the catalog show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub description: Option<String>,
+    /// Icons clients may show for the server (`serverInfo.icons`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub icons: Vec<Icon>,
+    /// Home page or documentation of the server (`serverInfo.websiteUrl`; `https:` or `http:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048))]
+    pub website_url: Option<String>,
+    /// Where the declaration's source is kept (published by the registry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<Repository>,
     /// Instructions for the model on how to use this server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
@@ -241,6 +259,9 @@ pub struct Icon {
     /// Sizes such as `48x48` or `any`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sizes: Vec<String>,
+    /// Background the icon is drawn for (default: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<IconTheme>,
 }
 
 /// An MCP content block. Text fields and URIs are templates over `args`.

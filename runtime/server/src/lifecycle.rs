@@ -46,9 +46,15 @@ pub(crate) fn discover_result(decl: &Compiled) -> Value {
 /// The `initialize` result for a negotiated legacy version.
 pub fn initialize_result(decl: &Compiled, version: LegacyVersion) -> Value {
     let mut server_info = decl.server_info.clone();
-    if version < LegacyVersion::V2025_06_18 {
-        // `title` arrived in 2025-06-18.
-        if let Some(info) = server_info.as_object_mut() {
+    if let Some(info) = server_info.as_object_mut() {
+        if version < LegacyVersion::V2025_11_25 {
+            // `description`, `icons` and `websiteUrl` arrived in 2025-11-25 (SEP-973).
+            for key in ["description", "icons", "websiteUrl"] {
+                info.remove(key);
+            }
+        }
+        if version < LegacyVersion::V2025_06_18 {
+            // `title` arrived in 2025-06-18.
             info.remove("title");
         }
     }
@@ -88,4 +94,37 @@ pub fn parse_level(value: Option<&Value>) -> Result<LogLevel, McpError> {
             "invalid log level {value}: expected debug, info, notice, warning, error, critical, alert or emergency"
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_declaration::{CompileOptions, compile, parse_manifest};
+
+    #[test]
+    fn server_info_fields_are_sent_only_to_versions_that_know_them() {
+        let manifest = parse_manifest(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {name: tracker}\nspec:\n  title: Tracker\n  description: Issues of the platform team\n  websiteUrl: https://wiki.example.com/tracker\n  icons: [{src: 'https://example.com/i.png'}]\n",
+            ".".into(),
+        )
+        .unwrap();
+        let decl = compile(&manifest, &CompileOptions::default()).unwrap();
+        let keys = |version| {
+            let result = initialize_result(&decl, version);
+            let mut keys: Vec<String> = result["serverInfo"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            keys.sort();
+            keys.join(",")
+        };
+        assert_eq!(
+            keys(LegacyVersion::V2025_11_25),
+            "description,icons,name,title,version,websiteUrl"
+        );
+        assert_eq!(keys(LegacyVersion::V2025_06_18), "name,title,version");
+        assert_eq!(keys(LegacyVersion::V2024_11_05), "name,version");
+    }
 }
