@@ -10,6 +10,7 @@ pub mod controller;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;
+pub mod registry;
 pub mod resource;
 pub mod run;
 pub mod suspend;

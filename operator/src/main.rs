@@ -4,6 +4,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_operator::leader::LeaseConfig;
 use mcp_operator::reconcile::build::{BuildConfig, NetworkConfig};
+use mcp_operator::registry;
 use mcp_operator::run::{RunConfig, run};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -89,12 +90,75 @@ struct RunArgs {
     /// This replica's name (default: the host name).
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
+    #[command(flatten)]
+    registry: RegistryArgs,
     /// Log format.
     #[arg(long, env = "MCP_OPERATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     log_format: LogFormat,
     /// Log filter, such as `info` or `mcp_operator=debug,kube=info`.
     #[arg(long, env = "MCP_OPERATOR_LOG_LEVEL", default_value = "info")]
     log_level: String,
+}
+
+/// The MCP Registry API and catalog page (off unless `--registry-listen` is given).
+#[derive(clap::Args)]
+struct RegistryArgs {
+    /// Serve the MCP Registry API (`/v0.1/...`) and the catalog page (`/`) on this address;
+    /// a bare port listens on 127.0.0.1. Off when absent.
+    #[arg(long, env = "MCP_OPERATOR_REGISTRY_LISTEN", value_parser = listen_address)]
+    registry_listen: Option<SocketAddr>,
+    /// Reverse-DNS namespace of the published names: `<this>/<namespace>.<name>`.
+    #[arg(long, env = "MCP_OPERATOR_REGISTRY_NAMESPACE", default_value = "local.kube-mcp", value_parser = registry_prefix)]
+    registry_namespace: String,
+    /// Publish every server of this namespace unless it sets `spec.registry.publish: false`
+    /// (repeatable, or comma-separated).
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_REGISTRY_PUBLISH_NAMESPACES",
+        value_delimiter = ','
+    )]
+    registry_publish_namespace: Vec<String>,
+    /// Publish every server with this label (`key=value`) unless it opts out (repeatable).
+    #[arg(long, env = "MCP_OPERATOR_REGISTRY_PUBLISH_LABELS", value_delimiter = ',', value_parser = registry_label)]
+    registry_publish_label: Vec<(String, String)>,
+    /// Deleted servers remembered, so clients syncing with `updated_since` learn of deletions.
+    #[arg(long, env = "MCP_OPERATOR_REGISTRY_TOMBSTONES", default_value_t = 1000,
+          value_parser = clap::value_parser!(u16).range(0..=10_000))]
+    registry_tombstones: u16,
+}
+
+impl RegistryArgs {
+    fn config(self) -> Option<registry::RegistryConfig> {
+        let listen = self.registry_listen?;
+        let mut namespaces = self.registry_publish_namespace;
+        namespaces.retain(|n| !n.is_empty());
+        Some(registry::RegistryConfig {
+            listen,
+            settings: registry::Settings {
+                prefix: self.registry_namespace,
+                namespaces,
+                labels: self.registry_publish_label,
+                max_tombstones: usize::from(self.registry_tombstones),
+            },
+        })
+    }
+}
+
+/// `HOST:PORT`, or a bare port on 127.0.0.1 (the registry is exposed only when asked).
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.trim_start_matches(':').parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("`{text}` is not an address such as 127.0.0.1:8080"))
+}
+
+fn registry_prefix(text: &str) -> Result<String, String> {
+    registry::parse_prefix(text).map_err(|e| e.to_string())
+}
+
+fn registry_label(text: &str) -> Result<(String, String), String> {
+    registry::parse_label(text).map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -163,6 +227,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         admin_listen: args.admin_listen,
         lease,
         instance,
+        registry: args.registry.config(),
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

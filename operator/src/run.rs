@@ -8,6 +8,7 @@ use crate::metrics::Metrics;
 use crate::reconcile::Context;
 use crate::reconcile::build::BuildConfig;
 use crate::reconcile::memory::Memory;
+use crate::registry::{Registry, RegistryConfig};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use std::net::SocketAddr;
@@ -31,6 +32,8 @@ pub struct RunConfig {
     pub lease: Option<LeaseConfig>,
     /// Name reported on events (`reportingInstance`).
     pub instance: String,
+    /// The MCP Registry and catalog page, when enabled.
+    pub registry: Option<RegistryConfig>,
 }
 
 /// Why the operator stopped with an error.
@@ -69,8 +72,24 @@ pub async fn run(config: RunConfig, shutdown: CancellationToken) -> Result<(), R
     let admin_stop = CancellationToken::new();
     let admin = tokio::spawn(admin::serve(listener, state.clone(), admin_stop.clone()));
     tracing::info!(addr = %admin_addr, "admin endpoints listening");
+    let registry = match &config.registry {
+        Some(registry) => {
+            let bound =
+                Registry::bind(registry.clone())
+                    .await
+                    .map_err(|source| RunError::Listen {
+                        addr: registry.listen,
+                        source,
+                    })?;
+            if let Ok(addr) = bound.local_addr() {
+                tracing::info!(addr = %addr, "registry listening");
+            }
+            Some(bound)
+        }
+        None => None,
+    };
 
-    let result = run_connected(&config, &state, &shutdown).await;
+    let result = run_connected(&config, &state, &shutdown, registry).await;
     admin_stop.cancel();
     if let Ok(Err(error)) = admin.await {
         tracing::warn!(error = %error, "admin server failed");
@@ -82,6 +101,7 @@ async fn run_connected(
     config: &RunConfig,
     state: &AdminState,
     shutdown: &CancellationToken,
+    registry: Option<Registry>,
 ) -> Result<(), RunError> {
     let client: Client = crate::api_metrics::client(state.metrics.clone())
         .await
@@ -101,6 +121,16 @@ async fn run_connected(
         }
     }
     state.ready.store(true, Ordering::Relaxed);
+    // The registry serves on every replica, leader or not: it only reads.
+    if let Some(registry) = registry {
+        let (client, namespaces, shutdown) =
+            (client.clone(), config.namespaces.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            if let Err(error) = registry.run(client, namespaces, shutdown).await {
+                tracing::error!(error = %error, "registry server failed");
+            }
+        });
+    }
 
     let elector = config
         .lease
