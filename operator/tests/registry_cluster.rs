@@ -263,7 +263,7 @@ async fn registry_over_http_on_the_control_plane() {
         )
         .await;
     assert_eq!(env.schemas.list_problems(&versions), Vec::<String>::new());
-    assert_eq!(names(&versions), [plus.clone()]);
+    assert_eq!(names(&versions), std::slice::from_ref(&plus));
     let (status, _) = env
         .version("/v0.1/servers/io.example%2Fnobody/versions/latest")
         .await;

@@ -36,6 +36,8 @@ source "$ROOT/tests/lib/e2e.sh"
 source "$ROOT/tests/lib/cluster.sh"
 # shellcheck source=tests/lib/runtime.sh
 source "$ROOT/tests/lib/runtime.sh"
+# shellcheck source=tests/lib/browser.sh
+source "$ROOT/tests/lib/browser.sh"
 
 OPERATOR_PID=
 cleanup() {
@@ -49,6 +51,8 @@ cleanup() {
 }
 
 cluster_prerequisites
+log "a browser: Debian's Chromium and Playwright for Python"
+browser_prerequisites
 # A fresh control plane: this script's objects must not meet another script's.
 "$CP" stop >/dev/null 2>&1 || true
 "$CP" start
@@ -125,6 +129,15 @@ run_cluster_test() {
   grep -q 'test result: ok. 1 passed' "$E2E/registry_cluster.log"
 }
 check "list, pages, search, versions, encoding, CORS, status, updated_since, 501 (validated)" run_cluster_test
+
+log "the catalog page in Chromium (tests/e2e/catalog_page.py)"
+kubectl create namespace e2e-catalog >/dev/null
+run_page_test() {
+  KUBE_MCP_REGISTRY_URL=$REGISTRY KUBE_MCP_CATALOG_NS=e2e-catalog E2E=$E2E \
+    "$BROWSER_PYTHON" "$ROOT/tests/e2e/catalog_page.py"
+}
+check "no-JS list, API-rendered list, search, copy, badge change, escaping, keyboard" run_page_test
+check "the screenshot is written (a test artefact)" test -s "$E2E/catalog.png"
 
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))

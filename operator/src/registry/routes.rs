@@ -37,7 +37,7 @@ impl RegistryState {
         }
     }
 
-    fn read<T>(&self, f: impl FnOnce(&Catalog) -> T) -> T {
+    pub(super) fn read<T>(&self, f: impl FnOnce(&Catalog) -> T) -> T {
         // A panic while writing leaves a catalog that is still a valid map of entries.
         f(&self.catalog.read().unwrap_or_else(PoisonError::into_inner))
     }
