@@ -38,6 +38,7 @@ lint() {
     cargo clippy --workspace --all-targets --locked -- -D warnings &&
     python3 tests/module-cycles.py runtime/*/src operator/src &&
     python3 tests/dockerfile-members.py &&
+    python3 tests/field-map.py &&
     tests/release-check.sh
 }
 
