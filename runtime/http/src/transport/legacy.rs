@@ -1,6 +1,6 @@
 //! What both legacy session transports (Streamable HTTP and HTTP+SSE) share: running a session
 //! request to its JSON-RPC response (in-flight bound, cancellation) and taking the client's
-//! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in `server/`.
+//! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in mcp-server.
 
 use super::AppState;
 use super::authn::Message;
