@@ -18,6 +18,7 @@ use crate::reconcile::host_claims;
 use crate::reconcile::memory::{Memory, fingerprint};
 use crate::reconcile::{Context, error_chain, error_policy, pods, reconcile, status};
 use crate::resource::MCPServer;
+use crate::verifier::{self, Verifier};
 use changes::{Filter, changes};
 use futures_util::StreamExt as _;
 use futures_util::stream::BoxStream;
@@ -175,12 +176,13 @@ fn child_filter<K: Resource<DynamicType = ()>>(
     }
 }
 
-/// Runs the controller until `stop` completes; in-flight reconciles finish first.
-/// `context` receives the child caches the reconciles read.
+/// Runs the controller, and the verifier when there is one, until `stop` completes; in-flight
+/// reconciles finish first. `context` receives the child caches the reconciles read.
 pub async fn run(
     client: Client,
     namespaces: &[String],
     memory: Arc<Memory>,
+    verifier: Option<Arc<Verifier>>,
     context: impl FnOnce(Stores) -> Arc<Context>,
     stop: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
@@ -198,6 +200,13 @@ pub async fn run(
     let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespaces);
     let (pdbs, pdb_events) = cached_watch::<PodDisruptionBudget>(&client, namespaces);
     let (pods, pod_events) = cached_watch::<Pod>(&client, namespaces);
+    // The verifier follows the pod cache event by event (Ready, IP), in the cache's order.
+    let tapped = verifier.clone();
+    let pod_events = pod_events.inspect(move |event| {
+        if let (Some(verifier), Ok(event)) = (&tapped, event) {
+            verifier.observe(event);
+        }
+    });
     let (network_policies, network_policy_events) =
         cached_watch::<NetworkPolicy>(&client, namespaces);
     let (http_routes, http_route_events) = route_watch(&client, namespaces).await;
@@ -219,6 +228,7 @@ pub async fn run(
     let (claims_changed, claims_released) = host_claims::requeue(servers.clone());
     let deleted_claim = claims_changed.clone();
     let forget = memory.clone();
+    let forget_verified = verifier.clone();
     let metrics = ctx.metrics.clone();
     let server_changes = changes(
         server_events,
@@ -235,6 +245,10 @@ pub async fn run(
                 forget.forget_server(&server.uid().unwrap_or_default());
                 // Reconciles are not called for deleted servers; their series go here.
                 metrics.forget_server(&server.namespace().unwrap_or_default(), &server.name_any());
+                if let Some(verifier) = &forget_verified {
+                    verifier
+                        .forget_server(&server.namespace().unwrap_or_default(), &server.name_any());
+                }
                 host_claims::changed(&deleted_claim, server);
                 false
             },
@@ -255,7 +269,13 @@ pub async fn run(
         memory.clone(),
         memory.clone(),
     );
-    Controller::for_stream(server_changes, servers)
+    // The verifier's findings reach reconciles as triggers; it stops with the controller.
+    let (verified_tx, verified_rx) = verifier::channel();
+    let verifier_stop = tokio_util::sync::CancellationToken::new();
+    let verifier_task = verifier
+        .clone()
+        .map(|verifier| tokio::spawn(verifier.run(verified_tx, verifier_stop.clone())));
+    let controller = Controller::for_stream(server_changes, servers)
         .with_config(
             controller::Config::default()
                 .concurrency(CONCURRENCY)
@@ -268,6 +288,7 @@ pub async fn run(
         .owns_stream(changes(network_policy_events, child_filter(m6)))
         .owns_stream(changes(http_route_events, child_filter(m7)))
         .reconcile_on(claims_released)
+        .reconcile_on(verifier::changes(verified_rx))
         .owns_stream(changes(
             deployment_events,
             Filter {
@@ -312,6 +333,10 @@ pub async fn run(
                     tracing::warn!(error = %error_chain(&error), "watch failed; retrying")
                 }
             }
-        })
-        .await;
+        });
+    controller.await;
+    verifier_stop.cancel();
+    if let Some(task) = verifier_task {
+        let _ = task.await;
+    }
 }
