@@ -6,8 +6,10 @@
 # Pods stay Pending: enough for the operator's tests, which need the API server's real validation,
 # RBAC, server-side apply, garbage collection and Deployment -> ReplicaSet -> Pod.
 #
-# Usage: tests/control-plane.sh build|start|stop|env|status|sa-kubeconfig
+# Usage: tests/control-plane.sh build|helm|start|stop|env|status|sa-kubeconfig
 #   build   compile everything once into $KUBE_MCP_TEST_CACHE/bin-<versions>/ (a cache hit is instant)
+#   helm    compile only helm into the same directory, if missing, and print its path (for checks
+#           that render the chart without a cluster, such as tests/release-check.sh)
 #   start   build if needed, then start a fresh control plane in $KUBE_MCP_TEST_RUN and wait until
 #           /readyz answers and the `default` ServiceAccount exists; a no-op if it already runs
 #   stop    stop the servers by pid file and delete the run's data (logs are kept); a no-op if stopped
@@ -168,6 +170,23 @@ build_helm() {
   mkdir -p "$out"
   (cd "$out" && GOBIN=$out gorun install -trimpath -ldflags "$ld" "helm.sh/helm/v3/cmd/helm@$v") || return 1
   mv "$out/helm" "$BIN/helm" && rmdir "$out"
+}
+
+# The same helm `build` makes, alone: a chart check needs no cluster. It is stamped with the
+# requested Kubernetes version (a later `build` keeps it, even if kubernetes falls back).
+cmd_helm() {
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/.build.lock"
+  flock 9
+  if ! [[ -x $BIN/helm ]]; then
+    go_env
+    mkdir -p "$BIN"
+    K8S_BUILT_VERSION=$K8S_VERSION
+    log "building helm $HELM_VERSION into $BIN (cold: a few minutes)"
+    build_helm || die "building helm.sh/helm/v3/cmd/helm@$HELM_VERSION failed; see the go output above"
+  fi
+  exec 9>&-
+  echo "$BIN/helm"
 }
 
 cmd_build() {
@@ -587,6 +606,7 @@ cmd_status() {
 
 case ${1:-} in
 build) cmd_build ;;
+helm) cmd_helm ;;
 start) cmd_start ;;
 stop) cmd_stop ;;
 env) cmd_env ;;

@@ -8,8 +8,9 @@ graph must be acyclic, which is what "layers" means here: the metrics module nev
 server, the server never needs a transport. `use` lines and inline paths are both read; test
 modules (`#[cfg(test)]` onwards) are skipped, since tests may reach anywhere.
 
-Usage: tests/module-cycles.py [SRC_DIR ...]   (default: runtime/src operator/src)
+Usage: tests/module-cycles.py [SRC_DIR ...]   (default: every crate's src under runtime/ and operator/)
 """
+import glob
 import os
 import re
 import sys
@@ -124,7 +125,7 @@ def cycles(pairs):
 
 
 def main():
-    srcs = sys.argv[1:] or ["runtime/src", "operator/src"]
+    srcs = sys.argv[1:] or sorted(glob.glob("runtime/*/src")) + ["operator/src"]
     bad = 0
     for src in srcs:
         if not os.path.isdir(src):

@@ -18,7 +18,7 @@ pub use platform_fields::{
 pub use status::{Condition, Counts, MCPServerStatus};
 
 use kube::{CustomResource, KubeSchema};
-use mcp_runtime::declaration::Declaration;
+use mcp_declaration::Declaration;
 use serde::{Deserialize, Serialize};
 
 /// The spec of an `MCPServer`: what the server serves and how it is deployed.
@@ -74,7 +74,7 @@ mod tests {
             .keys()
             .cloned()
             .collect();
-        let mut runtime: Vec<String> = mcp_runtime::declaration::DEPLOYMENT_FIELDS
+        let mut runtime: Vec<String> = mcp_declaration::DEPLOYMENT_FIELDS
             .iter()
             .map(|f| (*f).to_owned())
             .collect();
@@ -87,7 +87,7 @@ mod tests {
     fn no_deployment_field_shadows_a_declaration_field() {
         let schema = schemars::SchemaGenerator::default().into_root_schema_for::<Declaration>();
         let declared = schema.as_value()["properties"].as_object().unwrap();
-        for field in mcp_runtime::declaration::DEPLOYMENT_FIELDS {
+        for field in mcp_declaration::DEPLOYMENT_FIELDS {
             assert!(
                 !declared.contains_key(*field),
                 "`{field}` is both served and a deployment field"

@@ -1,13 +1,13 @@
 //! The `mcp-runtime` command line: parses flags and calls the library.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use mcp_runtime::app::{RunConfig, run};
-use mcp_runtime::auth::{AuthSettings, KeySettings};
-use mcp_runtime::declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR};
-use mcp_runtime::server::ServerSettings;
-use mcp_runtime::sessions::SessionSettings;
-use mcp_runtime::transport::{HttpSettings, OriginPolicy, check_path_prefix};
-use mcp_runtime::{audit, telemetry};
+use mcp_declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR};
+use mcp_http::app::{RunConfig, run};
+use mcp_http::auth::{AuthSettings, KeySettings};
+use mcp_http::transport::{HttpSettings, OriginPolicy, check_path_prefix};
+use mcp_server::ServerSettings;
+use mcp_server::sessions::SessionSettings;
+use mcp_server::{audit, telemetry};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,9 +37,9 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Write an MCPServer manifest from an API description.
     #[command(subcommand)]
-    Import(mcp_runtime::import::ImportCommand),
+    Import(mcp_openapi::import::ImportCommand),
     /// Compile manifests offline as the operator would; exit status 1 if any is refused.
-    Check(mcp_runtime::check::CheckArgs),
+    Check(mcp_openapi::check::CheckArgs),
 }
 
 #[derive(Args)]
@@ -117,7 +117,7 @@ struct ServeArgs {
     /// Close a kept-alive connection that sends no new request this long (both ports). Keep it
     /// longer than any proxy in front keeps idle upstream connections, so that the proxy closes
     /// them first.
-    #[arg(long, value_name = "DURATION", default_value_t = mcp_runtime::listener::DEFAULT_IDLE_TIMEOUT.into(), value_parser = positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value_t = mcp_http::listener::DEFAULT_IDLE_TIMEOUT.into(), value_parser = positive_duration)]
     connection_idle_timeout: humantime::Duration,
     /// Items per page of list results.
     #[arg(long, value_name = "N", default_value_t = ServerSettings::default().page_size, value_parser = page_size)]
@@ -166,8 +166,8 @@ enum LogFormat {
 fn main() -> ExitCode {
     let args = match Cli::parse().command {
         Command::Serve(args) => args,
-        Command::Import(command) => return mcp_runtime::import::run_cli(command),
-        Command::Check(args) => return mcp_runtime::check::run_cli(args),
+        Command::Import(command) => return mcp_openapi::import::run_cli(command),
+        Command::Check(args) => return mcp_openapi::check::run_cli(args),
     };
     init_logging(args.log_format, &args.log_level);
     let observers = observers(&args);

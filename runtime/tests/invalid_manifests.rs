@@ -5,7 +5,7 @@
 
 #![allow(clippy::expect_used)]
 
-use mcp_runtime::declaration::{CompileOptions, FieldError, compile, parse_manifest};
+use mcp_declaration::{CompileOptions, FieldError, compile, parse_manifest};
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> Vec<PathBuf> {

@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn an_authenticated_server_gets_its_public_url_and_metadata_routes() {
         let mut server = weather();
-        server.spec.declaration.auth = Some(mcp_runtime::declaration::Auth {
+        server.spec.declaration.auth = Some(mcp_declaration::Auth {
             issuer: "https://idp.example.com/realms/acme".into(),
             ..Default::default()
         });
@@ -322,7 +322,7 @@ mod tests {
             route_paths(&server),
             ["/weather/mcp", "/weather/sse", "/weather/messages"]
         );
-        server.spec.declaration.auth = Some(mcp_runtime::declaration::Auth {
+        server.spec.declaration.auth = Some(mcp_declaration::Auth {
             issuer: "https://idp.example.com/realms/acme".into(),
             ..Default::default()
         });

@@ -10,7 +10,7 @@ use crate::resource::MCPServer;
 use futures_util::Stream;
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
-use mcp_runtime::declaration::FieldError;
+use mcp_declaration::FieldError;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 

@@ -3,7 +3,7 @@
 
 use crate::resource::{Counts, MCPServer};
 use kube::ResourceExt;
-use mcp_runtime::declaration::{
+use mcp_declaration::{
     CompileOptions, Declaration, FieldError, Manifest, cluster_problems, compile, render_manifest,
 };
 use std::collections::BTreeMap;
@@ -23,7 +23,7 @@ pub struct Accepted {
 /// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash; the
 /// hash is [`declaration_hash`] of the manifest rendered without it (the runtime crate's
 /// functions, so a pod computes the same hash for a manifest without the stamp).
-pub use mcp_runtime::declaration::{HASH_ANNOTATION, declaration_hash};
+pub use mcp_declaration::{HASH_ANNOTATION, declaration_hash};
 
 /// The container variable the operator sets to the pod's IP (for `--advertise-address`);
 /// `spec.env` may not set it.
@@ -200,7 +200,7 @@ fn counts(declaration: &Declaration) -> Counts {
 mod tests {
     use super::*;
     use crate::reconcile::test_support::server;
-    use mcp_runtime::declaration::parse_manifest;
+    use mcp_declaration::parse_manifest;
 
     #[test]
     fn accepts_a_declaration_and_renders_what_the_runtime_reads() {
@@ -239,7 +239,7 @@ mod tests {
         // The pod reports the stamped hash, and would compute the same one without the stamp.
         assert_eq!(parsed.hash.as_deref(), Some(accepted.hash.as_str()));
         assert_eq!(
-            mcp_runtime::declaration::hash_of(&parsed.name, &parsed.declaration).unwrap(),
+            mcp_declaration::hash_of(&parsed.name, &parsed.declaration).unwrap(),
             accepted.hash
         );
     }

@@ -1,5 +1,5 @@
 //! The deployment fields of an `MCPServer` spec: read by the operator, ignored by the runtime
-//! (`mcp_runtime::declaration::DEPLOYMENT_FIELDS` lists their names; a test keeps both in step).
+//! (`mcp_declaration::DEPLOYMENT_FIELDS` lists their names; a test keeps both in step).
 //! Pure data.
 
 use super::platform_fields::{

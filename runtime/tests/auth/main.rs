@@ -9,8 +9,8 @@ mod issuer;
 
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use issuer::{EC_C, Published, RSA_A, RSA_A_PUBLIC, RSA_B, SigningKey};
-use mcp_runtime::auth::{Authenticator, KeySettings, Refusal};
-use mcp_runtime::declaration::Auth;
+use mcp_declaration::Auth;
+use mcp_http::auth::{Authenticator, KeySettings, Refusal};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -3,7 +3,7 @@
 //! session key, so it can re-seal a real state with an old expiry, as only a replica could.
 
 use super::support::{modern_meta, start};
-use mcp_runtime::sessions::Sealer;
+use mcp_server::sessions::Sealer;
 use serde_json::{Value, json};
 
 const MANIFEST: &str = r#"

@@ -165,7 +165,7 @@ async fn a_second_replica_with_the_key_serves_the_session() {
     let key = dir.path().join("key");
     std::fs::write(&key, [42u8; 32]).unwrap();
     let with_key = |path: std::path::PathBuf| {
-        move |c: &mut mcp_runtime::app::RunConfig| c.session_key_file = Some(path)
+        move |c: &mut mcp_http::app::RunConfig| c.session_key_file = Some(path)
     };
     let first = start(MANIFEST, with_key(key.clone())).await;
     let second = start(MANIFEST, with_key(key.clone())).await;

@@ -1,11 +1,11 @@
 //! Test harness: a runtime on loopback port 0 with a manifest in a temp dir, and small clients
 //! for the three transports. Every wait is bounded.
 
-use mcp_runtime::app::{RunConfig, serve};
-use mcp_runtime::declaration::CompileOptions;
-use mcp_runtime::server::ServerSettings;
-use mcp_runtime::sessions::SessionSettings;
-use mcp_runtime::transport::HttpSettings;
+use mcp_declaration::CompileOptions;
+use mcp_http::app::{RunConfig, serve};
+use mcp_http::transport::HttpSettings;
+use mcp_server::ServerSettings;
+use mcp_server::sessions::SessionSettings;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,7 +47,7 @@ pub struct Runtime {
 /// A config with test-friendly defaults; `tweak` adjusts it.
 pub fn config(manifest: PathBuf) -> RunConfig {
     RunConfig {
-        auth: mcp_runtime::auth::AuthSettings::default(),
+        auth: mcp_http::auth::AuthSettings::default(),
         manifest,
         listen: "127.0.0.1:0".parse().unwrap(),
         admin_listen: "127.0.0.1:0".parse().unwrap(),
@@ -59,7 +59,7 @@ pub fn config(manifest: PathBuf) -> RunConfig {
         compile: CompileOptions::default(),
         reload_interval: Duration::from_millis(100),
         shutdown_timeout: Duration::from_secs(2),
-        connection_idle_timeout: mcp_runtime::listener::DEFAULT_IDLE_TIMEOUT,
+        connection_idle_timeout: mcp_http::listener::DEFAULT_IDLE_TIMEOUT,
     }
 }
 

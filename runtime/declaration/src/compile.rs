@@ -1,0 +1,287 @@
+//! Compiling a declaration once: every check that can be made before serving, every template and
+//! schema compiled, every list entry pre-built. The result (`compile/output.rs`) is immutable
+//! and shared by all requests. This file holds the compiler and the checks every item kind
+//! shares; each kind has its own file (`tools.rs`, `resources.rs`, `prompts.rs`, `http.rs`).
+//! Pure, except that resources declared with `file` are read (unless disabled).
+
+mod http;
+mod http_params;
+pub use http_params::RESERVED_HEADERS;
+mod http_types;
+mod interactive;
+mod output;
+mod prompts;
+mod resources;
+mod tools;
+
+pub use http_types::{
+    BodyKind, CompiledBody, CompiledHttp, CompiledParam, CompiledResponse, ParamValue, Retry,
+    StatusMatch,
+};
+pub use interactive::{
+    CONFIRM_KEY, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY, SAMPLE_KEY,
+};
+pub use output::{
+    Compiled, CompiledLog, CompiledProgress, CompiledPrompt, CompiledResource,
+    CompiledResourceTemplate, CompiledTool,
+};
+
+use super::access::AccessRules;
+use super::field_error::{FieldError, InvalidDeclaration};
+use super::load::Manifest;
+use super::template::{DEFAULT_FUEL, Templates, Text};
+use super::types::{ContentBlock, Declaration};
+use super::value_template::ValueTemplate;
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How to compile.
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// Fuel for one template render.
+    pub template_fuel: u64,
+    /// Read resources declared with `file`; the operator turns this off (the files exist only in
+    /// the pod), the runtime keeps it on.
+    pub read_files: bool,
+    /// Where `secretKeyRef`s are read (`<dir>/<name>/<key>`); `None` checks the references
+    /// without reading them (the operator validates without the pod's files).
+    pub secrets_dir: Option<PathBuf>,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        Self {
+            template_fuel: DEFAULT_FUEL,
+            read_files: true,
+            secrets_dir: None,
+        }
+    }
+}
+
+/// The fields of a content block that are templates over `args`.
+const BLOCK_TEMPLATE_FIELDS: &[&[&str]] = &[
+    &["text"],
+    &["uri"],
+    &["resource", "uri"],
+    &["resource", "text"],
+];
+
+/// Compiles a manifest, reporting every problem with its field path.
+pub fn compile(
+    manifest: &Manifest,
+    options: &CompileOptions,
+) -> Result<Compiled, InvalidDeclaration> {
+    let hash = match &manifest.hash {
+        Some(stamped) => stamped.clone(),
+        None => super::stamp::hash_of(&manifest.name, &manifest.declaration).map_err(|err| {
+            InvalidDeclaration {
+                errors: vec![FieldError {
+                    path: "spec".into(),
+                    message: format!("cannot be written as YAML: {err}"),
+                }],
+            }
+        })?,
+    };
+    Compiler::new(options).run(
+        &manifest.name,
+        &manifest.declaration,
+        &manifest.base_dir,
+        hash,
+    )
+}
+
+struct Compiler<'a> {
+    options: &'a CompileOptions,
+    templates: Templates,
+    errors: Vec<FieldError>,
+    /// Every HTTP backend compiled so far, in slot order.
+    upstreams: Vec<Arc<CompiledHttp>>,
+}
+
+impl<'a> Compiler<'a> {
+    fn new(options: &'a CompileOptions) -> Self {
+        Self {
+            options,
+            templates: Templates::new(options.template_fuel),
+            errors: Vec::new(),
+            upstreams: Vec::new(),
+        }
+    }
+
+    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(FieldError {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn run(
+        mut self,
+        name: &str,
+        decl: &Declaration,
+        base_dir: &Path,
+        hash: String,
+    ) -> Result<Compiled, InvalidDeclaration> {
+        let mut server_info =
+            json!({"name": name, "version": decl.version.as_deref().unwrap_or("0.0.0")});
+        if let Some(title) = &decl.title {
+            server_info["title"] = json!(title);
+        }
+        let tools = self.tools(&decl.tools);
+        let resources = self.resources(&decl.resources, base_dir);
+        let resource_templates = self.resource_templates(decl);
+        let prompts = self.prompts(&decl.prompts);
+        let access = AccessRules::compile(decl, self.options.template_fuel)
+            .map_err(|errors| self.errors.extend(errors))
+            .unwrap_or_default();
+        if !self.errors.is_empty() {
+            return Err(InvalidDeclaration {
+                errors: self.errors,
+            });
+        }
+        let index = |keys: Vec<String>| keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
+        Ok(Compiled {
+            server_info,
+            hash,
+            instructions: decl.instructions.clone(),
+            cache: decl.cache.clone().unwrap_or_default(),
+            tool_index: index(decl.tools.iter().map(|t| t.name.clone()).collect()),
+            resource_index: index(decl.resources.iter().map(|r| r.uri.clone()).collect()),
+            prompt_index: index(decl.prompts.iter().map(|p| p.name.clone()).collect()),
+            tools,
+            resources,
+            resource_templates,
+            prompts,
+            templates: self.templates,
+            upstreams: self.upstreams,
+            auth: decl.auth.clone(),
+            access,
+        })
+    }
+
+    fn unique<'n>(&mut self, what: &str, items: impl Iterator<Item = (String, &'n str)>) {
+        let mut seen = HashSet::new();
+        for (path, key) in items {
+            if !seen.insert(key) {
+                self.error(path, format!("duplicate {what} `{key}`"));
+            }
+        }
+    }
+
+    fn text(&mut self, path: &str, source: &str) -> Option<Text> {
+        match self.templates.compile(path, source) {
+            Ok(text) => Some(text),
+            Err(message) => {
+                self.error(path, message);
+                None
+            }
+        }
+    }
+
+    fn value_template(
+        &mut self,
+        path: &str,
+        value: Value,
+        fields: Option<&[&[&str]]>,
+    ) -> Option<ValueTemplate> {
+        let compiled = match fields {
+            Some(fields) => ValueTemplate::fields(&mut self.templates, path, value, fields),
+            None => ValueTemplate::all_strings(&mut self.templates, path, value),
+        };
+        compiled
+            .map_err(|(path, message)| self.error(path, message))
+            .ok()
+    }
+
+    fn schema(&mut self, path: &str, schema: &Map<String, Value>) -> Option<jsonschema::Validator> {
+        // No retriever is compiled in, so a remote or file `$ref` fails here instead of fetching.
+        match jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&Value::Object(schema.clone()))
+        {
+            Ok(validator) => Some(validator),
+            Err(err) => {
+                self.error(path, format!("invalid JSON Schema: {err}"));
+                None
+            }
+        }
+    }
+
+    fn blocks(&mut self, path: &str, blocks: &[ContentBlock]) -> Vec<ValueTemplate> {
+        blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, block)| self.block(&format!("{path}[{i}]"), block))
+            .collect()
+    }
+
+    fn block(&mut self, path: &str, block: &ContentBlock) -> Option<ValueTemplate> {
+        self.check_block(path, block);
+        let value = serde_json::to_value(block).ok()?;
+        self.value_template(path, value, Some(BLOCK_TEMPLATE_FIELDS))
+    }
+
+    fn check_block(&mut self, path: &str, block: &ContentBlock) {
+        match block {
+            ContentBlock::Image { data, .. } | ContentBlock::Audio { data, .. } => {
+                self.base64(&format!("{path}.data"), data);
+            }
+            ContentBlock::Resource { resource, .. } => {
+                if resource.text.is_some() == resource.blob.is_some() {
+                    self.error(
+                        format!("{path}.resource"),
+                        "declare exactly one of `text` or `blob`",
+                    );
+                }
+                if let Some(blob) = &resource.blob {
+                    self.base64(&format!("{path}.resource.blob"), blob);
+                }
+            }
+            ContentBlock::Text { .. } | ContentBlock::ResourceLink { .. } => {}
+        }
+    }
+
+    fn base64(&mut self, path: &str, data: &str) {
+        if base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .is_err()
+        {
+            self.error(path, "is not valid base64");
+        }
+    }
+}
+
+fn insert_some<T: serde::Serialize>(target: &mut Value, key: &str, value: &Option<T>) {
+    if let Some(value) = value
+        && let Ok(value) = serde_json::to_value(value)
+    {
+        target[key] = value;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse_manifest;
+
+    pub(crate) fn compiled(spec: &str) -> Result<Compiled, InvalidDeclaration> {
+        let text = format!(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"
+        );
+        let manifest = parse_manifest(&text, std::path::PathBuf::new()).unwrap();
+        compile(&manifest, &CompileOptions::default())
+    }
+
+    #[test]
+    fn compiles_resources() {
+        let c = compiled(
+            "  resources:\n  - {uri: 'test://a', name: a, mimeType: text/plain, text: hello}\n",
+        )
+        .unwrap();
+        assert_eq!(c.resources.len(), 1);
+        assert_eq!(c.resource("test://a").unwrap().contents["text"], "hello");
+    }
+}

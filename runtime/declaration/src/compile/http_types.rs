@@ -1,0 +1,165 @@
+//! The compiled form of an `http` declaration, as the HTTP backend uses it. Pure data: the live
+//! parts (the HTTP client, the concurrency limit) are built from it by the backend
+//! (`backends/http/upstreams.rs`), so validating a manifest builds nothing.
+
+use crate::jq::JqProgram;
+use crate::json_body::JsonBody;
+use crate::secrets::Secret;
+use crate::template::Text;
+use crate::upstream_url::UrlTemplate;
+use crate::value_template::ValueTemplate;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An upstream call ready to make.
+#[derive(Debug)]
+pub struct CompiledHttp {
+    /// Metrics and log label: the tool name, or `resource:<name>`.
+    pub label: String,
+    /// HTTP method.
+    pub method: http::Method,
+    /// URL template with its fixed origin.
+    pub url: UrlTemplate,
+    /// Extra query parameters.
+    pub query: Vec<CompiledParam>,
+    /// Headers.
+    pub headers: Vec<CompiledParam>,
+    /// Body.
+    pub body: Option<CompiledBody>,
+    /// Deadline of the whole call.
+    pub timeout: Duration,
+    /// Retry policy, when allowed and declared.
+    pub retry: Option<Retry>,
+    /// Largest body read.
+    pub max_response_bytes: u64,
+    /// Calls in flight at once.
+    pub max_concurrency: usize,
+    /// Extra trusted CA certificates (PEM, checked to hold at least one).
+    pub ca_bundle: Option<String>,
+    /// Its position among the declaration's HTTP backends (`Compiled::upstreams`), where the
+    /// backend keeps its live parts.
+    pub slot: usize,
+    /// Response mappings.
+    pub responses: Vec<CompiledResponse>,
+    /// Resources: how long a read result is reused.
+    pub cache_ttl: Duration,
+    /// Resources: how often a subscribed resource is polled.
+    pub poll_interval: Duration,
+    /// Every secret value this call sends (without prefixes), redacted from anything it returns.
+    pub secrets: Vec<Secret>,
+}
+
+/// Retry policy.
+#[derive(Clone, Copy, Debug)]
+pub struct Retry {
+    /// Total attempts.
+    pub attempts: u32,
+    /// Wait before the first retry (doubled after each).
+    pub backoff: Duration,
+}
+
+/// A query parameter, header or form field.
+#[derive(Debug)]
+pub struct CompiledParam {
+    /// Name.
+    pub name: String,
+    /// Where the value comes from.
+    pub value: ParamValue,
+}
+
+/// Where a parameter's value comes from.
+#[derive(Debug)]
+pub enum ParamValue {
+    /// A literal or template over `args`.
+    Text(Text),
+    /// An argument by dotted path.
+    Arg(String),
+    /// A secret, prefix included.
+    Secret(Secret),
+}
+
+/// A request body and its content type.
+#[derive(Debug)]
+pub struct CompiledBody {
+    /// What is sent.
+    pub kind: BodyKind,
+    /// `Content-Type`.
+    pub content_type: String,
+}
+
+/// Body kinds.
+#[derive(Debug)]
+pub enum BodyKind {
+    /// A JSON document built as a value.
+    Json(JsonBody),
+    /// Form fields.
+    Form(Vec<CompiledParam>),
+    /// Templated text.
+    Text(Text),
+}
+
+/// Which statuses a response mapping covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatusMatch {
+    /// One code.
+    Code(u16),
+    /// A class: 2 for `2xx`.
+    Class(u16),
+    /// Anything else.
+    Default,
+}
+
+/// A response mapping.
+#[derive(Debug)]
+pub struct CompiledResponse {
+    /// Statuses covered.
+    pub status: StatusMatch,
+    /// jq program for the structured result.
+    pub jq: Option<Arc<JqProgram>>,
+    /// Tools: content blocks.
+    pub content: Option<Vec<ValueTemplate>>,
+    /// Resources: contents template.
+    pub text: Option<Text>,
+    /// Tools: tool error or not (default by status).
+    pub is_error: Option<bool>,
+}
+
+impl CompiledHttp {
+    /// The most specific mapping for `status`: exact code, then class, then `default`.
+    pub fn response_for(&self, status: u16) -> Option<&CompiledResponse> {
+        most_specific(&self.responses, status)
+    }
+}
+
+fn most_specific(responses: &[CompiledResponse], status: u16) -> Option<&CompiledResponse> {
+    let find = |wanted: StatusMatch| responses.iter().find(|r| r.status == wanted);
+    find(StatusMatch::Code(status))
+        .or_else(|| find(StatusMatch::Class(status / 100)))
+        .or_else(|| find(StatusMatch::Default))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_specific_mapping_wins_whatever_the_order() {
+        let response = |status| CompiledResponse {
+            status,
+            jq: None,
+            content: None,
+            text: None,
+            is_error: None,
+        };
+        let responses = vec![
+            response(StatusMatch::Default),
+            response(StatusMatch::Class(4)),
+            response(StatusMatch::Code(404)),
+        ];
+        let pick = |status| most_specific(&responses, status).map(|r| r.status);
+        assert_eq!(pick(404), Some(StatusMatch::Code(404)));
+        assert_eq!(pick(418), Some(StatusMatch::Class(4)));
+        assert_eq!(pick(200), Some(StatusMatch::Default));
+        assert_eq!(most_specific(&responses[1..], 500).map(|r| r.status), None);
+    }
+}

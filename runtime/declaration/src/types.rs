@@ -1,0 +1,512 @@
+//! The declaration: the part of an `MCPServer` spec that the runtime serves.
+//!
+//! One set of types, shared with the operator (which embeds them in the CRD), so every field is
+//! documented for `kubectl explain`. Field names follow MCP's own names. Pure data, no I/O.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+mod auth;
+mod http;
+mod interactive;
+pub use auth::*;
+pub use http::*;
+pub use interactive::*;
+
+/// Tools, resources and prompts served to MCP clients, exactly as declared.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Declaration {
+    /// Human-readable server title, sent as `serverInfo.title`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Server version, sent as `serverInfo.version` (default `0.0.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Instructions for the model on how to use this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// How long clients of the 2026-07-28 protocol may cache list and read results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CachePolicy>,
+    /// Tools the server offers, in the order `tools/list` returns them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool>,
+    /// Resources with fixed URIs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<Resource>,
+    /// Resources addressed by an RFC 6570 URI template (level 1: `{var}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// Prompt templates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<Prompt>,
+    /// Bearer-token authentication of every request (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<Auth>,
+}
+
+/// Caching hints sent as `ttlMs` and `cacheScope` on cacheable results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CachePolicy {
+    /// Milliseconds a client may reuse a result (default 60000; 0 disables caching).
+    #[serde(default = "default_ttl_ms")]
+    pub ttl_ms: u64,
+    /// Who may share a cached result: `public` (any client) or `private` (this client only).
+    #[serde(default)]
+    pub scope: CacheScope,
+}
+
+fn default_ttl_ms() -> u64 {
+    60_000
+}
+
+impl Default for CachePolicy {
+    fn default() -> Self {
+        Self {
+            ttl_ms: default_ttl_ms(),
+            scope: CacheScope::Public,
+        }
+    }
+}
+
+/// Who may share a cached result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CacheScope {
+    /// Any client may reuse the result.
+    #[default]
+    Public,
+    /// Only the requesting client may reuse the result.
+    Private,
+}
+
+/// A tool: its interface and where its answer comes from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Unique tool name (1-128 characters of `A-Za-z0-9_-.`).
+    pub name: String,
+    /// Human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema (2020-12) of the arguments; arguments are validated against it before the tool
+    /// answers. Default: an object with no declared properties.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::types::any_object")]
+    pub input_schema: Option<Map<String, Value>>,
+    /// JSON Schema (2020-12) of `structuredContent`; the declared value is checked against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::types::any_object")]
+    pub output_schema: Option<Map<String, Value>>,
+    /// Hints about the tool's behaviour, sent as declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons clients may show for the tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+    /// The declared reply: MCP content blocks whose text is a template over `args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ContentBlock>>,
+    /// Declared structured result; every string in it is a template over `args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::types::any_value")]
+    pub structured_content: Option<Value>,
+    /// Where the reply comes from instead of `content`: an upstream HTTP API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Http>,
+    /// Marks the declared reply as a tool error (`isError: true`), readable by the model.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// Progress notifications sent before the reply, to clients that asked for progress.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<ProgressStep>,
+    /// Log messages sent to the client before the reply, at or above its requested level.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<LogMessage>,
+    /// Ask the user to confirm before the tool runs (a template over `args`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Confirm>,
+    /// Values asked from the user when the call lacks them, merged into `args`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elicit: Vec<ElicitField>,
+    /// A completion asked from the client's model; the reply templates see it as `sample`.
+    /// Declared-content tools only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Sample>,
+    /// Ask the client for its roots; the reply templates see them as `roots` (a list of
+    /// `{uri, name}`). Declared-content tools only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub roots: bool,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
+}
+
+/// One declared progress notification of a tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressStep {
+    /// Progress so far; increases from step to step.
+    pub progress: f64,
+    /// Total, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// Message shown to the user; a template over `args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Milliseconds to wait before sending this step (at most 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+}
+
+/// One declared log message of a tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogMessage {
+    /// Severity (syslog levels, as MCP names them).
+    pub level: LogLevel,
+    /// Message text; a template over `args`.
+    pub message: String,
+    /// Logger name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logger: Option<String>,
+}
+
+/// Log severities, lowest first.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Detailed debugging information.
+    Debug,
+    /// Informational messages.
+    Info,
+    /// Normal but significant events.
+    Notice,
+    /// Warning conditions.
+    Warning,
+    /// Error conditions.
+    Error,
+    /// Critical conditions.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// System is unusable.
+    Emergency,
+}
+
+/// Tool behaviour hints (MCP `ToolAnnotations`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling the tool again with the same arguments has no additional effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool interacts with an open world of external entities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// An icon a client may display.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    /// `https:` or `data:` URI of the image.
+    pub src: String,
+    /// MIME type of the image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Sizes such as `48x48` or `any`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<String>,
+}
+
+/// An MCP content block. Text fields and URIs are templates over `args`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text; a template over `args`.
+        text: String,
+        /// Audience and priority hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// An image.
+    Image {
+        /// Base64-encoded image data.
+        data: String,
+        /// MIME type, such as `image/png`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Audience and priority hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// Audio.
+    Audio {
+        /// Base64-encoded audio data.
+        data: String,
+        /// MIME type, such as `audio/wav`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Audience and priority hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// A resource embedded in the reply.
+    Resource {
+        /// The embedded resource.
+        resource: EmbeddedResource,
+        /// Audience and priority hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// A link to a resource the client may read.
+    ResourceLink {
+        /// URI of the linked resource; a template over `args`.
+        uri: String,
+        /// Name of the linked resource.
+        name: String,
+        /// Description of the linked resource.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// MIME type of the linked resource.
+        #[serde(default, rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Audience and priority hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+}
+
+/// A resource's contents embedded in a content block: exactly one of `text` or `blob`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddedResource {
+    /// URI of the resource; a template over `args`.
+    pub uri: String,
+    /// MIME type of the contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text contents; a template over `args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64-encoded binary contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+/// Audience and priority hints on content (MCP `Annotations`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the content is for: `user`, `assistant` or both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audience: Vec<Role>,
+    /// Importance from 0 (least) to 1 (most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// ISO 8601 time of the last modification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+/// A conversation role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The human side.
+    User,
+    /// The model side.
+    Assistant,
+}
+
+/// A resource with a fixed URI; exactly one of `text`, `blob`, `file` or `http` gives its
+/// contents.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// Unique URI of the resource.
+    pub uri: String,
+    /// Short name.
+    pub name: String,
+    /// Human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the resource holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type of the contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Audience and priority hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Icons clients may show for the resource.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+    /// Text contents, served as declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64-encoded binary contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Path of a file holding the contents (such as a mounted ConfigMap key), read at load and
+    /// on every reload; relative paths are resolved against the manifest's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Contents fetched from an upstream HTTP API on each read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Http>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
+}
+
+/// Resources addressed by a URI template; the contents are a template over the URI's variables
+/// or come from an upstream HTTP API.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplate {
+    /// RFC 6570 level-1 URI template, such as `weather://city/{city}`.
+    pub uri_template: String,
+    /// Short name.
+    pub name: String,
+    /// Human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the resources hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type of the contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Audience and priority hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Text contents; a template over `args` (the URI's variables). Exactly one of `text` or
+    /// `http`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Contents fetched from an upstream HTTP API; `args` are the URI's variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Http>,
+    /// Values offered by `completion/complete` for each URI variable.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub completions: BTreeMap<String, Vec<String>>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
+}
+
+/// A prompt template.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Prompt {
+    /// Unique prompt name.
+    pub name: String,
+    /// Human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the prompt is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Arguments the prompt takes; their values are the template variable `args`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<PromptArgument>,
+    /// Icons clients may show for the prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+    /// The messages `prompts/get` returns.
+    pub messages: Vec<PromptMessage>,
+    /// Values asked from the user when the request lacks them, merged into `args` as strings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elicit: Vec<ElicitField>,
+    /// Scopes a caller needs to see and use this item (with `spec.auth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Condition a caller must meet (with `spec.auth`): a template over `token.claims` and
+    /// `args` that renders `true` to allow. One that reads only `token` also hides the item
+    /// from lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
+}
+
+/// An argument of a prompt.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptArgument {
+    /// Argument name.
+    pub name: String,
+    /// Human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the argument means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether `prompts/get` must supply it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+    /// Values offered by `completion/complete`, filtered by the typed prefix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completions: Vec<String>,
+}
+
+/// One message of a prompt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptMessage {
+    /// Who speaks.
+    pub role: Role,
+    /// What is said: any content block.
+    pub content: ContentBlock,
+}
+
+/// Schema of an arbitrary JSON object kept as written (embedded JSON Schema documents).
+pub(crate) fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+/// Schema of any JSON value kept as written.
+pub(crate) fn any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}

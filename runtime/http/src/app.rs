@@ -1,0 +1,188 @@
+//! Running the runtime: load and compile the manifest, bind the MCP and admin ports, watch the
+//! manifest, and drain on SIGTERM or Ctrl-C. The CLI in `main.rs` fills [`RunConfig`].
+
+use crate::admin::routes::{self, AdminState};
+use crate::auth::{AuthSettings, AuthState};
+use crate::reload;
+use crate::transport::{self, AppState, BodyBudget, Forwarder, HttpSettings};
+use anyhow::Context as _;
+use mcp_declaration::CompileOptions;
+use mcp_server::metrics::Metrics;
+use mcp_server::sessions::{Sealer, SessionSettings, SessionStore, read_key};
+use mcp_server::{ListenLimit, Server, ServerSettings};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Everything `serve` needs.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The manifest file.
+    pub manifest: PathBuf,
+    /// MCP listen address.
+    pub listen: SocketAddr,
+    /// Admin listen address.
+    pub admin_listen: SocketAddr,
+    /// HTTP settings.
+    pub http: HttpSettings,
+    /// Session settings.
+    pub sessions: SessionSettings,
+    /// Shared session key file; `None` uses a random key (a single replica).
+    pub session_key_file: Option<PathBuf>,
+    /// This replica's MCP address as the other replicas reach it: sealed into the ids of the
+    /// sessions it opens, which the others then route here. `None`: no routing.
+    pub advertise_address: Option<SocketAddr>,
+    /// Dispatch settings.
+    pub server: ServerSettings,
+    /// Compile settings.
+    pub compile: CompileOptions,
+    /// How often the manifest is checked for changes.
+    pub reload_interval: Duration,
+    /// Longest wait for open connections at shutdown.
+    pub shutdown_timeout: Duration,
+    /// Longest a kept-alive connection may wait for its next request (both ports).
+    pub connection_idle_timeout: Duration,
+    /// Authentication settings (used when the declaration has `spec.auth`).
+    pub auth: AuthSettings,
+}
+
+/// Serves until SIGTERM or Ctrl-C.
+pub async fn run(config: RunConfig) -> anyhow::Result<()> {
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown requested; draining");
+        signal.cancel();
+    });
+    let (mcp, admin) = bind(&config).await?;
+    serve(config, mcp, admin, shutdown).await
+}
+
+/// Binds both listeners (tests bind port 0 themselves and call [`serve`]).
+pub async fn bind(config: &RunConfig) -> anyhow::Result<(TcpListener, TcpListener)> {
+    let mcp = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let admin = TcpListener::bind(config.admin_listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (admin)", config.admin_listen))?;
+    Ok((mcp, admin))
+}
+
+/// Serves on bound listeners until `shutdown`.
+pub async fn serve(
+    config: RunConfig,
+    mcp: TcpListener,
+    admin: TcpListener,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let (compiled, served) = reload::load(&config.manifest, &config.compile);
+    let compiled = compiled
+        .map_err(|err| anyhow::anyhow!("invalid manifest {}: {err}", config.manifest.display()))?;
+    let auth = Arc::new(AuthState::new(config.auth.clone()));
+    // A declaration that asks for authentication must be servable with it from the start.
+    auth.for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
+        .context("cannot authenticate requests")?;
+    let sealer = match &config.session_key_file {
+        Some(path) => Sealer::new(
+            &read_key(path)
+                .with_context(|| format!("cannot read session key {}", path.display()))?,
+        ),
+        None => Sealer::random(),
+    };
+    let metrics = Arc::new(Metrics::default());
+    let server = Arc::new(
+        Server::new(compiled, config.server.clone(), metrics.clone())
+            .with_sealer(Arc::new(sealer.clone())),
+    );
+    // A forwarded GET stream holds one forward: as many as there may be sessions, plus room
+    // for their other requests.
+    let forwarder = config.advertise_address.map(|_| {
+        Forwarder::new(
+            sealer.clone(),
+            config.sessions.max_sessions.saturating_mul(2),
+        )
+    });
+    let sessions = Arc::new(
+        SessionStore::new(sealer, config.sessions.clone(), metrics)
+            .with_owner(config.advertise_address),
+    );
+    let state = Arc::new(AppState {
+        server: server.clone(),
+        sessions,
+        http: config.http.clone(),
+        shutdown: shutdown.clone(),
+        listen_streams: ListenLimit::new(config.sessions.max_sessions),
+        auth,
+        bodies: BodyBudget::new(&config.http),
+        forwarder,
+    });
+    let admin_state = Arc::new(AdminState {
+        server: server.clone(),
+        ready: AtomicBool::new(false),
+    });
+
+    tokio::spawn(reload::watch(
+        config.manifest.clone(),
+        config.compile.clone(),
+        server.clone(),
+        served,
+        config.reload_interval,
+        shutdown.clone(),
+    ));
+    let admin_addr = admin.local_addr()?;
+    let admin_app = routes::router(admin_state.clone());
+    let admin_stop = shutdown.clone();
+    let admin_task = tokio::spawn(async move {
+        let limits = crate::listener::ConnectionLimits {
+            max_connections: 256,
+            idle_timeout: config.connection_idle_timeout,
+            ..crate::listener::ConnectionLimits::default()
+        };
+        crate::listener::serve(admin, admin_app, limits, admin_stop).await
+    });
+    tracing::info!(mcp = %mcp.local_addr()?, admin = %admin_addr, "serving");
+    admin_state.set_ready(true);
+    let stop_ready = admin_state.clone();
+    let ready_watch = shutdown.clone();
+    tokio::spawn(async move {
+        ready_watch.cancelled().await;
+        stop_ready.set_ready(false);
+    });
+    let limits = crate::listener::ConnectionLimits {
+        idle_timeout: config.connection_idle_timeout,
+        ..crate::listener::ConnectionLimits::default()
+    };
+    transport::serve(mcp, state, limits, config.shutdown_timeout).await?;
+    admin_task.abort();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

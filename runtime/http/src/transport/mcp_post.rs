@@ -1,0 +1,87 @@
+//! `POST /mcp`: checks the body, then picks the era. A request carrying the 2026-07-28 `_meta`
+//! (or a non-legacy `MCP-Protocol-Version` header without a session) is served statelessly;
+//! `initialize` and session traffic go to the legacy Streamable HTTP path.
+
+use super::authn::{self, Caller};
+use super::guard::{check_accept, check_content_type};
+use super::headers::{SESSION_HEADER, VERSION_HEADER};
+use super::reply::error;
+use super::{AppState, stateless, streamable};
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use mcp_protocol::methods;
+use mcp_protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, member, meta, parse_message};
+use std::sync::Arc;
+
+/// Handles every POST on `/mcp`.
+pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    // The headers are taken apart rather than extracted as a `HeaderMap`, which would copy them.
+    let (mut parts, body) = request.into_parts();
+    let caller = parts.extensions.remove::<Caller>();
+    let headers = parts.headers;
+    if let Err(refusal) = check_content_type(&headers) {
+        return refusal;
+    }
+    let accepts = match check_accept(&headers) {
+        Ok(accepts) => accepts,
+        Err(refusal) => return refusal,
+    };
+    let (body, share) = match state.bodies.read(&headers, body).await {
+        Ok(read) => read,
+        Err(refusal) => return refusal,
+    };
+    let parsed = parse_message(&body);
+    // The body and its share of the large-body budget are not needed past the parse.
+    drop((body, share));
+    let message = match parsed {
+        Ok(message) => message,
+        Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
+    };
+    let modern = is_modern(&headers, &message);
+    if let Some(caller) = &caller
+        && let Some(refusal) = authn::item_refusal(&state, caller, &message)
+    {
+        let era = if modern {
+            Era::Modern
+        } else {
+            Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
+        };
+        let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+        return authn::refuse_item(&state, caller, &message, &refusal, era, session);
+    }
+    let caller = caller.map(|c| c.principal);
+    if modern {
+        stateless::post(state, headers, message, accepts.sse, caller).await
+    } else {
+        streamable::post(state, headers, message, accepts.sse, caller).await
+    }
+}
+
+fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
+    let (method, params) = match message {
+        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => {
+            (method, params)
+        }
+        Incoming::Response { .. } => return false,
+    };
+    if member(params, "_meta")
+        .and_then(|m| member(m, meta::PROTOCOL_VERSION))
+        .is_some()
+    {
+        return true;
+    }
+    if method == methods::INITIALIZE || headers.contains_key(SESSION_HEADER) {
+        return false;
+    }
+    headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|version| LegacyVersion::parse(version.trim()).is_none())
+}
+
+/// The legacy version the `MCP-Protocol-Version` header names, if it names one.
+fn header_version(headers: &HeaderMap) -> Option<LegacyVersion> {
+    let version = headers.get(VERSION_HEADER)?.to_str().ok()?;
+    LegacyVersion::parse(version.trim())
+}

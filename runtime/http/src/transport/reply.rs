@@ -1,0 +1,190 @@
+//! Turning a request's outcome into an HTTP response: a JSON body when the answer is ready at
+//! once, or an SSE stream when notifications come first or the answer takes a while (an open
+//! stream with keep-alives also notices a client that went away, which cancels the request).
+
+use axum::Json;
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::{FutureExt as _, Stream};
+use mcp_protocol::{Era, McpError, RequestId, error_response};
+use mcp_server::Notifier;
+use serde::Serialize;
+use serde_json::Value;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// After this long without an answer, a client that accepts SSE gets a stream.
+const SWITCH_TO_STREAM_AFTER: Duration = Duration::from_millis(500);
+
+/// Capacity of a request's notification channel.
+pub const NOTIFICATION_CAPACITY: usize = 32;
+
+/// A JSON-RPC error body.
+pub fn error_body(id: Option<&RequestId>, err: &McpError, era: Era) -> Json<Value> {
+    Json(error_response(id, err.to_json(era)))
+}
+
+/// A JSON-RPC error response with the era's HTTP status.
+pub fn error(id: Option<&RequestId>, err: &McpError, era: Era) -> Response {
+    let status = StatusCode::from_u16(err.http_status(era)).unwrap_or(StatusCode::BAD_REQUEST);
+    (status, error_body(id, err, era)).into_response()
+}
+
+/// Room for a typical answer, so that writing it takes one allocation.
+const ANSWER_CAPACITY: usize = 512;
+
+/// `body` written as JSON, with `status`.
+pub fn json(status: StatusCode, body: &impl Serialize) -> Response {
+    let mut bytes = Vec::with_capacity(ANSWER_CAPACITY);
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        // Only a map with non-string keys fails; no answer is built that way.
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    let mut response = Response::new(Body::from(bytes));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// An SSE response with `:` keep-alive comments every `keepalive` (idle proxies would otherwise
+/// cut the stream) and the header that stops nginx from buffering events.
+pub fn sse<S>(events: S, keepalive: Duration) -> Response
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(keepalive))
+        .into_response();
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// One JSON-RPC message as an SSE event (JSON is always one line).
+pub fn event(message: &impl Serialize, name: Option<&'static str>) -> Event {
+    // Only a map with non-string keys fails to serialize; no message is built that way.
+    let data = serde_json::to_string(message).unwrap_or_else(|_| "null".to_owned());
+    let event = Event::default().data(data);
+    match name {
+        Some(name) => event.event(name),
+        None => event,
+    }
+}
+
+/// The notification channel of a request that may send notifications (it asked for progress or
+/// log messages); requests that cannot notify get no channel at all.
+pub fn notification_channel(may_notify: bool) -> (Option<Notifier>, Option<Notifications>) {
+    if may_notify {
+        let (sender, receiver) = mpsc::channel(NOTIFICATION_CAPACITY);
+        (Some(sender), Some(receiver))
+    } else {
+        (None, None)
+    }
+}
+
+/// The receiving end of a request's notifications.
+pub type Notifications = mpsc::Receiver<Box<Value>>;
+
+/// The next notification; never, without a channel.
+async fn next(notifications: &mut Option<Notifications>) -> Option<Value> {
+    match notifications {
+        Some(receiver) => receiver.recv().await.map(|message| *message),
+        None => std::future::pending().await,
+    }
+}
+
+/// A notification already queued.
+fn queued(notifications: &mut Option<Notifications>) -> Option<Value> {
+    notifications
+        .as_mut()?
+        .try_recv()
+        .ok()
+        .map(|message| *message)
+}
+
+/// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and
+/// whose notifications arrive on `notifications`. Without SSE support, notifications are dropped
+/// and the answer is JSON.
+pub async fn respond<F, B>(
+    outcome: F,
+    mut notifications: Option<Notifications>,
+    client_accepts_sse: bool,
+    keepalive: Duration,
+) -> Response
+where
+    F: Future<Output = (StatusCode, B)> + Send + 'static,
+    B: Serialize + Send + 'static,
+{
+    let mut outcome = Box::pin(outcome);
+    if !client_accepts_sse {
+        if let Some(receiver) = &mut notifications {
+            receiver.close();
+        }
+        let (status, body) = outcome.await;
+        return json(status, &body);
+    }
+    // Most answers (declared content) are ready at the first poll: answer them without arming
+    // the switch-to-stream timer, which costs a timer-wheel registration per request.
+    if let Some((status, body)) = (&mut outcome).now_or_never() {
+        let Some(first) = queued(&mut notifications) else {
+            return json(status, &body);
+        };
+        return sse(
+            stream(Some(first), Some(body), outcome, notifications),
+            keepalive,
+        );
+    }
+    let (first, done) = tokio::select! {
+        biased;
+        Some(first) = next(&mut notifications) => (Some(first), None),
+        (status, body) = &mut outcome => match queued(&mut notifications) {
+            // Notifications sent while the request ran to completion within one poll.
+            Some(first) => (Some(first), Some(body)),
+            None => return json(status, &body),
+        },
+        () = tokio::time::sleep(SWITCH_TO_STREAM_AFTER) => (None, None),
+    };
+    sse(stream(first, done, outcome, notifications), keepalive)
+}
+
+/// The events of a streamed answer: the first notification (if one came), the rest as they
+/// come, then the response (`done` when the outcome is already known).
+fn stream<F, B>(
+    first: Option<Value>,
+    done: Option<B>,
+    mut outcome: Pin<Box<F>>,
+    mut notifications: Option<Notifications>,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static
+where
+    F: Future<Output = (StatusCode, B)> + Send + 'static,
+    B: Serialize + Send + 'static,
+{
+    async_stream::stream! {
+        if let Some(first) = first {
+            yield Ok(event(&first, None));
+        }
+        let body = match done {
+            Some(body) => body,
+            None => loop {
+                tokio::select! {
+                    biased;
+                    Some(note) = next(&mut notifications) => yield Ok(event(&note, None)),
+                    (_, body) = &mut outcome => break body,
+                }
+            },
+        };
+        while let Some(note) = queued(&mut notifications) {
+            yield Ok(event(&note, None));
+        }
+        yield Ok(event(&body, None));
+    }
+}

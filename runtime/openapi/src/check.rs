@@ -1,0 +1,238 @@
+//! `mcp-runtime check MANIFEST...`: compiles manifests offline, as the operator would before
+//! accepting them (no secret or resource files read), and reports every problem with its field
+//! path, as text or JSON, with an exit status for CI and GitOps pipelines. Reads the manifests.
+
+use clap::Args;
+use mcp_declaration::{CompileOptions, FieldError, cluster_problems, compile, parse_manifest};
+use serde::Serialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Largest manifest read.
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+/// Flags of `check`.
+#[derive(Args)]
+pub struct CheckArgs {
+    /// MCPServer manifests to check.
+    #[arg(value_name = "MANIFEST", required = true)]
+    manifests: Vec<PathBuf>,
+    /// Print one JSON document: `[{"file", "ok", "tools", "resources", "resourceTemplates",
+    /// "prompts", "errors": [{"path", "message"}]}]`.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The verdict on one manifest.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Checked {
+    /// The file.
+    pub file: String,
+    /// Whether the operator would accept it.
+    pub ok: bool,
+    /// Counts of what it declares (when it parses).
+    pub tools: usize,
+    /// Fixed resources.
+    pub resources: usize,
+    /// Resource templates.
+    pub resource_templates: usize,
+    /// Prompts.
+    pub prompts: usize,
+    /// Every problem, located by field path.
+    pub errors: Vec<Problem>,
+}
+
+/// One problem.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Problem {
+    /// Such as `spec.tools[2].http.url`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Checks manifest `text` (read from `file`).
+pub fn check_text(file: &str, text: &str) -> Checked {
+    let mut checked = Checked {
+        file: file.to_owned(),
+        ok: false,
+        tools: 0,
+        resources: 0,
+        resource_templates: 0,
+        prompts: 0,
+        errors: Vec::new(),
+    };
+    let manifest = match parse_manifest(text, Default::default()) {
+        Ok(manifest) => manifest,
+        Err(err) => {
+            let mcp_declaration::LoadError::Shape { path, message } = err;
+            checked.errors.push(Problem { path, message });
+            return checked;
+        }
+    };
+    let declaration = &manifest.declaration;
+    checked.tools = declaration.tools.len();
+    checked.resources = declaration.resources.len();
+    checked.resource_templates = declaration.resource_templates.len();
+    checked.prompts = declaration.prompts.len();
+    let options = CompileOptions {
+        read_files: false,
+        secrets_dir: None,
+        ..Default::default()
+    };
+    let mut errors: Vec<FieldError> = match compile(&manifest, &options) {
+        Ok(_) => Vec::new(),
+        Err(invalid) => invalid.errors,
+    };
+    // `spec.secrets` is a deployment field, so the declaration types do not hold it.
+    let listed: Vec<String> = serde_yaml_ng::from_str::<Value>(text)
+        .ok()
+        .and_then(|doc| doc.pointer("/spec/secrets").cloned())
+        .and_then(|s| serde_json::from_value(s).ok())
+        .unwrap_or_default();
+    errors.extend(cluster_problems(declaration, &listed));
+    checked.ok = errors.is_empty();
+    checked.errors = errors
+        .into_iter()
+        .map(|e| Problem {
+            path: e.path,
+            message: e.message,
+        })
+        .collect();
+    checked
+}
+
+fn check_file(path: &Path) -> Checked {
+    let file = path.display().to_string();
+    let text = std::fs::File::open(path).and_then(|f| {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::Read::take(f, MAX_MANIFEST_BYTES), &mut text)
+            .map(|_| text)
+    });
+    match text {
+        Ok(text) => check_text(&file, &text),
+        Err(err) => Checked {
+            file,
+            ok: false,
+            tools: 0,
+            resources: 0,
+            resource_templates: 0,
+            prompts: 0,
+            errors: vec![Problem {
+                path: "manifest".into(),
+                message: format!("cannot read: {err}"),
+            }],
+        },
+    }
+}
+
+/// Runs `check`: success only when every manifest would be accepted.
+pub fn run_cli(args: CheckArgs) -> ExitCode {
+    let results: Vec<Checked> = args.manifests.iter().map(|p| check_file(p)).collect();
+    if args.json {
+        match serde_json::to_string_pretty(&results) {
+            Ok(text) => println!("{text}"),
+            Err(err) => {
+                eprintln!("error: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        for checked in &results {
+            if checked.ok {
+                println!(
+                    "{}: ok ({} tools, {} resources, {} resource templates, {} prompts)",
+                    checked.file,
+                    checked.tools,
+                    checked.resources,
+                    checked.resource_templates,
+                    checked.prompts
+                );
+            } else {
+                for problem in &checked.errors {
+                    println!("{}: {}: {}", checked.file, problem.path, problem.message);
+                }
+            }
+        }
+    }
+    if results.iter().all(|c| c.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str =
+        "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {name: t}\nspec:\n";
+
+    #[test]
+    fn a_valid_manifest_passes_with_counts() {
+        let checked = check_text(
+            "a.yaml",
+            &format!("{HEAD}  tools:\n  - name: hi\n    content: [{{type: text, text: hi}}]\n"),
+        );
+        assert!(checked.ok, "{checked:?}");
+        assert_eq!(checked.tools, 1);
+    }
+
+    #[test]
+    fn every_problem_is_located() {
+        let checked = check_text(
+            "b.yaml",
+            &format!(
+                "{HEAD}  tools:\n  - name: 'bad name'\n    content: [{{type: text, text: hi}}]\n  \
+                 - name: up\n    http:\n      url: 'http://{{host}}/x'\n      headers:\n      \
+                 - {{name: Authorization, secretKeyRef: {{name: tok, key: t}}}}\n"
+            ),
+        );
+        assert!(!checked.ok);
+        let paths: Vec<&str> = checked.errors.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"spec.tools[0].name"), "{paths:?}");
+        assert!(paths.contains(&"spec.tools[1].http.url"), "{paths:?}");
+        // The unlisted Secret is reported where it is referenced, as the operator reports it.
+        assert!(paths.contains(&"spec.tools[1].http"), "{paths:?}");
+    }
+
+    #[test]
+    fn every_example_would_be_accepted() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let mut files = Vec::new();
+        let mut dirs = vec![examples];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "yaml") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() >= 2, "{files:?}");
+        for file in files {
+            let checked = check_file(&file);
+            assert!(checked.ok, "{checked:?}");
+        }
+    }
+
+    #[test]
+    fn shape_errors_name_the_field() {
+        let checked = check_text(
+            "c.yaml",
+            &format!("{HEAD}  tools:\n  - name: a\n    contnet: []\n"),
+        );
+        assert_eq!(
+            checked.errors,
+            [Problem {
+                path: "spec.tools[0].contnet".into(),
+                message: "unknown field".into()
+            }]
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! Command-line flags of `mcp-runtime import openapi` and the command itself: reads the spec,
+//! prints the manifest on stdout and the summary on stderr. Does I/O.
+
+use super::{Documents, ImportOptions, import_openapi};
+use clap::{Args, Subcommand};
+use mcp_declaration::SecretKeyRef;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// What to import from.
+#[derive(Subcommand)]
+pub enum ImportCommand {
+    /// Print an MCPServer manifest with one tool per operation of an OpenAPI 3.0/3.1 or
+    /// Swagger 2.0 description. The manifest is compiled before it is printed; what cannot be
+    /// imported is listed, with the reason, in comments atop it and on stderr.
+    Openapi(Box<ImportArgs>),
+}
+
+/// Flags of `import openapi`.
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The spec: a YAML or JSON file (relative `$ref`s are read from its directory), or `-` for
+    /// stdin. URLs are not fetched: download the spec first.
+    #[arg(value_name = "SPEC")]
+    spec: PathBuf,
+    /// metadata.name of the MCPServer (default: from info.title).
+    #[arg(long)]
+    name: Option<String>,
+    /// Base URL of the API (required when the spec's server URL is relative or has
+    /// variables); its scheme, host and port are fixed in every tool.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Import only operations with this tag (repeatable).
+    #[arg(long = "include-tag", value_name = "TAG")]
+    include_tags: Vec<String>,
+    /// Leave out operations with this tag (repeatable).
+    #[arg(long = "exclude-tag", value_name = "TAG")]
+    exclude_tags: Vec<String>,
+    /// Import only operations whose path matches this glob (`*` matches anything; repeatable).
+    #[arg(long = "include-path", value_name = "GLOB")]
+    include_paths: Vec<String>,
+    /// Leave out operations whose path matches this glob (repeatable).
+    #[arg(long = "exclude-path", value_name = "GLOB")]
+    exclude_paths: Vec<String>,
+    /// Import only this operationId (repeatable).
+    #[arg(long = "include-operation", value_name = "ID")]
+    include_operations: Vec<String>,
+    /// Leave out this operationId (repeatable).
+    #[arg(long = "exclude-operation", value_name = "ID")]
+    exclude_operations: Vec<String>,
+    /// Most tools and resources emitted; later operations are skipped.
+    #[arg(long, value_name = "N")]
+    max_tools: Option<usize>,
+    /// Send security scheme SCHEME's credential from key KEY of Secret NAME (repeatable):
+    /// `--secret bearerAuth=github-token/token`.
+    #[arg(long = "secret", value_name = "SCHEME=NAME/KEY", value_parser = parse_secret)]
+    secrets: Vec<(String, SecretKeyRef)>,
+    /// Parameterless GETs become resources and GETs with only path parameters resource
+    /// templates, instead of tools.
+    #[arg(long)]
+    resources: bool,
+    /// Fail if any selected operation cannot be imported.
+    #[arg(long)]
+    strict: bool,
+}
+
+fn parse_secret(text: &str) -> Result<(String, SecretKeyRef), String> {
+    let (scheme, reference) = text.split_once('=').ok_or("expected SCHEME=NAME/KEY")?;
+    let (name, key) = reference
+        .split_once('/')
+        .ok_or("expected SCHEME=NAME/KEY")?;
+    if scheme.is_empty() || name.is_empty() || key.is_empty() {
+        return Err("expected SCHEME=NAME/KEY".into());
+    }
+    let reference = SecretKeyRef {
+        name: name.into(),
+        key: key.into(),
+    };
+    mcp_declaration::secret_path(std::path::Path::new("/"), &reference)?;
+    Ok((scheme.into(), reference))
+}
+
+/// Runs `import`: the manifest on stdout, the summary on stderr.
+pub fn run_cli(command: ImportCommand) -> ExitCode {
+    let ImportCommand::Openapi(args) = command;
+    let args = *args;
+    let spec_text = args.spec.to_string_lossy();
+    if spec_text.starts_with("http://") || spec_text.starts_with("https://") {
+        eprintln!(
+            "error: SPEC must be a file or `-`: URLs are not fetched (download the spec first)"
+        );
+        return ExitCode::FAILURE;
+    }
+    let options = ImportOptions {
+        name: args.name,
+        base_url: args.base_url,
+        include_tags: args.include_tags,
+        exclude_tags: args.exclude_tags,
+        include_paths: args.include_paths,
+        exclude_paths: args.exclude_paths,
+        include_operations: args.include_operations,
+        exclude_operations: args.exclude_operations,
+        max_tools: args.max_tools,
+        secrets: args.secrets,
+        resources: args.resources,
+        strict: args.strict,
+    };
+    let imported = Documents::read(&args.spec).and_then(|docs| import_openapi(&docs, &options));
+    match imported {
+        Ok(imported) => {
+            eprintln!("{}", imported.summary.line());
+            let mut stdout = std::io::stdout().lock();
+            if let Err(err) = stdout
+                .write_all(imported.yaml.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
+                eprintln!("error: cannot write the manifest: {err}");
+                return ExitCode::FAILURE;
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! mcp-openapi: the offline subcommands of `mcp-runtime`: `import openapi` (an OpenAPI document
+//! to an MCPServer manifest) and `check` (manifests compiled as the operator would).
+
+pub mod check;
+pub mod import;

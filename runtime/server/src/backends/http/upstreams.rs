@@ -1,0 +1,133 @@
+//! The live parts of a declaration's HTTP backends, built when the declaration is loaded and
+//! swapped with it: an HTTP client per distinct set of trusted CAs (backends that trust the
+//! same ones share a client, and so its pool of kept-alive connections) and a concurrency limit
+//! per backend. The declaration itself stays data. No I/O until a client is used.
+
+use mcp_declaration::{Compiled, CompiledHttp};
+use std::collections::HashMap;
+use tokio::sync::Semaphore;
+
+/// One HTTP backend's live parts.
+#[derive(Debug)]
+pub struct Upstream {
+    /// The client (rustls, the declared CA certificates, same-origin redirects only).
+    pub client: reqwest::Client,
+    /// Calls in flight at once.
+    pub permits: Semaphore,
+}
+
+/// Every HTTP backend's live parts, by slot.
+#[derive(Debug, Default)]
+pub struct Upstreams {
+    slots: Vec<Upstream>,
+}
+
+/// A client could not be built (the TLS backend refused the configuration).
+#[derive(Debug, thiserror::Error)]
+#[error("{label}: cannot build the HTTP client: {message}")]
+pub struct BuildError {
+    label: String,
+    message: String,
+}
+
+impl Upstreams {
+    /// The live parts of every backend of `compiled`.
+    pub fn build(compiled: &Compiled) -> Result<Self, BuildError> {
+        let mut clients: HashMap<Option<&str>, reqwest::Client> = HashMap::new();
+        let mut slots = Vec::with_capacity(compiled.upstreams.len());
+        for http in &compiled.upstreams {
+            let ca = http.ca_bundle.as_deref();
+            let client = match clients.get(&ca) {
+                Some(client) => client.clone(),
+                None => {
+                    let client = client(ca).map_err(|err| BuildError {
+                        label: http.label.clone(),
+                        message: err.to_string(),
+                    })?;
+                    clients.insert(ca, client.clone());
+                    client
+                }
+            };
+            slots.push(Upstream {
+                client,
+                permits: Semaphore::new(http.max_concurrency),
+            });
+        }
+        Ok(Self { slots })
+    }
+
+    /// The live parts of `http`; `None` only for a backend of another declaration.
+    pub fn of(&self, http: &CompiledHttp) -> Option<&Upstream> {
+        self.slots.get(http.slot)
+    }
+}
+
+fn client(ca_bundle: Option<&str>) -> reqwest::Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .redirect(same_origin_redirects())
+        .user_agent(concat!("kube-mcp/", env!("CARGO_PKG_VERSION")));
+    if let Some(pem) = ca_bundle {
+        // The compiler checked that the bundle holds certificates.
+        for cert in reqwest::Certificate::from_pem_bundle(pem.as_bytes())? {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder.build()
+}
+
+/// Follows at most 5 redirects, and only within the same scheme, host and port; a redirect
+/// elsewhere stops and is reported as an error by the backend.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| mcp_declaration::same_origin(first, attempt.url()));
+        if !same || attempt.previous().len() > 5 {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_declaration::{CompileOptions, compile, parse_manifest};
+
+    fn compiled(spec: &str) -> Compiled {
+        let yaml = format!(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"
+        );
+        compile(
+            &parse_manifest(&yaml, ".".into()).unwrap(),
+            &CompileOptions::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn every_backend_gets_its_own_limit_at_its_slot() {
+        let compiled = compiled(
+            "  tools:\n  - name: a\n    http: {url: 'http://127.0.0.1:9/a', maxConcurrency: 3}\n  - name: b\n    content: [{type: text, text: b}]\n  resources:\n  - name: r\n    uri: 'docs://r'\n    http: {url: 'http://127.0.0.1:9/r'}\n",
+        );
+        let upstreams = Upstreams::build(&compiled).unwrap();
+        let tool = compiled.tool("a").unwrap().http.as_ref().unwrap();
+        let resource = compiled
+            .resource("docs://r")
+            .unwrap()
+            .http
+            .as_ref()
+            .unwrap();
+        assert_eq!((tool.slot, resource.slot), (0, 1));
+        assert_eq!(upstreams.of(tool).unwrap().permits.available_permits(), 3);
+        assert_eq!(
+            upstreams.of(resource).unwrap().permits.available_permits(),
+            resource.max_concurrency
+        );
+        // A backend of another declaration (a reload raced) finds nothing, not a stranger's.
+        assert!(Upstreams::default().of(tool).is_none());
+    }
+}

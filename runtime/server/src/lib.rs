@@ -1,0 +1,499 @@
+//! mcp-server: every MCP method decided over the compiled declaration, with the state serving
+//! needs: legacy sessions (`sessions`), where answers come from (`backends`), metrics, tracing and
+//! audit. Knows nothing of HTTP transports: `mcp-http` maps requests to [`Server`] calls.
+//!
+//! Dispatch: every MCP method is decided here, one file per method group (the `match` in
+//! [`Server::dispatch`] is the index). A request plus its era (and, in legacy eras, its session)
+//! becomes a result, served from the current compiled declaration. Knows nothing of HTTP:
+//! transports call [`Server::handle`], [`Server::initialize`], [`Server::notification`] and
+//! [`Server::listen`]. The declaration is swapped atomically on reload (no lock on the request
+//! path).
+
+pub mod audit;
+pub mod backends;
+pub mod metrics;
+pub mod sessions;
+pub mod telemetry;
+
+mod principal;
+pub use principal::Principal;
+
+mod access;
+mod catalog;
+mod completion;
+mod finish;
+mod interactive;
+mod lifecycle;
+mod observe;
+mod params;
+mod polling;
+mod prompts;
+mod read_cache;
+mod resources;
+mod served;
+mod subscriptions;
+mod tools;
+
+use crate::metrics::Metrics;
+use crate::sessions::{Sealer, Session};
+use arc_swap::ArcSwap;
+use futures_util::Stream;
+use mcp_declaration::{Compiled, LogLevel};
+use mcp_protocol::methods::{self, notifications};
+use mcp_protocol::{Era, LegacyVersion, McpError, RequestId, member};
+use polling::Poller;
+use read_cache::ReadCache;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use access::Kind;
+pub use finish::Finished;
+pub use lifecycle::{initialize_result, parse_level};
+pub use polling::MAX_POLLED;
+pub use served::Served;
+pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
+
+/// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
+const CHANGE_CAPACITY: usize = 64;
+
+/// What a reload changed, sent to every open stream that may notify its client.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Changes {
+    /// The tool list differs.
+    pub tools: bool,
+    /// The prompt list differs.
+    pub prompts: bool,
+    /// The resource or resource-template list differs.
+    pub resources: bool,
+    /// Fixed resources whose contents differ.
+    pub updated_uris: Vec<String>,
+}
+
+impl Changes {
+    /// Whether anything changed.
+    pub fn any(&self) -> bool {
+        self.tools || self.prompts || self.resources || !self.updated_uris.is_empty()
+    }
+}
+
+/// Where a request's own notifications (progress, log messages) go, if the transport can stream
+/// them to the client before the result. Messages are boxed: a channel allocates its slots 32 at
+/// a time up front, and a session's stream channel lives as long as the session (32 boxes take
+/// 256 bytes, 32 values 2.3 KiB).
+pub type Notifier = mpsc::Sender<Box<Value>>;
+
+/// Per-request facts the dispatch needs besides method and params.
+#[derive(Clone)]
+pub struct RequestContext {
+    /// How the request is served.
+    pub era: Era,
+    /// Send `notifications/message` at or above this level; `None` sends none.
+    pub log_level: Option<LogLevel>,
+    /// The client's progress token, if it asked for progress.
+    pub progress_token: Option<Value>,
+    /// The stream for this request's notifications.
+    pub notifier: Option<Notifier>,
+    /// The authenticated caller (with `spec.auth`): lists and `allow` conditions are decided
+    /// for it.
+    pub caller: Option<Arc<Principal>>,
+    /// The legacy session the request belongs to: `logging/setLevel` and
+    /// `resources/(un)subscribe` change its state.
+    pub session: Option<Arc<Session>>,
+    /// The trace parent named by the HTTP `traceparent` header (`_meta.traceparent` wins).
+    pub trace_parent: Option<opentelemetry::Context>,
+}
+
+impl RequestContext {
+    /// A context for `params`, reading the progress token from `params._meta`.
+    pub fn new(
+        era: Era,
+        params: &Value,
+        log_level: Option<LogLevel>,
+        notifier: Option<Notifier>,
+    ) -> Self {
+        Self {
+            era,
+            log_level,
+            progress_token: Self::progress_token(params).cloned(),
+            notifier,
+            caller: None,
+            session: None,
+            trace_parent: None,
+        }
+    }
+
+    /// The same context, with the trace parent of the request's HTTP headers.
+    #[must_use]
+    pub fn with_trace_parent(mut self, parent: Option<opentelemetry::Context>) -> Self {
+        self.trace_parent = parent;
+        self
+    }
+
+    /// The same context, for `caller`.
+    #[must_use]
+    pub fn with_caller(mut self, caller: Option<Arc<Principal>>) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// The same context, in `session`.
+    #[must_use]
+    pub fn in_session(mut self, session: Arc<Session>) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The progress token in `params._meta`, if the client asked for progress.
+    pub fn progress_token(params: &Value) -> Option<&Value> {
+        member(params, "_meta")
+            .and_then(|m| member(m, "progressToken"))
+            .filter(|token| token.is_string() || token.is_number())
+    }
+
+    /// Sends a notification related to this request; dropped when no stream can carry it.
+    pub async fn notify(&self, message: Value) {
+        if let Some(notifier) = &self.notifier {
+            // A closed receiver means the client went away; the request is being dropped too.
+            let _ = notifier.send(Box::new(message)).await;
+        }
+    }
+}
+
+/// Settings of the dispatch layer.
+#[derive(Clone, Debug)]
+pub struct ServerSettings {
+    /// Items per page of list results.
+    pub page_size: usize,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self { page_size: 100 }
+    }
+}
+
+/// The dispatch layer over the current declaration.
+pub struct Server {
+    current: Arc<ArcSwap<Served>>,
+    settings: ServerSettings,
+    metrics: Arc<Metrics>,
+    changes: broadcast::Sender<Arc<Changes>>,
+    cache: Arc<ReadCache>,
+    poller: Poller,
+    sealer: Arc<Sealer>,
+}
+
+impl Server {
+    /// Serves `served`.
+    pub fn new(served: Served, settings: ServerSettings, metrics: Arc<Metrics>) -> Self {
+        metrics.declaration_served(None, &served.hash);
+        let (changes, _) = broadcast::channel(CHANGE_CAPACITY);
+        let current = Arc::new(ArcSwap::from_pointee(served));
+        let cache = Arc::new(ReadCache::default());
+        let poller = Poller::new(
+            current.clone(),
+            metrics.clone(),
+            changes.clone(),
+            cache.clone(),
+        );
+        Self {
+            current,
+            settings,
+            metrics,
+            changes,
+            cache,
+            poller,
+            sealer: Arc::new(Sealer::random()),
+        }
+    }
+
+    /// The same server, sealing 2026-07-28 `requestState` with `sealer` (the session key all
+    /// replicas share, so any replica continues any round). Default: a random key.
+    #[must_use]
+    pub fn with_sealer(mut self, sealer: Arc<Sealer>) -> Self {
+        self.sealer = sealer;
+        self
+    }
+
+    /// The declaration being served.
+    pub fn declaration(&self) -> Arc<Served> {
+        self.current.load_full()
+    }
+
+    /// Records, when auditing is on, a call the transport refused before dispatch (403).
+    pub fn audit_refused(
+        &self,
+        method: &str,
+        params: &Value,
+        caller: &Principal,
+        era: Era,
+        session: Option<&str>,
+    ) {
+        observe::refused_before_dispatch(&self.declaration(), method, params, caller, era, session);
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Records a request refused before it reached the dispatch (by a transport's checks).
+    pub fn record(&self, method: &str, ok: bool, started: Instant) {
+        self.metrics.request(method, ok, started.elapsed(), None);
+    }
+
+    /// Change notifications from reloads.
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<Changes>> {
+        self.changes.subscribe()
+    }
+
+    /// Swaps in a new declaration and tells open streams what changed.
+    pub fn replace(&self, served: Served) -> Changes {
+        let new_hash = served.hash.clone();
+        let old = self.current.swap(Arc::new(served));
+        self.metrics.declaration_served(Some(&old.hash), &new_hash);
+        self.cache.forget(None);
+        let changes = diff(&old, &self.current.load());
+        if changes.any() {
+            // No receivers is fine: nobody listens.
+            let _ = self.changes.send(Arc::new(changes.clone()));
+        }
+        changes
+    }
+
+    /// `initialize` (legacy eras): negotiates the version and describes this server. `open`
+    /// gives the transport's session that version (and may refuse: too many sessions).
+    pub fn initialize<T>(
+        &self,
+        params: &Value,
+        open: impl FnOnce(LegacyVersion) -> Result<T, McpError>,
+    ) -> (LegacyVersion, Result<(T, Value), McpError>) {
+        let started = Instant::now();
+        let version = LegacyVersion::negotiate(params);
+        let outcome =
+            open(version).map(|opened| (opened, initialize_result(&self.declaration(), version)));
+        self.record(methods::INITIALIZE, outcome.is_ok(), started);
+        (version, outcome)
+    }
+
+    /// A client notification in a legacy session: `notifications/cancelled` stops an in-flight
+    /// request; the others need nothing.
+    pub fn notification(&self, session: &Session, method: &str, params: &Value) {
+        if method == notifications::CANCELLED
+            && let Some(id) = params.get("requestId")
+        {
+            session.cancel_request(id);
+        }
+    }
+
+    /// `subscriptions/listen` (2026-07-28): the stream's messages (acknowledgement, change
+    /// notifications, and the result when `until` is cancelled), or the refusal. `limit`
+    /// bounds the listen streams open at once.
+    pub fn listen(
+        &self,
+        id: RequestId,
+        params: &Value,
+        limit: &ListenLimit,
+        until: CancellationToken,
+    ) -> Result<impl Stream<Item = Value> + Send + 'static, McpError> {
+        let started = Instant::now();
+        let permit = subscriptions::check_listen(params)
+            .and_then(|filter| Ok((filter, limit.try_acquire()?)));
+        self.record(methods::SUBSCRIPTIONS_LISTEN, permit.is_ok(), started);
+        let (filter, permit) = permit?;
+        Ok(subscriptions::listen_stream(
+            &self.poller,
+            self.subscribe_changes(),
+            id,
+            filter,
+            until,
+            permit,
+        ))
+    }
+
+    /// The notifications a legacy session's stream carries for a change (`None`: the stream
+    /// lagged behind and everything may have changed).
+    pub fn session_notifications(
+        &self,
+        session: &Session,
+        changes: Option<&Changes>,
+    ) -> Vec<Value> {
+        subscriptions::session_notifications(session, changes)
+    }
+
+    /// Whether answering this request may ask the client for input (an interactive tool or
+    /// prompt): legacy transports then keep a stream open for the server's requests.
+    pub fn may_ask(&self, method: &str, params: &Value) -> bool {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let decl = self.current.load();
+        match method {
+            methods::TOOLS_CALL => decl.tool(name).is_some_and(|t| !t.interaction.is_empty()),
+            methods::PROMPTS_GET => decl.prompt(name).is_some_and(|p| !p.interaction.is_empty()),
+            _ => false,
+        }
+    }
+
+    /// Answers one request, with what its era adds to every result.
+    pub async fn handle(
+        &self,
+        ctx: &RequestContext,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, McpError> {
+        self.answer(ctx, method, params)
+            .await
+            .map(Finished::into_value)
+    }
+
+    /// Answers one request: the result, to be serialized with what its era adds.
+    pub async fn answer(
+        &self,
+        ctx: &RequestContext,
+        method: &str,
+        params: &Value,
+    ) -> Result<Finished, McpError> {
+        let started = Instant::now();
+        let decl = self.current.load_full();
+        let observed = observe::begin(ctx, method, params, &decl);
+        let dispatched = self.dispatch(&decl, ctx, method, params);
+        let result = match &observed {
+            Some(observed) => observed.scope().run(dispatched).await,
+            None => dispatched.await,
+        };
+        self.metrics.request(
+            method,
+            result.is_ok(),
+            started.elapsed(),
+            observed
+                .as_ref()
+                .and_then(observe::Observation::sampled_trace_id),
+        );
+        if let Some(observed) = observed {
+            observed.finish(&result);
+        }
+        result.map(|result| Finished::new(decl, ctx.era, method, result))
+    }
+
+    async fn dispatch(
+        &self,
+        decl: &Served,
+        ctx: &RequestContext,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, McpError> {
+        let page_size = self.settings.page_size;
+        match (ctx.era, method) {
+            (Era::Modern, methods::SERVER_DISCOVER) => Ok(lifecycle::discover_result(decl)),
+            (Era::Legacy(_), methods::PING) => Ok(json!({})),
+            (Era::Legacy(_), methods::LOGGING_SET_LEVEL) => lifecycle::set_level(ctx, params),
+            (Era::Legacy(_), methods::RESOURCES_SUBSCRIBE) => {
+                subscriptions::subscribe(decl, &self.poller, ctx, params)
+            }
+            (Era::Legacy(_), methods::RESOURCES_UNSUBSCRIBE) => {
+                subscriptions::unsubscribe(decl, &self.poller, ctx, params)
+            }
+            (_, methods::TOOLS_LIST) => catalog::list(
+                params,
+                page_size,
+                "tools",
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Tool,
+                    decl.tools.iter().map(|t| &t.descriptor),
+                )
+                .into_iter(),
+            ),
+            (_, methods::TOOLS_CALL) => match access::tool_refusal(decl, ctx, params) {
+                Some(refused) => Ok(refused),
+                None => tools::call(decl, &self.metrics, &self.sealer, ctx, method, params).await,
+            },
+            (_, methods::RESOURCES_LIST) => catalog::list(
+                params,
+                page_size,
+                "resources",
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Resource,
+                    decl.resources.iter().map(|r| &r.descriptor),
+                )
+                .into_iter(),
+            ),
+            (_, methods::RESOURCES_TEMPLATES_LIST) => catalog::list(
+                params,
+                page_size,
+                "resourceTemplates",
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::ResourceTemplate,
+                    decl.resource_templates.iter().map(|t| &t.descriptor),
+                )
+                .into_iter(),
+            ),
+            (_, methods::RESOURCES_READ) => match access::resource_refusal(decl, ctx, params) {
+                Some(refused) => Err(McpError::InvalidParams(refused)),
+                None => resources::read(decl, &self.metrics, &self.cache, params).await,
+            },
+            (_, methods::PROMPTS_LIST) => catalog::list(
+                params,
+                page_size,
+                "prompts",
+                access::visible(
+                    decl,
+                    ctx,
+                    Kind::Prompt,
+                    decl.prompts.iter().map(|p| &p.descriptor),
+                )
+                .into_iter(),
+            ),
+            (_, methods::PROMPTS_GET) => match access::prompt_refusal(decl, ctx, params) {
+                Some(refused) => Err(McpError::InvalidParams(refused)),
+                None => prompts::get(decl, &self.metrics, &self.sealer, ctx, method, params).await,
+            },
+            (_, methods::COMPLETION_COMPLETE) => completion::complete(decl, params),
+            _ => Err(McpError::MethodNotFound(method.to_owned())),
+        }
+    }
+}
+
+fn diff(old: &Compiled, new: &Compiled) -> Changes {
+    fn same<'a, T: 'a>(
+        a: impl Iterator<Item = &'a T>,
+        b: impl Iterator<Item = &'a T>,
+        key: impl Fn(&T) -> &Value,
+    ) -> bool {
+        a.map(&key).eq(b.map(&key))
+    }
+    let updated_uris = new
+        .resources
+        .iter()
+        .filter(|r| {
+            old.resource(r.contents["uri"].as_str().unwrap_or_default())
+                .is_some_and(|o| o.contents != r.contents)
+        })
+        .filter_map(|r| r.contents["uri"].as_str().map(str::to_owned))
+        .collect();
+    Changes {
+        tools: !same(old.tools.iter(), new.tools.iter(), |t| &t.descriptor),
+        prompts: !same(old.prompts.iter(), new.prompts.iter(), |p| &p.descriptor),
+        resources: !same(old.resources.iter(), new.resources.iter(), |r| {
+            &r.descriptor
+        }) || !same(
+            old.resource_templates.iter(),
+            new.resource_templates.iter(),
+            |t| &t.descriptor,
+        ),
+        updated_uris,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,301 @@
+//! Observing one dispatched request: its span when tracing is on, and for `tools/call` and
+//! `resources/read` its audit record when auditing is on. When both are off, [`begin`] returns
+//! `None` after two atomic loads and the request runs as before. No I/O here: spans go to the
+//! exporter's queue, records to the audit writer's.
+
+use super::RequestContext;
+use crate::Principal;
+use crate::audit::{self, Record};
+use crate::telemetry::{self, CallScope, RequestSpan};
+use mcp_declaration::Compiled;
+use mcp_protocol::methods;
+use mcp_protocol::{Era, MODERN_VERSION, McpError};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TraceContextExt as _;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Longest tool name or URI copied into a record (they come from the client).
+const MAX_NAME: usize = 512;
+
+/// What is being watched of one request.
+pub struct Observation {
+    scope: Arc<CallScope>,
+    span: Option<RequestSpan>,
+    record: Option<Record>,
+    is_tool_call: bool,
+    era: Era,
+    started: Instant,
+}
+
+/// Starts observing a request, if tracing or auditing is on.
+pub fn begin(
+    ctx: &RequestContext,
+    method: &str,
+    params: &Value,
+    decl: &Compiled,
+) -> Option<Observation> {
+    let audited =
+        audit::enabled() && matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ);
+    if !telemetry::enabled() && !audited {
+        return None;
+    }
+    let client_parent = telemetry::parent_from_meta(params).or_else(|| ctx.trace_parent.clone());
+    let name = params.get("name").and_then(Value::as_str);
+    let declared_name = match method {
+        methods::TOOLS_CALL => name.filter(|n| decl.tool(n).is_some()),
+        methods::PROMPTS_GET => name.filter(|n| decl.prompt(n).is_some()),
+        _ => None,
+    };
+    let span = RequestSpan::start(
+        match declared_name {
+            Some(name) => format!("{method} {name}"),
+            None => method.to_owned(),
+        },
+        client_parent.as_ref(),
+        span_attributes(ctx, method, params, decl, declared_name),
+    );
+    let trace_id = span
+        .as_ref()
+        .map(RequestSpan::trace_id)
+        .or_else(|| client_parent.map(|cx| cx.span().span_context().trace_id().to_string()));
+    let record = audited.then(|| audit_record(ctx, method, params, decl, trace_id));
+    Some(Observation {
+        scope: CallScope::new(span.as_ref().map(|s| s.context().clone())),
+        span,
+        record,
+        is_tool_call: method == methods::TOOLS_CALL,
+        era: ctx.era,
+        started: Instant::now(),
+    })
+}
+
+impl Observation {
+    /// The request span's trace id, when it is sampled.
+    pub fn sampled_trace_id(&self) -> Option<String> {
+        self.span.as_ref().and_then(RequestSpan::sampled_trace_id)
+    }
+
+    /// The scope the dispatch runs in.
+    pub fn scope(&self) -> &Arc<CallScope> {
+        &self.scope
+    }
+
+    /// Ends the observation with the request's result.
+    pub fn finish(mut self, result: &Result<Value, McpError>) {
+        let (outcome, code) = match result {
+            Ok(value) if value.get("isError").and_then(Value::as_bool) == Some(true) => {
+                ("failed", None)
+            }
+            Ok(_) => ("ok", None),
+            Err(err) => ("refused", Some(err.code(self.era))),
+        };
+        self.end(outcome, code);
+    }
+
+    fn end(&mut self, outcome: &'static str, code: Option<i64>) {
+        if let Some(span) = self.span.take() {
+            let mut attributes = vec![KeyValue::new("kube_mcp.outcome", outcome)];
+            if self.is_tool_call && code.is_none() {
+                attributes.push(KeyValue::new("mcp.tool.is_error", outcome == "failed"));
+            }
+            let error = match (outcome, code) {
+                (_, Some(code)) => {
+                    attributes.push(KeyValue::new("error.type", code.to_string()));
+                    attributes.push(KeyValue::new("rpc.jsonrpc.error_code", code));
+                    Some("request refused")
+                }
+                ("failed", _) => {
+                    attributes.push(KeyValue::new("error.type", "tool_error"));
+                    Some("tool error")
+                }
+                ("cancelled", _) => Some("cancelled"),
+                _ => None,
+            };
+            span.end(attributes, error);
+        }
+        if let Some(mut record) = self.record.take() {
+            record.timestamp = audit::now();
+            record.outcome = outcome;
+            record.error_code = code;
+            // Microsecond precision is plenty and keeps the lines short.
+            record.duration_ms = (self.started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
+            if let Some(answer) = self.scope.upstream() {
+                match answer.parse::<u16>() {
+                    Ok(status) => record.upstream_status = Some(status),
+                    Err(_) => record.upstream_error = Some(answer),
+                }
+            }
+            audit::write(&record);
+        }
+    }
+}
+
+impl Drop for Observation {
+    /// A request dropped before it finished was cancelled (its client went away).
+    fn drop(&mut self) {
+        self.end("cancelled", None);
+    }
+}
+
+fn protocol_version(era: Era) -> &'static str {
+    match era {
+        Era::Modern => MODERN_VERSION,
+        Era::Legacy(version) => version.as_str(),
+    }
+}
+
+fn span_attributes(
+    ctx: &RequestContext,
+    method: &str,
+    params: &Value,
+    decl: &Compiled,
+    declared_name: Option<&str>,
+) -> Vec<KeyValue> {
+    let mut attributes = vec![
+        KeyValue::new("mcp.method.name", method.to_owned()),
+        KeyValue::new("mcp.protocol.version", protocol_version(ctx.era)),
+        KeyValue::new(
+            "kube_mcp.era",
+            match ctx.era {
+                Era::Modern => "stateless",
+                Era::Legacy(_) => "session",
+            },
+        ),
+    ];
+    if let Some(session) = &ctx.session {
+        attributes.push(KeyValue::new(
+            "kube_mcp.session",
+            audit::short_digest(&session.id),
+        ));
+    }
+    match (method, declared_name) {
+        (methods::TOOLS_CALL, Some(name)) => {
+            attributes.push(KeyValue::new("gen_ai.tool.name", name.to_owned()));
+            attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        }
+        (methods::PROMPTS_GET, Some(name)) => {
+            attributes.push(KeyValue::new("gen_ai.prompt.name", name.to_owned()));
+        }
+        _ => {}
+    }
+    // Only declared fixed URIs: a templated URI carries argument values.
+    if method == methods::RESOURCES_READ
+        && let Some(uri) = params.get("uri").and_then(Value::as_str)
+        && decl.resource(uri).is_some()
+    {
+        attributes.push(KeyValue::new("mcp.resource.uri", uri.to_owned()));
+    }
+    attributes
+}
+
+fn audit_record(
+    ctx: &RequestContext,
+    method: &str,
+    params: &Value,
+    decl: &Compiled,
+    trace_id: Option<String>,
+) -> Record {
+    let session = ctx.session.as_ref().map(|s| s.id.as_str());
+    record_of(
+        method,
+        params,
+        decl,
+        ctx.caller.as_deref(),
+        ctx.era,
+        session,
+        trace_id,
+    )
+}
+
+/// Audits a call the transport refused before any dispatch: a 403 for an item whose scopes or
+/// token-only `allow` the caller lacks. No span exists for it; its record says `refused` with
+/// the HTTP status instead of a JSON-RPC code.
+pub fn refused_before_dispatch(
+    decl: &Compiled,
+    method: &str,
+    params: &Value,
+    caller: &Principal,
+    era: Era,
+    session: Option<&str>,
+) {
+    if !audit::enabled() || !matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ) {
+        return;
+    }
+    let mut record = record_of(method, params, decl, Some(caller), era, session, None);
+    record.timestamp = audit::now();
+    record.outcome = "refused";
+    record.http_status = Some(403);
+    audit::write(&record);
+}
+
+fn record_of(
+    method: &str,
+    params: &Value,
+    decl: &Compiled,
+    caller: Option<&Principal>,
+    era: Era,
+    session: Option<&str>,
+    trace_id: Option<String>,
+) -> Record {
+    let text = |key: &str| {
+        params
+            .get(key)
+            .and_then(Value::as_str)
+            .map(|s| s.chars().take(MAX_NAME).collect::<String>())
+    };
+    let is_tool_call = method == methods::TOOLS_CALL;
+    let (arguments_digest, redacted) = if is_tool_call {
+        let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+        // An unknown tool has no schema to say which fields are sensitive: no digest.
+        match text("name").and_then(|name| decl.tool(&name)) {
+            Some(tool) => {
+                let (redacted, paths) = audit::redact(&tool.descriptor["inputSchema"], &args);
+                (Some(audit::digest(&redacted)), paths)
+            }
+            None => (None, Vec::new()),
+        }
+    } else {
+        (None, Vec::new())
+    };
+    Record {
+        timestamp: String::new(),
+        audit: if is_tool_call {
+            methods::TOOLS_CALL
+        } else {
+            methods::RESOURCES_READ
+        },
+        server: decl.server_info["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        declaration: decl.hash.clone(),
+        tool: if is_tool_call { text("name") } else { None },
+        uri: if is_tool_call { None } else { text("uri") },
+        principal: caller.map(principal),
+        protocol_version: protocol_version(era),
+        session: session.map(audit::short_digest),
+        arguments_digest,
+        redacted,
+        outcome: "ok",
+        error_code: None,
+        http_status: None,
+        upstream_status: None,
+        upstream_error: None,
+        duration_ms: 0.0,
+        trace_id,
+    }
+}
+
+/// Who is calling, when authentication is on: the validated token's issuer and subject (never
+/// the token, nor its other claims).
+fn principal(caller: &Principal) -> audit::Caller {
+    audit::Caller {
+        issuer: caller.issuer.chars().take(MAX_NAME).collect(),
+        subject: caller
+            .subject
+            .as_ref()
+            .map(|s| s.chars().take(MAX_NAME).collect()),
+    }
+}

@@ -1,0 +1,86 @@
+//! `prompts/get`: asks for declared `elicit` values, checks the arguments and renders the
+//! declared messages. Pure in 2026-07-28; legacy eras ask over the session.
+
+use super::RequestContext;
+use super::access;
+use super::interactive::{self, Outcome};
+use super::params::GetPrompt;
+use crate::metrics::Metrics;
+use crate::sessions::Sealer;
+use mcp_declaration::Compiled;
+use mcp_protocol::McpError;
+use serde_json::{Value, json};
+
+/// Renders a prompt with its arguments, first asking the client for declared `elicit` values
+/// the request lacks.
+pub async fn get(
+    decl: &Compiled,
+    metrics: &Metrics,
+    sealer: &Sealer,
+    ctx: &RequestContext,
+    method: &str,
+    params: &Value,
+) -> Result<Value, McpError> {
+    let GetPrompt { name, arguments } = GetPrompt::parse(params)?;
+    let prompt = decl
+        .prompt(name)
+        .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {name}")))?;
+    let mut args = arguments.cloned().unwrap_or_default();
+    if !prompt.interaction.is_empty() {
+        let given = Value::Object(args.clone());
+        match interactive::resolve_item(
+            decl,
+            metrics,
+            sealer,
+            ctx,
+            method,
+            params,
+            (access::Kind::Prompt, name),
+            &prompt.interaction,
+            &given,
+        )
+        .await?
+        {
+            Outcome::Ready(vars) => {
+                // Prompt arguments are strings: elicited numbers and booleans become text.
+                for (key, value) in vars.args.as_object().into_iter().flatten() {
+                    let text = match value {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    args.insert(key.clone(), Value::String(text));
+                }
+            }
+            Outcome::Reply(result) => return Ok(result),
+            Outcome::Stop(text) => return Err(McpError::InvalidParams(text)),
+        }
+    }
+    for (argument, value) in &args {
+        if !value.is_string() {
+            return Err(McpError::InvalidParams(format!(
+                "argument `{argument}` must be a string"
+            )));
+        }
+    }
+    if let Some((missing, ..)) = prompt
+        .arguments
+        .iter()
+        .find(|(n, required, _)| *required && !args.contains_key(n))
+    {
+        return Err(McpError::InvalidParams(format!(
+            "missing required argument `{missing}` of prompt {name}"
+        )));
+    }
+    let args = Value::Object(args);
+    let messages = prompt
+        .messages
+        .iter()
+        .map(|message| message.render(&decl.templates, &args))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| McpError::Internal(err.to_string()))?;
+    let mut result = json!({"messages": messages});
+    if let Some(description) = &prompt.description {
+        result["description"] = json!(description);
+    }
+    Ok(result)
+}
