@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 
 use access::Kind;
 pub use finish::Finished;
-pub use lifecycle::{initialize_result, parse_level};
+pub use lifecycle::{initialize_result, parse_level, served_declaration};
 pub use polling::MAX_POLLED;
 pub use served::Served;
 pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
