@@ -15,6 +15,8 @@ use std::time::Duration;
 type Labels = Vec<(&'static str, &'static str)>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 type OwnedLabels = Vec<(&'static str, String)>;
+/// Per (namespace, name) of an MCPServer: its condition types and the reason of their series.
+type ConditionReasons = HashMap<(String, String), BTreeMap<String, &'static str>>;
 
 /// The statuses a condition can have; each gets a series, 1 for the current one.
 const STATUSES: [&str; 3] = ["True", "False", "Unknown"];
@@ -77,7 +79,7 @@ pub struct Metrics {
     conditions: Family<OwnedLabels, Gauge>,
     /// Condition types exported per (namespace, name), with the reason of their series, so that
     /// dropped ones (and a reason's old series) can be removed.
-    condition_types: Mutex<HashMap<(String, String), BTreeMap<String, &'static str>>>,
+    condition_types: Mutex<ConditionReasons>,
     api_requests: Family<OwnedLabels, Counter>,
     verify_probes: Family<Labels, Counter>,
     verify_in_flight: Gauge,
@@ -359,11 +361,7 @@ mod tests {
         }
         // A condition type the status no longer has loses its series; a new reason replaces
         // the old one's; an unknown reason is `Other`.
-        metrics.set_conditions(
-            "demo",
-            "weather",
-            [("Ready", "False", "SomethingNew")],
-        );
+        metrics.set_conditions("demo", "weather", [("Ready", "False", "SomethingNew")]);
         let text = metrics.encode();
         assert!(!text.contains(r#"type="Accepted""#), "{text}");
         assert!(!text.contains("RollingOut"), "{text}");

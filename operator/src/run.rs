@@ -6,9 +6,10 @@ use crate::controller;
 use crate::leader::{Elector, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::reconcile::build::BuildConfig;
+use crate::reconcile::build::{ADMIN_PORT, SERVER_LABEL};
 use crate::reconcile::memory::Memory;
 use crate::reconcile::{Context, Parts};
-use crate::verifier::{self, Prober, Verifier};
+use crate::verifier::{self, PodShape, Prober, Verifier};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use std::net::SocketAddr;
@@ -129,14 +130,16 @@ async fn run_connected(
         instance: Some(config.instance.clone()),
     };
     let memory = Arc::new(Memory::default());
+    let shape = PodShape {
+        server_label: SERVER_LABEL,
+        default_admin_port: u16::try_from(ADMIN_PORT).unwrap_or(9090),
+    };
     let verifier = match config.verify {
         verifier::Mode::Off => None,
-        verifier::Mode::Pods => Some(Verifier::new(Prober::Pods, state.metrics.clone())),
-        verifier::Mode::ApiServerProxy => Some(Verifier::new(
-            Prober::ApiServerProxy(client.clone()),
-            state.metrics.clone(),
-        )),
-    };
+        verifier::Mode::Pods => Some(Prober::Pods),
+        verifier::Mode::ApiServerProxy => Some(Prober::ApiServerProxy(client.clone())),
+    }
+    .map(|prober| Verifier::new(prober, shape, state.metrics.clone()));
     let parts = Parts {
         client: client.clone(),
         config: config.build.clone(),

@@ -9,7 +9,6 @@ pub mod report;
 pub mod schedule;
 
 use crate::metrics::Metrics;
-use crate::reconcile::build::{ADMIN_PORT, SERVER_LABEL};
 use crate::resource::MCPServer;
 use futures_util::Stream;
 use k8s_openapi::api::core::v1::Pod;
@@ -37,6 +36,16 @@ pub enum Mode {
     Off,
 }
 
+/// How the servers' pods are recognised (the build step's names, passed in so that the
+/// verifier does not depend on the reconcile pipeline that reads it).
+#[derive(Clone, Copy, Debug)]
+pub struct PodShape {
+    /// Label naming a pod's MCPServer.
+    pub server_label: &'static str,
+    /// The runtime's admin port, when the pod's container does not name a port `admin`.
+    pub default_admin_port: u16,
+}
+
 /// Questions in flight at most: enough to ask 10,000 pods within seconds when they answer, few
 /// enough that unreachable pods (each holding a slot up to the connect timeout) cost little.
 pub const POOL: usize = 32;
@@ -52,6 +61,7 @@ pub struct Verifier {
     /// Wakes the loop that tells the controller: some server's answers changed.
     news: Notify,
     prober: Prober,
+    shape: PodShape,
     metrics: Arc<Metrics>,
 }
 
@@ -66,8 +76,8 @@ struct State {
 
 /// What the verifier needs of a pod: its server, and its IP and admin port when it is Ready and
 /// not terminating.
-pub fn facts(pod: &Pod) -> Option<PodFacts> {
-    let server = pod.labels().get(SERVER_LABEL)?.clone();
+pub fn facts(pod: &Pod, shape: PodShape) -> Option<PodFacts> {
+    let server = pod.labels().get(shape.server_label)?.clone();
     let key = (pod.namespace()?, pod.name_any());
     let status = pod.status.as_ref();
     let ready = status
@@ -83,7 +93,7 @@ pub fn facts(pod: &Pod) -> Option<PodFacts> {
         .flat_map(|c| c.ports.iter().flatten())
         .find(|p| p.name.as_deref() == Some("admin"))
         .and_then(|p| u16::try_from(p.container_port).ok())
-        .or_else(|| u16::try_from(ADMIN_PORT).ok());
+        .or(Some(shape.default_admin_port));
     let address = ip
         .zip(port)
         .filter(|_| ready && pod.metadata.deletion_timestamp.is_none());
@@ -96,13 +106,14 @@ pub fn facts(pod: &Pod) -> Option<PodFacts> {
 }
 
 impl Verifier {
-    /// A verifier asking pods with `prober`.
-    pub fn new(prober: Prober, metrics: Arc<Metrics>) -> Arc<Self> {
+    /// A verifier asking pods of `shape` with `prober`.
+    pub fn new(prober: Prober, shape: PodShape, metrics: Arc<Metrics>) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::default(),
             wake: Notify::new(),
             news: Notify::new(),
             prober,
+            shape,
             metrics,
         })
     }
@@ -120,7 +131,7 @@ impl Verifier {
             let mut changed = Vec::new();
             match event {
                 watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => {
-                    if let Some(facts) = facts(pod) {
+                    if let Some(facts) = facts(pod, self.shape) {
                         if let Some(seen) = &mut state.relisting {
                             seen.insert(facts.key.clone());
                         }
@@ -128,7 +139,7 @@ impl Verifier {
                     }
                 }
                 watcher::Event::Delete(pod) => {
-                    if let Some(facts) = facts(pod) {
+                    if let Some(facts) = facts(pod, self.shape) {
                         changed.extend(state.schedule.forget(&facts.key));
                     }
                 }
@@ -276,6 +287,11 @@ pub fn channel() -> (
 mod tests {
     use super::*;
 
+    const SHAPE: PodShape = PodShape {
+        server_label: "kube-mcp.io/server",
+        default_admin_port: 9090,
+    };
+
     fn pod(yaml: &str) -> Pod {
         serde_yaml_ng::from_str(yaml).unwrap()
     }
@@ -287,20 +303,20 @@ mod tests {
             spec: {containers: [{name: mcp-runtime, ports: [{name: http, containerPort: 8080}, {name: admin, containerPort: 9191}]}]}
             status: {podIP: 10.0.0.7, conditions: [{type: Ready, status: 'True'}]}
         ");
-        let facts = facts(&ready).unwrap();
+        let facts = facts(&ready, SHAPE).unwrap();
         assert_eq!(facts.server, "s");
         assert_eq!(facts.address, Some(("10.0.0.7".into(), 9191)));
         let mut terminating = ready.clone();
         terminating.metadata.deletion_timestamp = Some(
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
         );
-        assert_eq!(super::facts(&terminating).unwrap().address, None);
+        assert_eq!(super::facts(&terminating, SHAPE).unwrap().address, None);
         let unready = pod("
             metadata: {name: p, namespace: n, labels: {kube-mcp.io/server: s}}
             status: {podIP: 10.0.0.7, conditions: [{type: Ready, status: 'False'}]}
         ");
-        assert_eq!(super::facts(&unready).unwrap().address, None);
+        assert_eq!(super::facts(&unready, SHAPE).unwrap().address, None);
         let foreign = pod("metadata: {name: p, namespace: n}");
-        assert_eq!(super::facts(&foreign), None);
+        assert_eq!(super::facts(&foreign, SHAPE), None);
     }
 }
