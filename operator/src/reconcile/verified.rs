@@ -3,11 +3,14 @@
 //!
 //! - `True/Serving`: every Ready replica serves the expected declaration (each one named);
 //! - `Unknown/Propagating`: some still serve another one, within the grace period a ConfigMap
-//!   update needs to reach every pod, or not every Ready replica has answered yet;
+//!   update needs to reach every pod;
 //! - `False/StaleDeclaration`: past the grace period, naming the pods and what they serve;
 //! - `False/ReloadRefused`: a runtime refused to load the expected declaration (its error quoted);
 //! - `False/Unreachable`: a Ready replica does not answer (the connect error quoted);
-//! - `Unknown/NotReady`: no Ready replica to ask.
+//! - `Unknown/NotReady`: no Ready replica to ask, or none has answered yet.
+//!
+//! While some Ready replicas have not answered (a new replica, a restarted operator), what was
+//! said before stands, so that nothing is written until there is something new to say.
 
 use super::status::{State, state};
 use crate::resource::{Condition, Counts};
@@ -198,7 +201,7 @@ pub fn verdict(
         }
         return settled(state(
             "Unknown",
-            PROPAGATING,
+            NOT_READY,
             format!("asking {pending} of {total} Ready replicas which declaration they serve"),
         ));
     }
@@ -394,7 +397,7 @@ mod tests {
         );
         // One failure is a replica not asked successfully yet.
         let v = decide(vec![serves("a", "new"), failing("b", 1)], 0, None);
-        assert_eq!(v.state.reason, "Propagating");
+        assert_eq!(v.state.reason, "NotReady");
     }
 
     #[test]
@@ -411,12 +414,13 @@ mod tests {
         };
         let v = decide(vec![serves("a", "new"), pending("b")], 0, Some(&old));
         assert_eq!(summary(&v), ("True", "Serving", old.message.as_str()));
+        // Nothing said yet: not a propagation (no event), just not known.
         let v = decide(vec![pending("a")], 0, None);
         assert_eq!(
             summary(&v),
             (
                 "Unknown",
-                "Propagating",
+                "NotReady",
                 "asking 1 of 1 Ready replicas which declaration they serve"
             )
         );
