@@ -173,6 +173,7 @@ fn child_filter<K: Resource<DynamicType = ()>>(
         echo: move |object: &K| memory.is_echo(object),
         baseline: None,
         on_delete: |_| true,
+        lost: changes::ignore_lost,
     }
 }
 
@@ -230,6 +231,29 @@ pub async fn run(
     let forget = memory.clone();
     let forget_verified = verifier.clone();
     let metrics = ctx.metrics.clone();
+    // A server deleted while the watch was behind: forgotten as if its deletion had been seen.
+    let lost = {
+        let (memory, verifier, metrics, claims) = (
+            memory.clone(),
+            verifier.clone(),
+            ctx.metrics.clone(),
+            claims_changed.clone(),
+        );
+        move |(namespace, name, uid): &changes::Identity| {
+            let (namespace, name, uid) = (
+                namespace.clone().unwrap_or_default(),
+                name.clone().unwrap_or_default(),
+                uid.clone().unwrap_or_default(),
+            );
+            tracing::info!(server = %format!("{namespace}/{name}"), "deleted while the watch was behind; forgotten");
+            memory.forget_server(&uid);
+            metrics.forget_server(&namespace, &name);
+            if let Some(verifier) = &verifier {
+                verifier.forget_server(&namespace, &name);
+            }
+            host_claims::released(&claims, &uid);
+        }
+    };
     let server_changes = changes(
         server_events,
         Filter {
@@ -252,6 +276,7 @@ pub async fn run(
                 host_claims::changed(&deleted_claim, server);
                 false
             },
+            lost,
         },
     )
     .inspect(move |server| {
@@ -296,6 +321,7 @@ pub async fn run(
                 echo: move |deployment: &Deployment| deployment_echo(&m5, deployment),
                 baseline: None,
                 on_delete: |_: &Deployment| true,
+                lost: changes::ignore_lost,
             },
         ))
         .watches_stream(
@@ -308,6 +334,7 @@ pub async fn run(
                     echo: |_: &Pod| false,
                     baseline: Some(changes::hash_one(&None::<&str>)),
                     on_delete: |_: &Pod| true,
+                    lost: changes::ignore_lost,
                 },
             ),
             |pod: Pod| {
