@@ -108,8 +108,9 @@ check "RBAC: the operator cannot read Secrets" bash -c \
   "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i get secrets -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i list secrets -A) == no ]]"
 check "RBAC: the operator cannot touch Pods or other namespaces' Leases" bash -c \
   "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create pods -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i update leases -n default) == no ]]"
+# `--subresource`: `services/proxy` alone would name a Service called "proxy".
 check "RBAC: no API server proxy (the operator asks pods directly)" bash -c \
-  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create services/proxy -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i get pods/proxy -n $NS) == no ]]"
+  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create services --subresource=proxy -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i get pods --subresource=proxy -n $NS) == no ]]"
 
 ADMIN_PORT=$((20000 + RANDOM % 10000))
 OPERATOR_SCOPE=()

@@ -315,13 +315,14 @@ check "back to exposure: ingress prunes the HTTPRoute and writes an Ingress with
 
 # ----------------------------------------------------------------------------------------------
 log "NetworkPolicy per server"
-check "the server has a NetworkPolicy admitting the ingress namespaces, the operator, its own pods and monitoring" \
+check "the server has a NetworkPolicy: MCP port for the ingress namespaces and its own pods, admin port for monitoring and the operator" \
   eventually 30 holds "$T2" networkpolicy weather '
     .spec.podSelector.matchLabels["kube-mcp.io/server"] == "weather" and .spec.policyTypes == ["Ingress"] and
-    ([.spec.ingress[0].from[] | select(.namespaceSelector) | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["ingress-nginx", "gateway-system", "'"$SYSTEM_NS"'"]) and
+    ([.spec.ingress[0].from[] | select(.namespaceSelector) | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["ingress-nginx", "gateway-system"]) and
     ([.spec.ingress[0].from[] | select(.namespaceSelector == null) | .podSelector.matchLabels["kube-mcp.io/server"]] == ["weather"]) and
     .spec.ingress[0].ports[0].port == "http" and .spec.ingress[1].ports[0].port == "admin" and
-    .spec.ingress[1].from[0].namespaceSelector.matchLabels["kubernetes.io/metadata.name"] == "monitoring"'
+    ([.spec.ingress[1].from[] | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["monitoring", "'"$SYSTEM_NS"'"]) and
+    .spec.ingress[1].from[1].podSelector.matchLabels["app.kubernetes.io/component"] == "operator"'
 check "spec.networkPolicy.from adds peers" bash -c "
   kubectl -n $T2 patch mcps weather --type=merge -p '{\"spec\": {\"networkPolicy\": {\"from\": [{\"podSelector\": {\"matchLabels\": {\"role\": \"agent\"}}}]}}}' >/dev/null &&
   for i in \$(seq 60); do kubectl -n $T2 get networkpolicy weather -o json | jq -e '.spec.ingress[0].from[-1].podSelector.matchLabels.role == \"agent\"' >/dev/null && exit 0; sleep 0.5; done; exit 1"
