@@ -9,6 +9,7 @@
 
 mod changes;
 mod namespaces;
+mod strip;
 
 use crate::reconcile::build::{
     GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, MANAGED_BY, SERVER_LABEL,
@@ -27,6 +28,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt as _, controller, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -93,11 +95,12 @@ where
     }
 }
 
-/// A label-scoped watch of `K` cached into a store, as a stream of raw watch events; managed
-/// fields are dropped (the operator never reads them, and they are most of an object's size).
+/// A label-scoped watch of `K` cached into a store, as a stream of raw watch events; `strip`
+/// drops what the operator never reads before an object is cached (`strip.rs`).
 fn cached_watch<K>(
     client: &Client,
     namespaces: &[String],
+    strip: fn(&mut K),
 ) -> (
     Store<K>,
     impl futures_util::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
@@ -109,7 +112,7 @@ where
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
     let (reader, writer) = reflector::store();
     let stream = watch_events(client, namespaces, &config, &reader)
-        .modify(|object: &mut K| object.meta_mut().managed_fields = None)
+        .modify(strip)
         .reflect(writer);
     (reader, stream)
 }
@@ -135,7 +138,7 @@ async fn route_watch(
         }
     };
     if served {
-        let (store, events) = cached_watch::<HttpRoute>(client, namespaces);
+        let (store, events) = cached_watch::<HttpRoute>(client, namespaces, strip::route);
         return (store, events.boxed());
     }
     let (store, mut writer) = reflector::store::<HttpRoute>();
@@ -191,16 +194,24 @@ pub async fn run(
         let (reader, writer) = reflector::store::<MCPServer>();
         let config = watcher::Config::default().any_semantic();
         let stream = watch_events(&client, namespaces, &config, &reader)
-            .modify(|server: &mut MCPServer| server.metadata.managed_fields = None)
+            .modify(strip::server)
             .reflect(writer);
         (reader, stream)
     };
-    let (config_maps, config_map_events) = cached_watch::<ConfigMap>(&client, namespaces);
-    let (services, service_events) = cached_watch::<Service>(&client, namespaces);
-    let (deployments, deployment_events) = cached_watch::<Deployment>(&client, namespaces);
-    let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespaces);
-    let (pdbs, pdb_events) = cached_watch::<PodDisruptionBudget>(&client, namespaces);
-    let (pods, pod_events) = cached_watch::<Pod>(&client, namespaces);
+    // Kinds read only through their metadata are watched as metadata only.
+    let (config_maps, config_map_events) =
+        cached_watch::<PartialObjectMeta<ConfigMap>>(&client, namespaces, strip::metadata);
+    let (services, service_events) =
+        cached_watch::<PartialObjectMeta<Service>>(&client, namespaces, strip::metadata);
+    let (deployments, deployment_events) =
+        cached_watch::<Deployment>(&client, namespaces, strip::deployment);
+    let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespaces, strip::ingress);
+    let (pdbs, pdb_events) = cached_watch::<PartialObjectMeta<PodDisruptionBudget>>(
+        &client,
+        namespaces,
+        strip::metadata,
+    );
+    let (pods, pod_events) = cached_watch::<Pod>(&client, namespaces, strip::pod);
     // The verifier follows the pod cache event by event (Ready, IP), in the cache's order.
     let tapped = verifier.clone();
     let pod_events = pod_events.inspect(move |event| {
@@ -209,7 +220,7 @@ pub async fn run(
         }
     });
     let (network_policies, network_policy_events) =
-        cached_watch::<NetworkPolicy>(&client, namespaces);
+        cached_watch::<PartialObjectMeta<NetworkPolicy>>(&client, namespaces, strip::metadata);
     let (http_routes, http_route_events) = route_watch(&client, namespaces).await;
     let stores = Stores {
         config_maps,

@@ -405,6 +405,16 @@ OPERATOR_PID=$STANDBY_PID
 check "after the leader crashes, the standby takes the Lease once it expires" eventually 40 bash -c \
   "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-standby_'"
 check "the Lease counts the transition" test "$(transitions)" -gt "$TRANSITIONS"
+# Writes the operator sent, from its own request counter (Lease renewals are updates, not counted).
+writes_of() { curl -fsS "http://127.0.0.1:$1/metrics" | awk '/^mcp_operator_api_requests_total[{]verb="(apply|patch|create|delete)"/ {s += $2} END {print s + 0}'; }
+quiet_leader() {
+  # Every server has been reconciled once by the new leader (it reconciles all on taking over).
+  eventually 30 bash -c "curl -fsS http://127.0.0.1:$STANDBY_PORT/metrics | awk '/^mcp_operator_reconciles_total/ {s += \$2} END {exit !(s >= $(kubectl get mcpservers -A --no-headers | wc -l))}'" || return 1
+  sleep 3
+  echo "writes by the new leader: $(writes_of "$STANDBY_PORT")"
+  (($(writes_of "$STANDBY_PORT") == 0))
+}
+check "the new leader writes nothing for servers already converged" quiet_leader
 check "the new leader reconciles" bash -c "kubectl -n $NS patch mcpserver weather --type=merge -p '{\"spec\": {\"title\": \"Weather (standby)\"}}' >/dev/null" 
 check "and the ConfigMap follows" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]standby[)]")'
 
