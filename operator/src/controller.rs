@@ -17,7 +17,7 @@ use crate::reconcile::build::{
 use crate::reconcile::cache::Stores;
 use crate::reconcile::host_claims;
 use crate::reconcile::memory::{Memory, fingerprint};
-use crate::reconcile::{Context, error_chain, error_policy, pods, reconcile, status};
+use crate::reconcile::{Context, error_chain, error_policy, exposed, pods, reconcile, status};
 use crate::resource::MCPServer;
 use crate::verifier::{self, Verifier};
 use changes::{Filter, changes};
@@ -180,6 +180,42 @@ fn child_filter<K: Resource<DynamicType = ()>>(
     }
 }
 
+/// An exposing child (Ingress, HTTPRoute) is news also when its status changes (a controller
+/// took it, or refused it: the `Exposed` condition reads it); the echo of the operator's own
+/// apply is the answer with no status yet.
+#[allow(clippy::type_complexity)]
+fn exposing_filter<K: Resource<DynamicType = ()>>(
+    memory: Arc<Memory>,
+    status: fn(&K) -> Option<u64>,
+) -> Filter<impl Fn(&K) -> u64, impl Fn(&K) -> bool, fn(&K) -> bool> {
+    Filter {
+        key: move |object: &K| changes::hash_one(&(fingerprint(object), status(object))),
+        echo: move |object: &K| memory.is_echo(object) && status(object).is_none(),
+        baseline: None,
+        on_delete: |_| true,
+        lost: changes::ignore_lost,
+    }
+}
+
+/// The digest of an Ingress's load balancer status, when it has one.
+fn ingress_status(ingress: &Ingress) -> Option<u64> {
+    ingress
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .filter(|lb| lb.ingress.as_ref().is_some_and(|i| !i.is_empty()))
+        .map(exposed::status_digest)
+}
+
+/// The digest of an HTTPRoute's status, when it has one.
+fn route_status(route: &HttpRoute) -> Option<u64> {
+    route
+        .status
+        .as_ref()
+        .filter(|s| !s.is_null())
+        .map(exposed::status_digest)
+}
+
 /// Runs the controller, and the verifier when there is one, until `stop` completes; in-flight
 /// reconciles finish first. `context` receives the child caches the reconciles read.
 pub async fn run(
@@ -319,10 +355,13 @@ pub async fn run(
         )
         .owns_stream(changes(config_map_events, child_filter(m1)))
         .owns_stream(changes(service_events, child_filter(m2)))
-        .owns_stream(changes(ingress_events, child_filter(m3)))
+        .owns_stream(changes(ingress_events, exposing_filter(m3, ingress_status)))
         .owns_stream(changes(pdb_events, child_filter(m4)))
         .owns_stream(changes(network_policy_events, child_filter(m6)))
-        .owns_stream(changes(http_route_events, child_filter(m7)))
+        .owns_stream(changes(
+            http_route_events,
+            exposing_filter(m7, route_status),
+        ))
         .reconcile_on(claims_released)
         .reconcile_on(verifier::changes(verified_rx))
         .owns_stream(changes(

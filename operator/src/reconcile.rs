@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod build;
 pub mod cache;
+pub mod exposed;
 pub mod host_claims;
 pub mod memory;
 pub mod pods;
@@ -248,6 +249,12 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         deployment: applied.deployment.as_ref(),
         pod_problem: pods::problem(pods.iter().map(AsRef::as_ref)),
         verified,
+        exposed: exposed::exposed(
+            server,
+            k8s_openapi::api::networking::v1::Ingress::cached(&ctx.stores, &namespace, &name)
+                .as_deref(),
+            build::HttpRoute::cached(&ctx.stores, &namespace, &name).as_deref(),
+        ),
     };
     let status = status::next_status(&old, server, &seen, &Time(jiff::Timestamp::now()));
     // Exported whether or not the status needs writing (after a restart it may not).

@@ -139,7 +139,15 @@ mod tests {
             crate::reconcile::pods::problem([&full])
         );
         let text = serde_json::to_string(&stripped).unwrap();
-        for gone in ["volumes", "args", "env", "hostIP", "image\":\"x\",\"name", "prometheus", "ReplicaSet"] {
+        for gone in [
+            "volumes",
+            "args",
+            "env",
+            "hostIP",
+            "image\":\"x\",\"name",
+            "prometheus",
+            "ReplicaSet",
+        ] {
             assert!(!text.contains(gone), "{gone} in {text}");
         }
     }

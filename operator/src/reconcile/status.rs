@@ -33,6 +33,9 @@ pub struct Observation<'a> {
     pub pod_problem: Option<PodProblem>,
     /// The `Verified` condition (`reconcile/verified.rs`); `None` when verification is off.
     pub verified: Option<State>,
+    /// The `Exposed` condition (`reconcile/exposed.rs`); `None` for a server not exposed
+    /// outside the cluster.
+    pub exposed: Option<State>,
 }
 
 /// The status after this reconcile, from the status as last written (`old`: the operator's own
@@ -86,6 +89,20 @@ pub fn next_status(
     ];
     if let Some(verified) = &seen.verified {
         conditions.push(condition(old, VERIFIED, verified.clone(), generation, now));
+    }
+    // What is exposed is the last accepted spec's: a refused one changed nothing.
+    if let Some(exposed) = seen.exposed.as_ref().filter(|_| seen.verdict.is_ok()) {
+        conditions.push(condition(
+            old,
+            super::exposed::EXPOSED,
+            exposed.clone(),
+            generation,
+            now,
+        ));
+    } else if seen.verdict.is_err()
+        && let Some(kept) = old.condition(super::exposed::EXPOSED)
+    {
+        conditions.push(kept.clone());
     }
     MCPServerStatus {
         observed_generation: generation,
@@ -157,6 +174,19 @@ fn ready_state(seen: &Observation<'_>, desired: i32) -> State {
             "ScaledToZero",
             "spec.replicas is 0: nothing serves".into(),
         )
+    } else if let Some(refused) = rollout
+        .failed_create
+        .filter(|_| rollout.available < desired)
+    {
+        // The cause of a stuck rollout, when pods cannot even be created: say that first.
+        state(
+            "False",
+            "FailedCreate",
+            format!(
+                "{} of {desired} replicas available: pods cannot be created: {refused}",
+                rollout.available
+            ),
+        )
     } else if let Some(stuck) = rollout.stuck {
         state("False", "RolloutStuck", stuck)
     } else if rollout.rolled_out && rollout.available >= desired {
@@ -212,18 +242,22 @@ pub struct Rollout {
     pub available: i32,
     /// The message of `Progressing=False/ProgressDeadlineExceeded`, when the rollout is stuck.
     pub stuck: Option<String>,
+    /// The message of `ReplicaFailure=True/FailedCreate` (the ReplicaSet cannot create pods: a
+    /// quota, an admission webhook or policy refused them), copied by the Deployment controller.
+    pub failed_create: Option<String>,
 }
 
 impl Rollout {
     /// What decides `Ready` (and its message) with `desired` replicas, pods aside: a change of
     /// anything else is not news. `rolled_out` alone is not (a new server's ReplicaSet making
     /// its pods leaves it rolling out).
-    pub fn decides(&self, desired: i32) -> (bool, bool, i32, Option<String>) {
+    pub fn decides(&self, desired: i32) -> (bool, bool, i32, Option<String>, Option<String>) {
         (
             self.rolled_out && self.available >= desired,
             self.rolled_out && self.completed,
             self.available,
             self.stuck.clone(),
+            self.failed_create.clone(),
         )
     }
 }
@@ -238,6 +272,20 @@ pub fn rollout(deployment: &Deployment, desired: i32) -> Rollout {
         .flatten()
         .find(|c| c.type_.as_deref() == Some("Progressing"));
     let reason = progressing.and_then(|c| c.reason.as_deref());
+    let failed_create = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| {
+            c.type_.as_deref() == Some("ReplicaFailure")
+                && c.status.as_deref() == Some("True")
+                && c.reason.as_deref() == Some("FailedCreate")
+        })
+        .map(|c| {
+            c.message
+                .clone()
+                .unwrap_or_else(|| "the ReplicaSet cannot create pods".into())
+        });
     let updated = status.updated_replicas.unwrap_or(0);
     Rollout {
         rolled_out: status.observed_generation.unwrap_or(0) >= generation
@@ -245,6 +293,7 @@ pub fn rollout(deployment: &Deployment, desired: i32) -> Rollout {
             && status.replicas.unwrap_or(0) <= updated,
         completed: reason == Some("NewReplicaSetAvailable"),
         available: status.available_replicas.unwrap_or(0),
+        failed_create,
         stuck: (reason == Some("ProgressDeadlineExceeded")).then(|| {
             progressing
                 .and_then(|c| c.message.clone())
@@ -289,10 +338,22 @@ pub struct Transition {
 }
 
 /// Reasons that are part of normal operation even though the condition is False.
-const BENIGN_REASONS: &[&str] = &["Creating", "RollingOut", "ScaledToZero", "Propagating"];
+const BENIGN_REASONS: &[&str] = &[
+    "Creating",
+    "RollingOut",
+    "ScaledToZero",
+    "Propagating",
+    "Pending",
+];
 /// Steps of a rollout in progress: the status shows them, but they are not worth an event (a
 /// stuck rollout or a failing pod has its own reason, and that is one).
-const PROGRESS_REASONS: &[&str] = &["Creating", "RollingOut", "ReplicasUnavailable", "NotReady"];
+const PROGRESS_REASONS: &[&str] = &[
+    "Creating",
+    "RollingOut",
+    "ReplicasUnavailable",
+    "NotReady",
+    "Pending",
+];
 
 /// The events a status change deserves: one per condition whose status or reason changed,
 /// except to a step of a rollout in progress.
@@ -308,6 +369,7 @@ pub fn transitions(old: Option<&MCPServerStatus>, new: &MCPServerStatus) -> Vec<
             action: match c.type_.as_str() {
                 ACCEPTED => "Validate",
                 VERIFIED => "Verify",
+                super::exposed::EXPOSED => "Expose",
                 _ => "Apply",
             },
             warning: c.status != "True" && !BENIGN_REASONS.contains(&c.reason.as_str()),
@@ -384,6 +446,7 @@ mod tests {
             deployment,
             pod_problem: None,
             verified: None,
+            exposed: None,
         }
     }
 
@@ -494,6 +557,12 @@ mod tests {
             (
                 "status: {observedGeneration: 2, replicas: 2, updatedReplicas: 1, conditions: [{type: Progressing, status: 'False', reason: ProgressDeadlineExceeded, message: stuck}]}",
                 "RolloutStuck",
+            ),
+            // A quota or admission refused the pods: the ReplicaSet's failure, copied by the
+            // Deployment controller, says why (even once the rollout is stuck).
+            (
+                "status: {observedGeneration: 2, replicas: 0, conditions: [{type: ReplicaFailure, status: 'True', reason: FailedCreate, message: 'pods \"hello-1\" is forbidden: exceeded quota: none, requested: pods=1, used: pods=0, limited: pods=0'}, {type: Progressing, status: 'False', reason: ProgressDeadlineExceeded, message: stuck}]}",
+                "FailedCreate",
             ),
         ];
         for (status_yaml, reason) in cases {

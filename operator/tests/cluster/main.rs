@@ -13,5 +13,7 @@
 // Test helpers outside `#[test]` functions may panic on setup failures: that fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod exposed;
+mod pods;
 mod support;
 mod verified;

@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// What `tests/e2e/run.sh` passes in.
+#[derive(Clone)]
 pub struct Env {
     /// The API client (an admin kubeconfig, `KUBECONFIG`).
     pub client: Client,
@@ -47,6 +48,14 @@ impl Env {
             runtime_bin: PathBuf::from(var("MCP_RUNTIME_BIN")),
             dir,
             grace: Duration::from_secs(var("KUBE_MCP_E2E_VERIFY_GRACE_S").parse().unwrap()),
+        }
+    }
+
+    /// The same environment, in another namespace.
+    pub fn in_namespace(&self, namespace: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            ..self.clone()
         }
     }
 
