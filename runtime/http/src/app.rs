@@ -122,9 +122,11 @@ pub async fn serve(
         bodies: BodyBudget::new(&config.http),
         forwarder,
     });
+    let log = Arc::new(reload::ReloadLog::default());
     let admin_state = Arc::new(AdminState {
         server: server.clone(),
         ready: AtomicBool::new(false),
+        log: log.clone(),
     });
 
     tokio::spawn(reload::watch(
@@ -133,6 +135,7 @@ pub async fn serve(
         server.clone(),
         served,
         config.reload_interval,
+        log,
         shutdown.clone(),
     ));
     let admin_addr = admin.local_addr()?;
