@@ -77,6 +77,15 @@ struct ServeArgs {
     /// Largest accepted request body, in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_body_bytes)]
     max_body_bytes: usize,
+    /// Most bytes held for all clients at once: parsed messages (weighed before parsing) while
+    /// their requests run, and HTTP+SSE answers not yet written. Over it, 503 + Retry-After.
+    #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_held_bytes)]
+    max_held_bytes: usize,
+    /// Most bytes one legacy session holds: its parsed requests while they run, its client's
+    /// answers to questions, HTTP+SSE answers not yet written. Over it, a Streamable HTTP
+    /// request gets 503; an HTTP+SSE session ends.
+    #[arg(long, value_name = "BYTES", default_value_t = SessionSettings::default().max_session_bytes)]
+    max_session_bytes: usize,
     /// End a legacy session after this long without requests or an open stream.
     #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().idle_timeout.into())]
     session_idle_timeout: humantime::Duration,
@@ -243,6 +252,7 @@ fn config(args: ServeArgs) -> RunConfig {
             origins,
             path_prefix: args.path_prefix,
             max_body_bytes: args.max_body_bytes,
+            max_held_bytes: args.max_held_bytes,
             keepalive: args.sse_keepalive.into(),
             ..HttpSettings::default()
         },
@@ -252,6 +262,7 @@ fn config(args: ServeArgs) -> RunConfig {
             max_sessions: args.max_sessions,
             ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval.into()),
             ping_timeout: args.ping_timeout.into(),
+            max_session_bytes: args.max_session_bytes,
         },
         session_key_file: args.session_key_file,
         advertise_address: args.advertise_address.map(|advertised| match advertised {

@@ -7,6 +7,7 @@ use crate::reload;
 use crate::transport::{self, AppState, BodyBudget, Forwarder, HttpSettings};
 use anyhow::Context as _;
 use mcp_declaration::CompileOptions;
+use mcp_server::budget::Budget;
 use mcp_server::metrics::Metrics;
 use mcp_server::sessions::{Sealer, SessionSettings, SessionStore, read_key};
 use mcp_server::{ListenLimit, Server, ServerSettings};
@@ -96,6 +97,10 @@ pub async fn serve(
         None => Sealer::random(),
     };
     let metrics = Arc::new(Metrics::default());
+    let held = Budget::with_gauge(
+        config.http.max_held_bytes,
+        Some(metrics.held_gauge("global")),
+    );
     let server = Arc::new(
         Server::new(compiled, config.server.clone(), metrics.clone())
             .with_sealer(Arc::new(sealer.clone())),
@@ -120,6 +125,7 @@ pub async fn serve(
         listen_streams: ListenLimit::new(config.sessions.max_sessions),
         auth,
         bodies: BodyBudget::new(&config.http),
+        held,
         forwarder,
     });
     let admin_state = Arc::new(AdminState {

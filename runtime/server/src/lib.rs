@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod backends;
+pub mod budget;
 pub mod metrics;
 pub mod sessions;
 pub mod telemetry;
@@ -83,7 +84,29 @@ impl Changes {
 /// them to the client before the result. Messages are boxed: a channel allocates its slots 32 at
 /// a time up front, and a session's stream channel lives as long as the session (32 boxes take
 /// 256 bytes, 32 values 2.3 KiB).
-pub type Notifier = mpsc::Sender<Box<Value>>;
+pub type Notifier = mpsc::Sender<Box<Outgoing>>;
+
+/// A message on its way to a client.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// Built here (notifications, questions, pings): small, written as it comes.
+    Message(Value),
+    /// An answer already written as JSON (one line), with the budget charges its bytes hold
+    /// until it is written to the client.
+    Written {
+        /// The JSON text.
+        json: String,
+        /// What its bytes are charged to.
+        held: budget::Held,
+    },
+}
+
+impl Outgoing {
+    /// `message`, boxed for a channel.
+    pub fn boxed(message: Value) -> Box<Self> {
+        Box::new(Self::Message(message))
+    }
+}
 
 /// Per-request facts the dispatch needs besides method and params.
 #[derive(Clone)]
@@ -157,7 +180,7 @@ impl RequestContext {
     pub async fn notify(&self, message: Value) {
         if let Some(notifier) = &self.notifier {
             // A closed receiver means the client went away; the request is being dropped too.
-            let _ = notifier.send(Box::new(message)).await;
+            let _ = notifier.send(Outgoing::boxed(message)).await;
         }
     }
 }

@@ -5,6 +5,7 @@
 // Test helpers outside `#[test]` functions may panic on setup failures: that fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod bodies;
+mod budgets;
 mod limits;
 mod reload;
 mod rounds;

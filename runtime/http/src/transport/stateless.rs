@@ -11,6 +11,7 @@ use base64::Engine as _;
 use mcp_declaration::LogLevel;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, Incoming, MODERN_VERSION, McpError, RequestId, Success, member, meta};
+use mcp_server::budget::Held;
 use mcp_server::{Finished, RequestContext};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -23,6 +24,7 @@ pub async fn post(
     message: Incoming,
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
+    held: Held,
 ) -> Response {
     let Incoming::Request { id, method, params } = message else {
         // Notifications need no answer; closing a response stream is how 2026 clients cancel.
@@ -54,6 +56,8 @@ pub async fn post(
         .with_caller(caller)
         .with_trace_parent(mcp_server::telemetry::parent_from_headers(&headers));
     let outcome = async move {
+        // The message's charge is released with its params, once the answer is ready.
+        let _held = held;
         match state.server.answer(&ctx, &method, &params).await {
             Ok(result) => (StatusCode::OK, Answer::Success(Success { id, result })),
             Err(err) => {

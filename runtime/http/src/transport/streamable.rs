@@ -5,7 +5,7 @@ use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
 use super::reply::{self, error};
-use super::{AppState, session_stream};
+use super::{AppState, held, session_stream};
 use crate::auth::Principal;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -15,6 +15,7 @@ use mcp_protocol::{
     Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
 };
 use mcp_server::RequestContext;
+use mcp_server::budget::Held;
 use mcp_server::sessions::{Session, SessionTransport};
 use serde_json::Value;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ pub async fn post(
     message: Incoming,
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
+    held: Held,
 ) -> Response {
     if let Incoming::Request { id, method, params } = &message
         && method == methods::INITIALIZE
@@ -52,10 +54,19 @@ pub async fn post(
             return (StatusCode::BAD_REQUEST, reply::error_body(None, &err, ERA)).into_response();
         }
     }
-    match legacy::take_request(&state, &session, message) {
-        Some((id, method, params)) => {
+    // What the session holds counts against its own budget too.
+    let bytes = held.bytes();
+    let Some(held) = legacy::charge_session(&state, &session, held, bytes) else {
+        let id = match &message {
+            Incoming::Request { id, .. } => Some(id),
+            _ => None,
+        };
+        return held::busy(id, ERA, "this session holds its most now");
+    };
+    match legacy::take_request(&state, &session, message, held) {
+        Some(taken) => {
             let origin = legacy::Origin::new(&headers, caller);
-            request(state, session, id, method, params, accepts_sse, origin).await
+            request(state, session, taken, accepts_sse, origin).await
         }
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -113,9 +124,7 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
 async fn request(
     state: Arc<AppState>,
     session: Arc<Session>,
-    id: RequestId,
-    method: String,
-    params: Value,
+    (id, method, params, held): legacy::Taken,
     accepts_sse: bool,
     origin: legacy::Origin,
 ) -> Response {
@@ -127,6 +136,8 @@ async fn request(
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
         let response = legacy::run(&state, &session, &id, &method, &params, notifier, origin).await;
+        // The params and their charges go before the answer is written.
+        drop((params, held));
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());

@@ -348,11 +348,14 @@ async fn legacy_call(
         0,
     ));
     session.set_client_capabilities(Some(&caps));
-    let (notifier, mut requests) = tokio::sync::mpsc::channel::<Box<Value>>(8);
+    let (notifier, mut requests) = tokio::sync::mpsc::channel::<Box<crate::Outgoing>>(8);
     let client = session.clone();
     let answering = tokio::spawn(async move {
         let mut seen = Vec::new();
         while let Some(request) = requests.recv().await {
+            let crate::Outgoing::Message(request) = *request else {
+                panic!("questions are messages");
+            };
             let method = request["method"].as_str().unwrap().to_owned();
             let result = answer(&method, &request["params"]);
             let response = if result.get("error").is_some() {
@@ -360,7 +363,7 @@ async fn legacy_call(
             } else {
                 json!({"result": result})
             };
-            assert!(client.deliver_answer(&request["id"], response));
+            assert!(client.deliver_answer(&request["id"], response, crate::budget::Held::none()));
             seen.push(method);
         }
         seen
