@@ -26,15 +26,15 @@ pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
     CompiledInteraction, CompiledParam, CompiledPrompt, CompiledResource, CompiledResourceTemplate,
-    CompiledResponse, CompiledSample, CompiledTool, ParamValue, RESERVED_HEADERS, ROOTS_KEY, Retry,
-    SAMPLE_KEY, StatusMatch, compile,
+    CompiledResponse, CompiledSample, CompiledTool, ParamValue, RESERVED_HEADERS, ROOTS_KEY,
+    ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem, compile,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest};
-pub use resource_uri::UriTemplate;
+pub use resource_uri::{UriTemplate, canonical as canonical_uri};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use stamp::{
     API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META, declaration_hash, hash_of,

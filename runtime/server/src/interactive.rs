@@ -8,11 +8,11 @@ pub mod session;
 pub mod stateless;
 
 use super::RequestContext;
-use super::access;
+use super::authorize;
 use crate::metrics::Metrics;
 use crate::sessions::Sealer;
 use mcp_declaration::{
-    CONFIRM_KEY, Compiled, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY,
+    Access, CONFIRM_KEY, Compiled, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY,
     SAMPLE_KEY, Templates,
 };
 use mcp_protocol::{Era, McpError, meta};
@@ -58,7 +58,7 @@ pub enum Outcome {
     Stop(String),
 }
 
-/// [`resolve`] for the declared tool or prompt `name`: its `allow` decided only the arguments the
+/// [`resolve`] for a declared tool or prompt (its rules: `access`): its `allow` decided only the arguments the
 /// call sent, so the values the user supplied are decided again, and a refusal stops the item
 /// like a decline.
 #[allow(clippy::too_many_arguments)]
@@ -69,7 +69,7 @@ pub async fn resolve_item(
     ctx: &RequestContext,
     method: &str,
     params: &Value,
-    (kind, name): (access::Kind, &str),
+    access: &Access,
     interaction: &CompiledInteraction,
     args: &Value,
 ) -> Result<Outcome, McpError> {
@@ -85,7 +85,7 @@ pub async fn resolve_item(
     )
     .await?;
     if let Outcome::Ready(vars) = &outcome
-        && let Some(text) = access::elicited_refusal(decl, ctx, kind, name, &vars.args)
+        && let Some(text) = authorize::recheck(decl, ctx.caller.as_deref(), access, &vars.args)
     {
         return Ok(Outcome::Stop(text));
     }

@@ -4,10 +4,11 @@
 //! exporter's queue, records to the audit writer's.
 
 use super::RequestContext;
+use super::request::{Request, Target};
 use crate::Principal;
 use crate::audit::{self, Record};
 use crate::telemetry::{self, CallScope, RequestSpan};
-use mcp_declaration::Compiled;
+use mcp_declaration::{Compiled, UriItem};
 use mcp_protocol::methods;
 use mcp_protocol::{Era, MODERN_VERSION, McpError};
 use opentelemetry::KeyValue;
@@ -30,37 +31,28 @@ pub struct Observation {
 }
 
 /// Starts observing a request, if tracing or auditing is on.
-pub fn begin(
-    ctx: &RequestContext,
-    method: &str,
-    params: &Value,
-    decl: &Compiled,
-) -> Option<Observation> {
+pub fn begin(ctx: &RequestContext, request: &Request, decl: &Compiled) -> Option<Observation> {
+    let (method, params) = (request.method.as_str(), &request.params);
     let audited =
         audit::enabled() && matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ);
     if !telemetry::enabled() && !audited {
         return None;
     }
     let client_parent = telemetry::parent_from_meta(params).or_else(|| ctx.trace_parent.clone());
-    let name = params.get("name").and_then(Value::as_str);
-    let declared_name = match method {
-        methods::TOOLS_CALL => name.filter(|n| decl.tool(n).is_some()),
-        methods::PROMPTS_GET => name.filter(|n| decl.prompt(n).is_some()),
-        _ => None,
-    };
+    let declared_name = declared_name(request, decl);
     let span = RequestSpan::start(
         match declared_name {
             Some(name) => format!("{method} {name}"),
             None => method.to_owned(),
         },
         client_parent.as_ref(),
-        span_attributes(ctx, method, params, decl, declared_name),
+        span_attributes(ctx, request, decl, declared_name),
     );
     let trace_id = span
         .as_ref()
         .map(RequestSpan::trace_id)
         .or_else(|| client_parent.map(|cx| cx.span().span_context().trace_id().to_string()));
-    let record = audited.then(|| audit_record(ctx, method, params, decl, trace_id));
+    let record = audited.then(|| audit_record(ctx, request, decl, trace_id));
     Some(Observation {
         scope: CallScope::new(span.as_ref().map(|s| s.context().clone())),
         span,
@@ -146,13 +138,35 @@ fn protocol_version(era: Era) -> &'static str {
     }
 }
 
+/// The declared name of the tool a `tools/call`, or the prompt a `prompts/get`, resolved to.
+fn declared_name<'d>(request: &Request, decl: &'d Compiled) -> Option<&'d str> {
+    let descriptor = match (request.method.as_str(), &request.target) {
+        (methods::TOOLS_CALL, Target::Tool(i)) => &decl.tools[*i].descriptor,
+        (methods::PROMPTS_GET, Target::Prompt(i)) => &decl.prompts[*i].descriptor,
+        _ => return None,
+    };
+    descriptor["name"].as_str()
+}
+
+/// The URI a `resources/read` resolved to, when it is a declared fixed resource (a templated
+/// URI carries argument values).
+fn declared_uri<'d>(request: &Request, decl: &'d Compiled) -> Option<&'d str> {
+    match &request.target {
+        Target::Resource(resolved) => match resolved.item {
+            UriItem::Resource(i) => decl.resources[i].descriptor["uri"].as_str(),
+            UriItem::Template(..) => None,
+        },
+        _ => None,
+    }
+}
+
 fn span_attributes(
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
     decl: &Compiled,
     declared_name: Option<&str>,
 ) -> Vec<KeyValue> {
+    let method = request.method.as_str();
     let mut attributes = vec![
         KeyValue::new("mcp.method.name", method.to_owned()),
         KeyValue::new("mcp.protocol.version", protocol_version(ctx.era)),
@@ -182,8 +196,7 @@ fn span_attributes(
     }
     // Only declared fixed URIs: a templated URI carries argument values.
     if method == methods::RESOURCES_READ
-        && let Some(uri) = params.get("uri").and_then(Value::as_str)
-        && decl.resource(uri).is_some()
+        && let Some(uri) = declared_uri(request, decl)
     {
         attributes.push(KeyValue::new("mcp.resource.uri", uri.to_owned()));
     }
@@ -192,15 +205,13 @@ fn span_attributes(
 
 fn audit_record(
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
     decl: &Compiled,
     trace_id: Option<String>,
 ) -> Record {
     let session = ctx.session.as_ref().map(|s| s.id.as_str());
     record_of(
-        method,
-        params,
+        request,
         decl,
         ctx.caller.as_deref(),
         ctx.era,
@@ -213,17 +224,17 @@ fn audit_record(
 /// token-only `allow` the caller lacks. No span exists for it; its record says `refused` with
 /// the HTTP status instead of a JSON-RPC code.
 pub fn refused_before_dispatch(
-    decl: &Compiled,
-    method: &str,
-    params: &Value,
+    request: &Request,
     caller: &Principal,
     era: Era,
     session: Option<&str>,
 ) {
+    let method = request.method.as_str();
     if !audit::enabled() || !matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ) {
         return;
     }
-    let mut record = record_of(method, params, decl, Some(caller), era, session, None);
+    let decl: &Compiled = request.declaration();
+    let mut record = record_of(request, decl, Some(caller), era, session, None);
     record.timestamp = audit::now();
     record.outcome = "refused";
     record.http_status = Some(403);
@@ -231,30 +242,32 @@ pub fn refused_before_dispatch(
 }
 
 fn record_of(
-    method: &str,
-    params: &Value,
+    request: &Request,
     decl: &Compiled,
     caller: Option<&Principal>,
     era: Era,
     session: Option<&str>,
     trace_id: Option<String>,
 ) -> Record {
+    let params = &request.params;
     let text = |key: &str| {
         params
             .get(key)
             .and_then(Value::as_str)
             .map(|s| s.chars().take(MAX_NAME).collect::<String>())
     };
+    let method = request.method.as_str();
     let is_tool_call = method == methods::TOOLS_CALL;
     let (arguments_digest, redacted) = if is_tool_call {
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
         // An unknown tool has no schema to say which fields are sensitive: no digest.
-        match text("name").and_then(|name| decl.tool(&name)) {
-            Some(tool) => {
+        match &request.target {
+            Target::Tool(i) => {
+                let tool = &decl.tools[*i];
                 let (redacted, paths) = audit::redact(&tool.descriptor["inputSchema"], &args);
                 (Some(audit::digest(&redacted)), paths)
             }
-            None => (None, Vec::new()),
+            _ => (None, Vec::new()),
         }
     } else {
         (None, Vec::new())

@@ -116,7 +116,7 @@ impl Poller {
                     }
                 }
                 let decl = current.load_full();
-                let Ok(contents) = resources::contents(&decl, &metrics, None, &uri).await else {
+                let Ok(contents) = resources::contents_of(&decl, &metrics, &uri).await else {
                     continue;
                 };
                 if last.as_ref().is_some_and(|previous| *previous != contents) {

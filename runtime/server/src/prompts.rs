@@ -2,9 +2,9 @@
 //! declared messages. Pure in 2026-07-28; legacy eras ask over the session.
 
 use super::RequestContext;
-use super::access;
 use super::interactive::{self, Outcome};
 use super::params::GetPrompt;
+use super::request::{Request, Target};
 use crate::metrics::Metrics;
 use crate::sessions::Sealer;
 use mcp_declaration::Compiled;
@@ -18,13 +18,16 @@ pub async fn get(
     metrics: &Metrics,
     sealer: &Sealer,
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
 ) -> Result<Value, McpError> {
+    let Target::Prompt(index) = request.target else {
+        return Err(McpError::Internal(
+            "prompts/get without a prompt target".into(),
+        ));
+    };
+    let (method, params) = (request.method.as_str(), &request.params);
     let GetPrompt { name, arguments } = GetPrompt::parse(params)?;
-    let prompt = decl
-        .prompt(name)
-        .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {name}")))?;
+    let prompt = &decl.prompts[index];
     let mut args = arguments.cloned().unwrap_or_default();
     if !prompt.interaction.is_empty() {
         let given = Value::Object(args.clone());
@@ -35,7 +38,7 @@ pub async fn get(
             ctx,
             method,
             params,
-            (access::Kind::Prompt, name),
+            &prompt.access,
             &prompt.interaction,
             &given,
         )

@@ -1,8 +1,10 @@
 //! The read cache of upstream-backed resources (`cacheTtlMs`): results reused for their TTL,
-//! bounded in entries and bytes, keyed on the normalized URI, cleared on reload. In memory, no
+//! bounded in entries and bytes, keyed on the canonical URI (`mcp_declaration::canonical_uri`, the spelling every lookup uses),
+//! cleared on reload. In memory, no
 //! I/O.
 
 use dashmap::DashMap;
+use mcp_declaration::canonical_uri;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -25,7 +27,7 @@ pub struct ReadCache {
 impl ReadCache {
     /// A fresh cached result for `uri`.
     pub fn get(&self, uri: &str) -> Option<Value> {
-        let entry = self.entries.get(&normalize(uri))?;
+        let entry = self.entries.get(canonical_uri(uri).as_ref())?;
         (entry.0 > Instant::now()).then(|| {
             let mut contents = entry.1.clone();
             // The entry may have been stored under another spelling of the URI.
@@ -40,7 +42,7 @@ impl ReadCache {
     /// result is large).
     pub fn put(&self, uri: &str, contents: Value, ttl: Duration) {
         use std::sync::atomic::Ordering;
-        let key = normalize(uri);
+        let key = canonical_uri(uri).into_owned();
         let size = key.len() + weight(&contents);
         if size > MAX_ENTRY_BYTES {
             return;
@@ -76,7 +78,7 @@ impl ReadCache {
         use std::sync::atomic::Ordering;
         match uri {
             Some(uri) => {
-                if let Some((_, (_, _, size))) = self.entries.remove(&normalize(uri)) {
+                if let Some((_, (_, _, size))) = self.entries.remove(canonical_uri(uri).as_ref()) {
                     self.bytes.fetch_sub(size, Ordering::AcqRel);
                 }
             }
@@ -88,37 +90,6 @@ impl ReadCache {
     }
 }
 
-/// RFC 3986 normalization of percent-encoding: escapes of unreserved characters are decoded
-/// and the hex digits of the others upper-cased.
-fn normalize(uri: &str) -> String {
-    let bytes = uri.as_bytes();
-    let mut out = String::with_capacity(uri.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        let escaped = (bytes[at] == b'%')
-            .then(|| uri.get(at + 1..at + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) => {
-                out.push(char::from(byte));
-                at += 3;
-            }
-            Some(byte) => {
-                out.push_str(&format!("%{byte:02X}"));
-                at += 3;
-            }
-            None => {
-                let c = uri[at..].chars().next().unwrap_or_default();
-                out.push(c);
-                at += c.len_utf8().max(1);
-            }
-        }
-    }
-    out
-}
-
-/// Roughly how many bytes a cached value holds.
 fn weight(value: &Value) -> usize {
     match value {
         Value::String(s) => s.len() + 24,

@@ -3,12 +3,12 @@
 //! notifications a reload's [`Changes`] become for a session or a listen stream. Subscribing to
 //! an upstream-backed resource starts polling it (see `polling.rs`); the rest is pure.
 
-use super::params::ResourceUri;
 use super::polling::Poller;
-use super::{Changes, RequestContext, resources};
+use super::request::Target;
+use super::{Changes, RequestContext};
 use crate::sessions::Session;
 use futures_util::Stream;
-use mcp_declaration::Compiled;
+use mcp_declaration::canonical_uri;
 use mcp_protocol::methods::notifications;
 use mcp_protocol::{McpError, RequestId, meta, notification, success_response};
 use serde::Deserialize;
@@ -20,16 +20,26 @@ use tokio_util::sync::CancellationToken;
 /// Most resource URIs one listen stream (or one legacy session) may subscribe to.
 pub const MAX_SUBSCRIPTIONS: usize = 100;
 
-/// `resources/subscribe` (legacy): any URI this server can read; upstream-backed ones are polled
-/// while the session lives.
+/// The canonical URI a subscribe or unsubscribe names (the request resolved it to a resource
+/// this server serves, or refused it before dispatch).
+fn subscribed_uri(target: &Target) -> Result<&str, McpError> {
+    match target {
+        Target::Resource(resolved) => Ok(&resolved.uri),
+        Target::Invalid(err) => Err(err.clone()),
+        _ => Err(McpError::Internal(
+            "a subscription without a resource target".into(),
+        )),
+    }
+}
+
+/// `resources/subscribe` (legacy): any URI this server can read, under its canonical spelling;
+/// upstream-backed ones are polled while the session lives.
 pub fn subscribe(
-    decl: &Compiled,
     poller: &Poller,
     ctx: &RequestContext,
-    params: &Value,
+    target: &Target,
 ) -> Result<Value, McpError> {
-    let ResourceUri { uri } = ResourceUri::parse(params)?;
-    resources::check_readable(decl, uri)?;
+    let uri = subscribed_uri(target)?;
     if let Some(session) = &ctx.session {
         if !session.is_subscribed(uri) && session.subscription_count() >= MAX_SUBSCRIPTIONS {
             return Err(McpError::InvalidParams(format!(
@@ -44,13 +54,11 @@ pub fn subscribe(
 
 /// `resources/unsubscribe` (legacy).
 pub fn unsubscribe(
-    decl: &Compiled,
     poller: &Poller,
     ctx: &RequestContext,
-    params: &Value,
+    target: &Target,
 ) -> Result<Value, McpError> {
-    let ResourceUri { uri } = ResourceUri::parse(params)?;
-    resources::check_readable(decl, uri)?;
+    let uri = subscribed_uri(target)?;
     if let Some(session) = &ctx.session {
         session.subscribe(uri, false);
         poller.unwatch(uri, &session.id);
@@ -139,6 +147,9 @@ pub struct Filter {
     resources_list_changed: bool,
     #[serde(default)]
     resource_subscriptions: Vec<String>,
+    /// `resource_subscriptions` in canonical spelling, as changes name them.
+    #[serde(skip)]
+    watched: Vec<String>,
 }
 
 /// The params of `subscriptions/listen`.
@@ -154,7 +165,13 @@ impl Filter {
         let parsed = ListenParams::deserialize(params).map_err(|err| {
             McpError::InvalidParams(format!("invalid subscriptions/listen params: {err}"))
         })?;
-        Ok(parsed.notifications.unwrap_or_default())
+        let mut filter = parsed.notifications.unwrap_or_default();
+        filter.watched = filter
+            .resource_subscriptions
+            .iter()
+            .map(|uri| canonical_uri(uri).into_owned())
+            .collect();
+        Ok(filter)
     }
 
     /// The acknowledged filter (only what was asked).
@@ -190,7 +207,7 @@ impl Filter {
         for uri in changes
             .updated_uris
             .iter()
-            .filter(|uri| self.resource_subscriptions.contains(uri))
+            .filter(|uri| self.watched.contains(uri))
         {
             out.push((notifications::RESOURCES_UPDATED, Some(uri.clone())));
         }
@@ -198,7 +215,8 @@ impl Filter {
     }
 }
 
-/// A checked listen request: its filter, within bounds.
+/// A checked listen request: its filter, within bounds, matching URIs by their canonical
+/// spelling (the acknowledgement repeats them as asked).
 pub fn check_listen(params: &Value) -> Result<Filter, McpError> {
     let filter = Filter::parse(params)?;
     let asked = filter.resource_subscriptions.len();
@@ -225,7 +243,7 @@ pub fn listen_stream<K: Send + 'static>(
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
     let watching = CancellationToken::new();
     let watcher = format!("listen:{}", rand::random::<u64>());
-    for uri in &filter.resource_subscriptions {
+    for uri in &filter.watched {
         poller.watch(uri, &watcher, watching.clone());
     }
     let stop_watching = watching.drop_guard();
@@ -243,7 +261,7 @@ pub fn listen_stream<K: Send + 'static>(
                 Ok(changes) => changes,
                 // Fell behind: tell the client everything it asked for may have changed.
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    Arc::new(everything(filter.resource_subscriptions.clone()))
+                    Arc::new(everything(filter.watched.clone()))
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             };

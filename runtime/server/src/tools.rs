@@ -4,9 +4,9 @@
 
 use super::RequestContext;
 use super::Served;
-use super::access;
 use super::interactive::{self, Outcome, Vars};
 use super::params::CallTool;
+use super::request::{Request, Target};
 use crate::backends::{ToolReply, content, http, text_block};
 use crate::metrics::Metrics;
 use crate::sessions::Sealer;
@@ -26,16 +26,19 @@ pub async fn call(
     metrics: &Metrics,
     sealer: &Sealer,
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
 ) -> Result<Value, McpError> {
+    let Target::Tool(index) = request.target else {
+        return Err(McpError::Internal(
+            "tools/call without a tool target".into(),
+        ));
+    };
+    let (method, params) = (request.method.as_str(), &request.params);
     let CallTool {
         name,
         arguments: args,
     } = CallTool::parse(params)?;
-    let tool = decl
-        .tool(name)
-        .ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
+    let tool = &decl.tools[index];
     let started = Instant::now();
     let vars = if tool.interaction.is_empty() {
         None
@@ -47,7 +50,7 @@ pub async fn call(
             ctx,
             method,
             params,
-            (access::Kind::Tool, name),
+            &tool.access,
             &tool.interaction,
             args,
         )

@@ -3,12 +3,13 @@
 //! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in `server/`.
 
 use super::AppState;
+use super::authn::Message;
 use super::reply;
 use crate::auth::Principal;
 use mcp_protocol::{Era, Incoming, LegacyVersion, McpError, RequestId, success_response};
 use mcp_server::budget::Held;
 use mcp_server::sessions::Session;
-use mcp_server::{Notifier, RequestContext};
+use mcp_server::{Authorized, Notifier, RequestContext};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -37,8 +38,8 @@ pub fn missing_session() -> McpError {
     McpError::InvalidRequest("missing Mcp-Session-Id header: send initialize first".into())
 }
 
-/// A request's parts, with the budget charges of its parsed message.
-pub type Taken = (RequestId, String, Value, Held);
+/// A request's id and decision, with the budget charges of its parsed message.
+pub type Taken = (RequestId, Authorized, Held);
 
 /// A client message that is not a request: a notification goes to the server, a response
 /// answers one of our pings or questions (an answer keeps `held`, its message's charges, as
@@ -46,11 +47,15 @@ pub type Taken = (RequestId, String, Value, Held);
 pub fn take_request(
     state: &AppState,
     session: &Session,
-    message: Incoming,
+    message: Message,
     held: Held,
 ) -> Option<Taken> {
+    let message = match message {
+        Message::Request { id, authorized } => return Some((id, authorized, held)),
+        Message::Other(message) => message,
+    };
     match message {
-        Incoming::Request { id, method, params } => Some((id, method, params, held)),
+        Incoming::Request { .. } => None,
         Incoming::Notification { method, params } => {
             state.server.notification(session, &method, &params);
             None
@@ -88,8 +93,7 @@ pub async fn run(
     state: &AppState,
     session: &Arc<Session>,
     id: &RequestId,
-    method: &str,
-    params: &Value,
+    authorized: Authorized,
     notifier: Option<Notifier>,
     origin: Origin,
 ) -> Option<Value> {
@@ -98,12 +102,17 @@ pub async fn run(
         Ok(in_flight) => in_flight,
         Err(err) => return Some(reply::error_body(Some(id), &err, era).0),
     };
-    let ctx = RequestContext::new(era, params, session.log_level(), notifier)
-        .in_session(session.clone())
-        .with_caller(origin.caller)
-        .with_trace_parent(origin.trace_parent);
+    let ctx = RequestContext::new(
+        era,
+        &authorized.request().params,
+        session.log_level(),
+        notifier,
+    )
+    .in_session(session.clone())
+    .with_caller(origin.caller)
+    .with_trace_parent(origin.trace_parent);
     let outcome = tokio::select! {
-        outcome = state.server.handle(&ctx, method, params) => outcome,
+        outcome = state.server.handle(&ctx, authorized) => outcome,
         () = in_flight.token.cancelled() => return None,
     };
     Some(match outcome {

@@ -44,17 +44,16 @@ pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Respo
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
     let modern = is_modern(&headers, &message);
-    if let Some(caller) = &caller
-        && let Some(refusal) = authn::item_refusal(&state, caller, &message)
-    {
-        let era = if modern {
-            Era::Modern
-        } else {
-            Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
-        };
-        let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
-        return authn::refuse_item(&state, caller, &message, &refusal, era, session);
-    }
+    let era = if modern {
+        Era::Modern
+    } else {
+        Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
+    };
+    let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+    let message = match authn::authorize(&state, caller.as_ref(), message, era, session) {
+        Ok(message) => message,
+        Err((_, refusal)) => return refusal,
+    };
     let caller = caller.map(|c| c.principal);
     if modern {
         stateless::post(state, headers, message, accepts.sse, caller, held).await

@@ -130,33 +130,40 @@ pub async fn post(
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
     };
-    if let Some(Extension(caller)) = &caller
-        && let Some(refusal) = authn::item_refusal(&state, caller, &message)
-    {
-        // HTTP+SSE clients read answers from the session stream, not from the POST: without
-        // this error there, the request would wait for its timeout.
-        if let (Incoming::Request { id, .. }, Some(stream)) = (&message, session.stream()) {
-            let err = McpError::InvalidRequest(format!(
-                "refused ({refusal}): the POST was answered {} with the challenge",
-                refusal.status().as_u16()
-            ));
-            let answer = reply::error_body(Some(id), &err, ERA).0;
-            let _ = stream.try_send(Outgoing::boxed(answer));
+    let request_id = match &message {
+        Incoming::Request { id, .. } => Some(id.clone()),
+        _ => None,
+    };
+    let caller = caller.map(|Extension(caller)| caller);
+    let message = match authn::authorize(&state, caller.as_ref(), message, ERA, Some(&session.id)) {
+        Ok(message) => message,
+        Err((refusal, response)) => {
+            // HTTP+SSE clients read answers from the session stream, not from the POST: without
+            // this error there, the request would wait for its timeout.
+            if let (Some(id), Some(stream)) = (&request_id, session.stream()) {
+                let err = McpError::InvalidRequest(format!(
+                    "refused ({refusal}): the POST was answered {} with the challenge",
+                    refusal.status().as_u16()
+                ));
+                let answer = reply::error_body(Some(id), &err, ERA).0;
+                let _ = stream.try_send(Outgoing::boxed(answer));
+            }
+            return response;
         }
-        return authn::refuse_item(&state, caller, &message, &refusal, ERA, Some(&session.id));
-    }
-    let origin = legacy::Origin::new(&headers, caller.map(|Extension(caller)| caller.principal));
-    let Some((id, method, params, held)) = legacy::take_request(&state, &session, message, held)
-    else {
+    };
+    let origin = legacy::Origin::new(&headers, caller.map(|caller| caller.principal));
+    let Some((id, authorized, held)) = legacy::take_request(&state, &session, message, held) else {
         return StatusCode::ACCEPTED.into_response();
     };
     let Some(stream) = session.stream() else {
         return (StatusCode::NOT_FOUND, "session stream closed").into_response();
     };
     tokio::spawn(async move {
-        let response = if method == methods::INITIALIZE {
+        let response = if authorized.request().method == methods::INITIALIZE {
             // The session opened with the stream; initialize gives it its version.
-            let (version, outcome) = state.server.initialize(&params, |version| {
+            let authorized = authorized;
+            let params = &authorized.request().params;
+            let (version, outcome) = state.server.initialize(params, |version| {
                 session.set_version(version);
                 session.set_client_capabilities(params.get("capabilities"));
                 Ok(())
@@ -170,15 +177,15 @@ pub async fn post(
                 &state,
                 &session,
                 &id,
-                &method,
-                &params,
+                authorized,
                 Some(stream.clone()),
                 origin,
             )
             .await
         };
-        // Nothing of the request is kept while its answer waits for the client.
-        drop((params, held));
+        // Nothing of the request is kept while its answer waits for the client (`run` consumed
+        // it; the initialize branch dropped its own).
+        drop(held);
         let Some(response) = response else {
             return; // cancelled: no response
         };

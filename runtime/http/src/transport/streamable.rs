@@ -1,6 +1,7 @@
 //! Legacy Streamable HTTP on `/mcp` (2025-03-26 … 2025-11-25): `initialize` opens a session,
 //! later requests carry `Mcp-Session-Id`, GET opens the server-to-client stream, DELETE ends it.
 
+use super::authn::Message;
 use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
@@ -11,9 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcp_protocol::methods;
-use mcp_protocol::{
-    Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
-};
+use mcp_protocol::{Era, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response};
 use mcp_server::RequestContext;
 use mcp_server::budget::Held;
 use mcp_server::sessions::{Session, SessionTransport};
@@ -26,15 +25,15 @@ const ERA: Era = Era::Legacy(LATEST_LEGACY);
 pub async fn post(
     state: Arc<AppState>,
     headers: HeaderMap,
-    message: Incoming,
+    message: Message,
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
     held: Held,
 ) -> Response {
-    if let Incoming::Request { id, method, params } = &message
-        && method == methods::INITIALIZE
+    if let Message::Request { id, authorized } = &message
+        && authorized.request().method == methods::INITIALIZE
     {
-        return initialize(&state, id, params, caller.as_deref());
+        return initialize(&state, id, &authorized.request().params, caller.as_deref());
     }
     let session = match session_of(&state, &headers) {
         Ok(session) => session,
@@ -58,8 +57,8 @@ pub async fn post(
     let bytes = held.bytes();
     let Some(held) = legacy::charge_session(&state, &session, held, bytes) else {
         let id = match &message {
-            Incoming::Request { id, .. } => Some(id),
-            _ => None,
+            Message::Request { id, .. } => Some(id),
+            Message::Other(_) => None,
         };
         return held::busy(id, ERA, "this session holds its most now");
     };
@@ -124,20 +123,20 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
 async fn request(
     state: Arc<AppState>,
     session: Arc<Session>,
-    (id, method, params, held): legacy::Taken,
+    (id, authorized, held): legacy::Taken,
     accepts_sse: bool,
     origin: legacy::Origin,
 ) -> Response {
     let keepalive = state.http.keepalive;
     // Interactive items send their requests on this stream too.
     let may_notify = session.log_level().is_some()
-        || RequestContext::progress_token(&params).is_some()
-        || state.server.may_ask(&method, &params);
+        || RequestContext::progress_token(&authorized.request().params).is_some()
+        || state.server.may_ask(authorized.request());
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
-        let response = legacy::run(&state, &session, &id, &method, &params, notifier, origin).await;
-        // The params and their charges go before the answer is written.
-        drop((params, held));
+        let response = legacy::run(&state, &session, &id, authorized, notifier, origin).await;
+        // The request is gone with its run; its charges go before the answer is written.
+        drop(held);
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());

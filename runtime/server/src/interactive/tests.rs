@@ -55,7 +55,7 @@ fn params(mut params: Value, caps: &str) -> Value {
 
 async fn call(server: &Server, method: &str, params: &Value) -> Result<Value, McpError> {
     let ctx = RequestContext::new(Era::Modern, params, None, None);
-    server.handle(&ctx, method, params).await
+    crate::tests::serve(server, &ctx, method, params).await
 }
 
 fn accept(content: Value) -> Value {
@@ -226,7 +226,7 @@ async fn call_as(
 ) -> Result<Value, McpError> {
     let ctx =
         RequestContext::new(Era::Modern, params, None, None).with_caller(subject.and_then(caller));
-    server.handle(&ctx, "tools/call", params).await
+    crate::tests::serve(server, &ctx, "tools/call", params).await
 }
 
 #[tokio::test]
@@ -375,7 +375,7 @@ async fn legacy_call(
         Some(notifier),
     )
     .in_session(session);
-    let result = server.handle(&ctx, method, &params).await;
+    let result = crate::tests::serve(server, &ctx, method, &params).await;
     drop(ctx);
     (result, answering.await.unwrap())
 }
