@@ -208,7 +208,7 @@ pub struct Server {
     changes: broadcast::Sender<Arc<Changes>>,
     cache: Arc<ReadCache>,
     poller: Poller,
-    sealer: Arc<Sealer>,
+    rounds: Arc<interactive::Rounds>,
 }
 
 impl Server {
@@ -231,7 +231,7 @@ impl Server {
             changes,
             cache,
             poller,
-            sealer: Arc::new(Sealer::random()),
+            rounds: Arc::new(interactive::Rounds::new(Arc::new(Sealer::random()))),
         }
     }
 
@@ -239,7 +239,7 @@ impl Server {
     /// replicas share, so any replica continues any round). Default: a random key.
     #[must_use]
     pub fn with_sealer(mut self, sealer: Arc<Sealer>) -> Self {
-        self.sealer = sealer;
+        self.rounds = Arc::new(interactive::Rounds::new(sealer));
         self
     }
 
@@ -468,7 +468,7 @@ impl Server {
                     .into_iter(),
             ),
             methods::TOOLS_CALL => {
-                tools::call(decl, &self.metrics, &self.sealer, ctx, request).await
+                tools::call(decl, &self.metrics, &self.rounds, ctx, request).await
             }
             methods::RESOURCES_LIST => catalog::list(
                 params,
@@ -507,7 +507,7 @@ impl Server {
                     .into_iter(),
             ),
             methods::PROMPTS_GET => {
-                prompts::get(decl, &self.metrics, &self.sealer, ctx, request).await
+                prompts::get(decl, &self.metrics, &self.rounds, ctx, request).await
             }
             methods::COMPLETION_COMPLETE => completion::complete(decl, request),
             _ => Err(McpError::MethodNotFound(method.to_owned())),
