@@ -135,14 +135,21 @@ pub fn router(state: Arc<AppState>) -> Router {
             .route(&format!("{base}/messages"), post(sse::post));
     }
     router
-        // Every MCP route is authenticated (when the declaration asks for it); the metadata is
-        // not (clients read it to learn how to authenticate).
-        .route_layer(gate::AuthnLayer(state.clone()))
-        // Before authentication: the replica a request is handed to authenticates it. Only a
+        // After authentication: a request is forwarded to the replica owning its session only
+        // once this replica knows who sent it (the hop token seals that, not the token). Only a
         // request that names a session can be another replica's.
         .route_layer(gate::SessionsOnly(axum::middleware::from_fn_with_state(
             state.clone(),
             forward::route,
+        )))
+        // Every MCP route is authenticated (when the declaration asks for it); the metadata is
+        // not (clients read it to learn how to authenticate).
+        .route_layer(gate::AuthnLayer(state.clone()))
+        // Before authentication: a request another replica forwarded here brings the caller
+        // that replica authenticated, bound to the request (and its answer is tagged).
+        .route_layer(gate::SessionsOnly(axum::middleware::from_fn_with_state(
+            state.clone(),
+            forward::accept,
         )))
         .fallback(authn::metadata)
         .layer(gate::EdgeLayer(state.clone()))

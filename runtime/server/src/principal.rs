@@ -1,10 +1,12 @@
 //! Who is calling: the identity and grants of a validated token. Pure, no I/O.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-/// A caller whose token was validated.
-#[derive(Clone, Debug, PartialEq)]
+/// A caller whose token was validated (serializable: a replica forwarding a request seals it
+/// into the hop token, and the owner trusts it instead of a token).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Principal {
     /// `iss` of the token.
     pub issuer: String,

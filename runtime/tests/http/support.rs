@@ -69,9 +69,12 @@ pub async fn start(manifest: &str, tweak: impl FnOnce(&mut RunConfig)) -> Runtim
     let path = dir.path().join("manifest.yaml");
     std::fs::write(&path, manifest).unwrap();
     let mut config = config(path.clone());
-    tweak(&mut config);
     let mcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    // `tweak` sees the addresses bound (a replica advertises its own).
+    config.listen = mcp.local_addr().unwrap();
+    config.admin_listen = admin.local_addr().unwrap();
+    tweak(&mut config);
     let url = format!("http://127.0.0.1:{}", mcp.local_addr().unwrap().port());
     let admin_url = format!("http://127.0.0.1:{}", admin.local_addr().unwrap().port());
     let shutdown = CancellationToken::new();

@@ -67,10 +67,22 @@ where
                 .into_response();
         }
     };
-    let principal = match authenticator
-        .authenticate(request.headers(), request.uri().query())
-        .await
-    {
+    // A request another replica forwarded carries no token: that replica authenticated it and
+    // sealed who it is (checked in `forward::accept`).
+    let forwarded = request
+        .extensions()
+        .get::<super::forward::Forwarded>()
+        .map(|f| f.principal.clone());
+    let authenticated = match forwarded {
+        Some(Some(principal)) if principal.expires_at >= unix_now() => Ok(principal),
+        Some(_) => Err(Refusal::Missing),
+        None => {
+            authenticator
+                .authenticate(request.headers(), request.uri().query())
+                .await
+        }
+    };
+    let principal = match authenticated {
         Ok(principal) => principal,
         Err(refusal) => return refuse(state, &authenticator, &refusal),
     };
