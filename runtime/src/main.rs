@@ -114,6 +114,12 @@ struct ServeArgs {
     /// the server's questions all meet on one replica. Default: no routing.
     #[arg(long, value_name = "ADDR", value_parser = advertise_address)]
     advertise_address: Option<Advertised>,
+    /// A network the replicas live in, such as the pod network 10.244.0.0/16 (repeatable): a
+    /// session whose sealed owner lies outside every one is served here, its owner never
+    /// dialled. Default: the private (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and
+    /// loopback ranges.
+    #[arg(long = "replica-network", value_name = "CIDR")]
+    replica_networks: Vec<ipnet::IpNet>,
     /// Interval of `:` keep-alive comments on SSE streams (keeps proxies from cutting them).
     #[arg(long, value_name = "DURATION", default_value_t = HttpSettings::default().keepalive.into(), value_parser = positive_duration)]
     sse_keepalive: humantime::Duration,
@@ -269,6 +275,7 @@ fn config(args: ServeArgs) -> RunConfig {
             Advertised::Address(address) => address,
             Advertised::Ip(ip) => SocketAddr::new(ip, args.listen.port()),
         }),
+        replica_networks: args.replica_networks,
         server: ServerSettings {
             page_size: args.page_size,
         },

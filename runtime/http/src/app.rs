@@ -37,6 +37,9 @@ pub struct RunConfig {
     /// This replica's MCP address as the other replicas reach it: sealed into the ids of the
     /// sessions it opens, which the others then route here. `None`: no routing.
     pub advertise_address: Option<SocketAddr>,
+    /// The networks replicas live in: a session owner outside them is never dialled (empty:
+    /// private and loopback ranges).
+    pub replica_networks: Vec<ipnet::IpNet>,
     /// Dispatch settings.
     pub server: ServerSettings,
     /// Compile settings.
@@ -111,8 +114,16 @@ pub async fn serve(
         Forwarder::new(
             sealer.clone(),
             config.sessions.max_sessions.saturating_mul(2),
+            config.replica_networks.clone(),
         )
     });
+    if let (Some(me), Some(forwarder)) = (config.advertise_address, &forwarder)
+        && !forwarder.may_dial(me)
+    {
+        anyhow::bail!(
+            "--advertise-address {me} lies outside the replica networks (--replica-network): the other replicas would never forward to it"
+        );
+    }
     let sessions = Arc::new(
         SessionStore::new(sealer, config.sessions.clone(), metrics)
             .with_owner(config.advertise_address),

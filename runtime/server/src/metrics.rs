@@ -95,7 +95,8 @@ pub struct InputOutcome {
 /// Labels of `mcp_session_forwards_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ForwardOutcome {
-    /// `forwarded` (the owner answered), `unreachable` or `not_owner` (served here instead),
+    /// `forwarded` (the owner answered), `unreachable`, `not_owner` or `outside` (served here
+    /// instead; `outside`: the owner lies outside the replica networks),
     /// `busy` (too many forwards at once: 503) or `error` (the owner failed mid-request: 502).
     pub outcome: &'static str,
 }

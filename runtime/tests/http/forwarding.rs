@@ -204,3 +204,40 @@ async fn the_owner_trusts_the_principal_the_forwarding_replica_sealed() {
             .await
     );
 }
+
+#[tokio::test]
+async fn an_owner_outside_the_replica_network_is_not_dialled() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = [3u8; 32];
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, key).unwrap();
+    let rt = start(super::support::MANIFEST, |c| {
+        c.session_key_file = Some(key_file);
+        c.advertise_address = Some(c.listen);
+        c.replica_networks = vec!["127.0.0.1/32".parse().unwrap()];
+    })
+    .await;
+    // The sealed owner listens on ::1, outside the one network replicas live in.
+    let listener = tokio::net::TcpListener::bind("[::1]:0").await.unwrap();
+    let owner = listener.local_addr().unwrap();
+    let session = Sealer::new(&key).seal(&SealedSession {
+        version: "2025-11-25".into(),
+        created: unix_now(),
+        principal: None,
+        owner: Some(owner.to_string()),
+    });
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let answer = rt.post(&ping, &[("mcp-session-id", &session)]).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(body_json(answer).await["result"], json!({}));
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(300), listener.accept())
+            .await
+            .is_err(),
+        "the owner outside the replica network was dialled"
+    );
+    assert!(
+        rt.metric_shows("mcp_session_forwards_total{outcome=\"outside\"} 1")
+            .await
+    );
+}

@@ -55,6 +55,7 @@ pub fn config(manifest: PathBuf) -> RunConfig {
         sessions: SessionSettings::default(),
         session_key_file: None,
         advertise_address: None,
+        replica_networks: Vec::new(),
         server: ServerSettings::default(),
         compile: CompileOptions::default(),
         reload_interval: Duration::from_millis(100),

@@ -32,6 +32,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use ipnet::IpNet;
 use mcp_server::sessions::{Sealer, unix_now};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -114,10 +115,24 @@ const NOT_FORWARDED: &[&str] = &[
     SERVED_HEADER,
 ];
 
+/// Where replicas may live when no `--replica-network` is given: private, shared (CGNAT, some
+/// CNIs) and loopback ranges. Pod networks are private; a public address is never dialled.
+pub const DEFAULT_REPLICA_NETWORKS: &[&str] = &[
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "fc00::/7",
+    "::1/128",
+];
+
 /// Sends requests on to the replicas that own their sessions.
 pub struct Forwarder {
     client: Client<HttpConnector, Full<Bytes>>,
     sealer: Sealer,
+    /// The networks replicas live in: a sealed owner outside them is never dialled.
+    networks: Vec<IpNet>,
     /// Forwards in flight (a relayed `GET` stream holds one as long as it is open).
     permits: Arc<Semaphore>,
     /// Owners that could not be reached, and when they may be tried again.
@@ -126,8 +141,17 @@ pub struct Forwarder {
 
 impl Forwarder {
     /// A forwarder sealing its hop tokens with `sealer` (the session key), with at most
-    /// `max_forwards` requests in flight.
-    pub fn new(sealer: Sealer, max_forwards: usize) -> Self {
+    /// `max_forwards` requests in flight, dialling owners in `networks` only (empty: the
+    /// [`DEFAULT_REPLICA_NETWORKS`]).
+    pub fn new(sealer: Sealer, max_forwards: usize, networks: Vec<IpNet>) -> Self {
+        let networks = if networks.is_empty() {
+            DEFAULT_REPLICA_NETWORKS
+                .iter()
+                .filter_map(|net| net.parse().ok())
+                .collect()
+        } else {
+            networks
+        };
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
         connector.set_nodelay(true);
@@ -138,6 +162,7 @@ impl Forwarder {
         Self {
             client,
             sealer,
+            networks,
             permits: Arc::new(Semaphore::new(max_forwards.max(1))),
             unreachable: DashMap::new(),
         }
@@ -184,6 +209,11 @@ impl Forwarder {
         tag.and_then(|tag| tag.to_str().ok())
             .and_then(|tag| self.sealer.open_bytes(TAG_PURPOSE, tag, 256))
             .is_some_and(|over| over == Sha256::digest(hop.as_bytes()).as_slice())
+    }
+
+    /// Whether `owner` lies in the replicas' networks.
+    pub fn may_dial(&self, owner: SocketAddr) -> bool {
+        self.networks.iter().any(|net| net.contains(&owner.ip()))
     }
 
     fn recently_unreachable(&self, owner: SocketAddr) -> bool {
@@ -307,6 +337,12 @@ async fn forward(
     request: Request,
 ) -> Result<Response, Request> {
     let metrics = state.server.metrics();
+    if !forwarder.may_dial(owner) {
+        // Sealed by a replica of ours, yet outside the replica network: never dialled.
+        tracing::warn!(%owner, "a session names an owner outside the replica network; serving it here");
+        metrics.session_forward("outside");
+        return Err(request);
+    }
     if forwarder.recently_unreachable(owner) {
         metrics.session_forward("unreachable");
         return Err(request);
@@ -459,12 +495,12 @@ mod tests {
 
     #[test]
     fn hop_tokens_open_only_under_the_key_and_while_fresh() {
-        let forwarder = Forwarder::new(Sealer::new(&[1; KEY_LEN]), 4);
+        let forwarder = Forwarder::new(Sealer::new(&[1; KEY_LEN]), 4, Vec::new());
         let token = hop(&forwarder);
         let opened = forwarder.open_hop(&token).unwrap();
         assert_eq!((opened.s.as_str(), opened.p.as_str()), ("s1", "/mcp"));
         assert_eq!(opened.d, digest(&Method::POST, b"{}"));
-        let foreign = Forwarder::new(Sealer::new(&[2; KEY_LEN]), 4);
+        let foreign = Forwarder::new(Sealer::new(&[2; KEY_LEN]), 4, Vec::new());
         assert!(foreign.open_hop(&token).is_none());
         assert!(forwarder.open_hop(&HeaderValue::from_static("1")).is_none());
         let sealer = Sealer::new(&[1; KEY_LEN]);
@@ -492,7 +528,7 @@ mod tests {
 
     #[test]
     fn answers_are_tagged_over_their_own_hop_token() {
-        let forwarder = Forwarder::new(Sealer::new(&[1; KEY_LEN]), 4);
+        let forwarder = Forwarder::new(Sealer::new(&[1; KEY_LEN]), 4, Vec::new());
         let (first, second) = (hop(&forwarder), hop(&forwarder));
         let tag = forwarder.tag(&first).unwrap();
         assert!(forwarder.tag_matches(first.to_str().unwrap(), Some(&tag)));
@@ -501,7 +537,7 @@ mod tests {
         let bare = HeaderValue::from_static("1");
         assert!(!forwarder.tag_matches(first.to_str().unwrap(), Some(&bare)));
         assert!(!forwarder.tag_matches(first.to_str().unwrap(), None));
-        let stranger = Forwarder::new(Sealer::new(&[2; KEY_LEN]), 4);
+        let stranger = Forwarder::new(Sealer::new(&[2; KEY_LEN]), 4, Vec::new());
         let forged = stranger.tag(&first).unwrap();
         assert!(!forwarder.tag_matches(first.to_str().unwrap(), Some(&forged)));
     }
@@ -520,9 +556,23 @@ mod tests {
         assert!(to.contains_key(header::HOST));
     }
 
+    #[test]
+    fn owners_outside_the_replica_networks_are_not_dialled() {
+        let default = Forwarder::new(Sealer::random(), 4, Vec::new());
+        for inside in ["10.244.1.7:8080", "127.0.0.1:8080", "[fd00::7]:8080"] {
+            assert!(default.may_dial(inside.parse().unwrap()), "{inside}");
+        }
+        for outside in ["8.8.8.8:443", "[2001:db8::1]:8080", "169.254.169.254:80"] {
+            assert!(!default.may_dial(outside.parse().unwrap()), "{outside}");
+        }
+        let pods = Forwarder::new(Sealer::random(), 4, vec!["10.244.0.0/16".parse().unwrap()]);
+        assert!(pods.may_dial("10.244.3.4:8080".parse().unwrap()));
+        assert!(!pods.may_dial("10.96.0.1:443".parse().unwrap()));
+    }
+
     #[tokio::test]
     async fn unreachable_owners_are_remembered_for_a_while() {
-        let forwarder = Forwarder::new(Sealer::random(), 4);
+        let forwarder = Forwarder::new(Sealer::random(), 4, Vec::new());
         let owner: SocketAddr = "127.0.0.1:9".parse().unwrap();
         assert!(!forwarder.recently_unreachable(owner));
         forwarder.mark_unreachable(owner);
