@@ -1,5 +1,7 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod access;
 mod auth_uri;
 mod bounded_yaml;
@@ -25,9 +27,10 @@ pub use auth_uri::{
 pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
-    CompiledInteraction, CompiledParam, CompiledPrompt, CompiledResource, CompiledResourceTemplate,
-    CompiledResponse, CompiledSample, CompiledTool, ParamValue, RESERVED_HEADERS, ROOTS_KEY,
-    ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem, compile,
+    CompiledInteraction, CompiledLog, CompiledParam, CompiledProgress, CompiledPrompt,
+    CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledSample, CompiledTool,
+    ParamValue, RESERVED_HEADERS, ROOTS_KEY, ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem,
+    compile,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};

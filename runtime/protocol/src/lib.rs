@@ -1,6 +1,8 @@
 //! The wire protocol: JSON-RPC 2.0 messages, MCP protocol versions and eras, and the one mapping
 //! from errors to JSON-RPC codes. Pure, no I/O.
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod envelope;
 mod error;
 mod jsonrpc;

@@ -47,7 +47,7 @@ pub fn weigh(body: &[u8]) -> Result<Weighed, McpError> {
 }
 
 /// Refuses a body that would parse into more values than its size allows.
-pub fn check(body: &[u8]) -> Result<(), McpError> {
+pub(crate) fn check(body: &[u8]) -> Result<(), McpError> {
     if body.len() <= CHECKED_FROM {
         return Ok(());
     }

@@ -44,7 +44,7 @@ impl Authorized {
 }
 
 /// Decides `request` for `caller` (`None`: the server does not authenticate).
-pub fn authorize(caller: Option<&Principal>, request: Request) -> Authorized {
+pub(crate) fn authorize(caller: Option<&Principal>, request: Request) -> Authorized {
     let decision = decide(caller, &request);
     Authorized { request, decision }
 }
@@ -103,7 +103,7 @@ fn refusal_text(access: &Access) -> &'static str {
 }
 
 /// Whether lists show an item with `access` to `caller` (all items without authentication).
-pub fn listed(decl: &Compiled, caller: Option<&Principal>, access: &Access) -> bool {
+pub(crate) fn listed(decl: &Compiled, caller: Option<&Principal>, access: &Access) -> bool {
     let Some(principal) = caller.filter(|_| decl.access.has_item_rules()) else {
         return true;
     };
@@ -116,7 +116,7 @@ pub fn listed(decl: &Compiled, caller: Option<&Principal>, access: &Access) -> b
 
 /// For an item whose arguments were completed by elicitation: `allow` decided on the arguments
 /// the call sent, so it is decided again on the ones the user supplied (`Some`: refused, why).
-pub fn recheck(
+pub(crate) fn recheck(
     decl: &Compiled,
     caller: Option<&Principal>,
     access: &Access,
@@ -135,7 +135,7 @@ pub fn recheck(
 }
 
 /// The answer to a request whose item the caller may not see: what an undeclared item gets.
-pub fn hidden(request: &Request) -> McpError {
+pub(crate) fn hidden(request: &Request) -> McpError {
     let decl: &Compiled = request.declaration();
     let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
     McpError::InvalidParams(match &request.target {

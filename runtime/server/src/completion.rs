@@ -12,7 +12,7 @@ const MAX_VALUES: usize = 100;
 
 /// Completes an argument of the prompt, or a variable of the resource template, the request
 /// resolved to.
-pub fn complete(decl: &Compiled, request: &Request) -> Result<Value, McpError> {
+pub(crate) fn complete(decl: &Compiled, request: &Request) -> Result<Value, McpError> {
     let Complete {
         argument: name,
         typed,

@@ -9,6 +9,8 @@
 //! [`Server::listen`]. The declaration is swapped atomically on reload (no lock on the request
 //! path).
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod audit;
 pub mod backends;
 pub mod budget;

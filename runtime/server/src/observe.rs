@@ -21,7 +21,7 @@ use std::time::Instant;
 const MAX_NAME: usize = 512;
 
 /// What is being watched of one request.
-pub struct Observation {
+pub(crate) struct Observation {
     scope: Arc<CallScope>,
     span: Option<RequestSpan>,
     record: Option<Record>,
@@ -31,7 +31,11 @@ pub struct Observation {
 }
 
 /// Starts observing a request, if tracing or auditing is on.
-pub fn begin(ctx: &RequestContext, request: &Request, decl: &Compiled) -> Option<Observation> {
+pub(crate) fn begin(
+    ctx: &RequestContext,
+    request: &Request,
+    decl: &Compiled,
+) -> Option<Observation> {
     let (method, params) = (request.method.as_str(), &request.params);
     let audited =
         audit::enabled() && matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ);
@@ -65,17 +69,17 @@ pub fn begin(ctx: &RequestContext, request: &Request, decl: &Compiled) -> Option
 
 impl Observation {
     /// The request span's trace id, when it is sampled.
-    pub fn sampled_trace_id(&self) -> Option<String> {
+    pub(crate) fn sampled_trace_id(&self) -> Option<String> {
         self.span.as_ref().and_then(RequestSpan::sampled_trace_id)
     }
 
     /// The scope the dispatch runs in.
-    pub fn scope(&self) -> &Arc<CallScope> {
+    pub(crate) fn scope(&self) -> &Arc<CallScope> {
         &self.scope
     }
 
     /// Ends the observation with the request's result.
-    pub fn finish(mut self, result: &Result<Value, McpError>) {
+    pub(crate) fn finish(mut self, result: &Result<Value, McpError>) {
         let (outcome, code) = match result {
             Ok(value) if value.get("isError").and_then(Value::as_bool) == Some(true) => {
                 ("failed", None)
@@ -223,7 +227,7 @@ fn audit_record(
 /// Audits a call the transport refused before any dispatch: a 403 for an item whose scopes or
 /// token-only `allow` the caller lacks. No span exists for it; its record says `refused` with
 /// the HTTP status instead of a JSON-RPC code.
-pub fn refused_before_dispatch(
+pub(crate) fn refused_before_dispatch(
     request: &Request,
     caller: &Principal,
     era: Era,

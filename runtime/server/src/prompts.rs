@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 /// Renders a prompt with its arguments, first asking the client for declared `elicit` values
 /// the request lacks.
-pub async fn get(
+pub(crate) async fn get(
     decl: &Compiled,
     metrics: &Metrics,
     rounds: &Rounds,

@@ -19,14 +19,14 @@ const MAX_ENTRY_BYTES: usize = MAX_CACHED_BYTES / 8;
 /// and keyed on the normalized URI, so spellings of one URI (`%7e` and `~`, `%2f` and `%2F`)
 /// share one entry instead of each pinning a copy.
 #[derive(Default)]
-pub struct ReadCache {
+pub(crate) struct ReadCache {
     entries: DashMap<String, (Instant, Value, usize)>,
     bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl ReadCache {
     /// A fresh cached result for `uri`.
-    pub fn get(&self, uri: &str) -> Option<Value> {
+    pub(crate) fn get(&self, uri: &str) -> Option<Value> {
         let entry = self.entries.get(canonical_uri(uri).as_ref())?;
         (entry.0 > Instant::now()).then(|| {
             let mut contents = entry.1.clone();
@@ -40,7 +40,7 @@ impl ReadCache {
 
     /// Caches `contents` for `ttl` (skipped when the cache is full of fresh entries, or the
     /// result is large).
-    pub fn put(&self, uri: &str, contents: Value, ttl: Duration) {
+    pub(crate) fn put(&self, uri: &str, contents: Value, ttl: Duration) {
         use std::sync::atomic::Ordering;
         let key = canonical_uri(uri).into_owned();
         let size = key.len() + weight(&contents);
@@ -74,7 +74,7 @@ impl ReadCache {
     }
 
     /// Forgets `uri`, or everything (after a reload).
-    pub fn forget(&self, uri: Option<&str>) {
+    pub(crate) fn forget(&self, uri: Option<&str>) {
         use std::sync::atomic::Ordering;
         match uri {
             Some(uri) => {

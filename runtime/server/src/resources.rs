@@ -12,7 +12,7 @@ use mcp_protocol::McpError;
 use serde_json::{Value, json};
 
 /// Reads the resource the request resolved: a fixed one, or the template that matched its URI.
-pub async fn read(
+pub(crate) async fn read(
     decl: &Served,
     metrics: &Metrics,
     cache: &ReadCache,
@@ -32,7 +32,11 @@ pub async fn read(
 }
 
 /// The contents entry of `uri`, for the subscription poller (no cache).
-pub async fn contents_of(decl: &Served, metrics: &Metrics, uri: &str) -> Result<Value, McpError> {
+pub(crate) async fn contents_of(
+    decl: &Served,
+    metrics: &Metrics,
+    uri: &str,
+) -> Result<Value, McpError> {
     let resolved = decl
         .resolve_uri(uri)
         .ok_or_else(|| McpError::ResourceNotFound {
@@ -116,7 +120,7 @@ async fn fetch(
 }
 
 /// The poll interval of an upstream-backed `uri`.
-pub fn poll_interval(decl: &Compiled, uri: &str) -> Option<std::time::Duration> {
+pub(crate) fn poll_interval(decl: &Compiled, uri: &str) -> Option<std::time::Duration> {
     let http = match decl.resolve_uri(uri)?.item {
         UriItem::Resource(i) => decl.resources[i].http.as_ref(),
         UriItem::Template(i, _) => decl.resource_templates[i].http.as_ref(),

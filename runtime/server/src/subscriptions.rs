@@ -34,7 +34,7 @@ fn subscribed_uri(target: &Target) -> Result<&str, McpError> {
 
 /// `resources/subscribe` (legacy): any URI this server can read, under its canonical spelling;
 /// upstream-backed ones are polled while the session lives.
-pub fn subscribe(
+pub(crate) fn subscribe(
     poller: &Poller,
     ctx: &RequestContext,
     target: &Target,
@@ -53,7 +53,7 @@ pub fn subscribe(
 }
 
 /// `resources/unsubscribe` (legacy).
-pub fn unsubscribe(
+pub(crate) fn unsubscribe(
     poller: &Poller,
     ctx: &RequestContext,
     target: &Target,
@@ -68,7 +68,7 @@ pub fn unsubscribe(
 
 /// What a reload changed, as a session that lagged behind the change stream must assume it:
 /// every list, and every resource it subscribed to.
-pub fn everything(updated_uris: Vec<String>) -> Changes {
+pub(crate) fn everything(updated_uris: Vec<String>) -> Changes {
     Changes {
         tools: true,
         prompts: true,
@@ -79,7 +79,7 @@ pub fn everything(updated_uris: Vec<String>) -> Changes {
 
 /// The notifications a legacy session's stream carries for `changes`; `None` when the stream
 /// lagged behind the change broadcast (then [`everything`] it subscribed to may have changed).
-pub fn session_notifications(session: &Session, changes: Option<&Changes>) -> Vec<Value> {
+pub(crate) fn session_notifications(session: &Session, changes: Option<&Changes>) -> Vec<Value> {
     let lagged;
     let changes = match changes {
         Some(changes) => changes,
@@ -138,7 +138,7 @@ impl ListenLimit {
 /// What a listen request asked for (and is honored in full).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Filter {
+pub(crate) struct Filter {
     #[serde(default)]
     tools_list_changed: bool,
     #[serde(default)]
@@ -161,7 +161,7 @@ struct ListenParams {
 
 impl Filter {
     /// The filter of a listen request.
-    pub fn parse(params: &Value) -> Result<Self, McpError> {
+    pub(crate) fn parse(params: &Value) -> Result<Self, McpError> {
         let parsed = ListenParams::deserialize(params).map_err(|err| {
             McpError::InvalidParams(format!("invalid subscriptions/listen params: {err}"))
         })?;
@@ -217,7 +217,7 @@ impl Filter {
 
 /// A checked listen request: its filter, within bounds, matching URIs by their canonical
 /// spelling (the acknowledgement repeats them as asked).
-pub fn check_listen(params: &Value) -> Result<Filter, McpError> {
+pub(crate) fn check_listen(params: &Value) -> Result<Filter, McpError> {
     let filter = Filter::parse(params)?;
     let asked = filter.resource_subscriptions.len();
     if asked > MAX_SUBSCRIPTIONS {
@@ -232,7 +232,7 @@ pub fn check_listen(params: &Value) -> Result<Filter, McpError> {
 /// until `until` is cancelled (server shutdown), then the listen request's result, which ends
 /// it gracefully. Upstream-backed resources are polled while the stream is alive; `keep` is
 /// held as long (the transport's stream permit).
-pub fn listen_stream<K: Send + 'static>(
+pub(crate) fn listen_stream<K: Send + 'static>(
     poller: &Poller,
     mut changes: broadcast::Receiver<Arc<Changes>>,
     id: RequestId,

@@ -21,7 +21,7 @@ const MAX_REPORTED_VIOLATIONS: usize = 5;
 
 /// Calls a declared tool. Unknown tools are protocol errors; everything that goes wrong inside a
 /// known tool is an `isError` result the model can read.
-pub async fn call(
+pub(crate) async fn call(
     decl: &Served,
     metrics: &Metrics,
     rounds: &Rounds,

@@ -119,7 +119,7 @@ fn judge(answer: Value, rules: &Rules, now: u64) -> Result<Principal, Refusal> {
 }
 
 /// Checks a configured introspection endpoint.
-pub fn endpoint_url(text: &str) -> Result<Url, String> {
+pub(super) fn endpoint_url(text: &str) -> Result<Url, String> {
     trusted_url(text)
 }
 

@@ -245,7 +245,7 @@ fn usable(jwk: &Jwk) -> Option<Key> {
 }
 
 /// Checks a configured `jwksUri`.
-pub fn jwks_url(text: &str) -> Result<Url, String> {
+pub(super) fn jwks_url(text: &str) -> Result<Url, String> {
     trusted_url(text)
 }
 

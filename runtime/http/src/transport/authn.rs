@@ -37,7 +37,7 @@ pub struct Caller {
 /// Authenticates a request (`decided`: the authenticator of the served declaration's
 /// `spec.auth`, if any, see `AuthState::for_spec`) and, when it may pass, serves it with `run`
 /// (the rest of the stack).
-pub async fn authenticate<F, Fut>(
+pub(super) async fn authenticate<F, Fut>(
     state: &AppState,
     decided: Result<Option<Arc<Authenticator>>, AuthConfigError>,
     request: Request,
@@ -132,7 +132,7 @@ pub(super) fn session_id(request: &Request) -> Option<String> {
 
 /// A client message once parsed: a request is parsed once into a typed request, resolved
 /// against the declaration and decided by the server's one authorization decision.
-pub enum Message {
+pub(super) enum Message {
     /// A request, with its decision.
     Request {
         /// Its JSON-RPC id.
@@ -148,7 +148,7 @@ pub enum Message {
 /// scopes the caller lacks is answered here with the 403 challenge naming them (and audited,
 /// served in `era`, in legacy `session` if any); every other decision is the dispatch's to
 /// answer (an `allow` refusal is a result the model can read, never a scope challenge).
-pub fn authorize(
+pub(super) fn authorize(
     state: &AppState,
     caller: Option<&Caller>,
     message: Incoming,
@@ -194,7 +194,7 @@ fn end_at_expiry(response: Response, expires_at: u64) -> Response {
 
 /// `GET` of the Protected Resource Metadata (at every path [`Authenticator::metadata_paths`]
 /// names); 404 elsewhere and when the server does not authenticate.
-pub async fn metadata(State(state): State<Arc<AppState>>, request: Request) -> Response {
+pub(super) async fn metadata(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let compiled = state.server.declaration();
     let Ok(Some(authenticator)) = state
         .auth

@@ -76,9 +76,9 @@ struct Hop {
 
 /// A request the owner accepted from another replica: who that replica authenticated.
 #[derive(Clone)]
-pub struct Forwarded {
+pub(super) struct Forwarded {
     /// The caller, sealed by the forwarding replica (`None` without `spec.auth` there).
-    pub principal: Option<Arc<Principal>>,
+    pub(super) principal: Option<Arc<Principal>>,
 }
 
 /// A hop token older than this (or from further in the future: pods' clocks agree far better)
@@ -117,7 +117,7 @@ const NOT_FORWARDED: &[&str] = &[
 
 /// Where replicas may live when no `--replica-network` is given: private, shared (CGNAT, some
 /// CNIs) and loopback ranges. Pod networks are private; a public address is never dialled.
-pub const DEFAULT_REPLICA_NETWORKS: &[&str] = &[
+pub(super) const DEFAULT_REPLICA_NETWORKS: &[&str] = &[
     "10.0.0.0/8",
     "172.16.0.0/12",
     "192.168.0.0/16",
@@ -241,7 +241,11 @@ impl Forwarder {
 /// marked [`Forwarded`], so that authentication trusts the principal it seals; its answer is
 /// tagged. A hop token that does not open is ignored (a client's guess); one that opens but
 /// does not match its request is refused.
-pub async fn accept(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+pub(super) async fn accept(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(forwarder) = &state.forwarder else {
         return next.run(request).await;
     };
@@ -306,7 +310,11 @@ fn digest(method: &Method, body: &[u8]) -> String {
 /// Middleware on the MCP routes, inside authentication (the caller is known, and an
 /// unauthenticated request was refused already): serves a request here, or hands it to the
 /// owner of its session.
-pub async fn route(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+pub(super) async fn route(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(forwarder) = &state.forwarder else {
         return next.run(request).await;
     };

@@ -17,7 +17,7 @@ const RETRY_AFTER: &str = "1";
 
 /// Weighs `body` and charges its weight to the shared budget. Refusals: the density check's
 /// error (as the parse would give it), or 503 with `Retry-After` when the budget is full.
-pub fn charge(state: &AppState, body: &[u8], era: Era) -> Result<(Weighed, Held), Response> {
+pub(super) fn charge(state: &AppState, body: &[u8], era: Era) -> Result<(Weighed, Held), Response> {
     let weighed = weigh(body).map_err(|err| error(None, &err, era))?;
     match state.held.charge(weighed.bytes) {
         Some(charge) => Ok((weighed, Held::none().with(charge))),
@@ -33,7 +33,7 @@ pub fn charge(state: &AppState, body: &[u8], era: Era) -> Result<(Weighed, Held)
 }
 
 /// 503 with a JSON-RPC error and `Retry-After`.
-pub fn busy(id: Option<&mcp_protocol::RequestId>, era: Era, why: &str) -> Response {
+pub(super) fn busy(id: Option<&mcp_protocol::RequestId>, era: Era, why: &str) -> Response {
     let mut response = error(id, &McpError::Overloaded(why.to_owned()), era);
     response
         .headers_mut()

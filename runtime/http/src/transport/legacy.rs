@@ -1,6 +1,6 @@
 //! What both legacy session transports (Streamable HTTP and HTTP+SSE) share: running a session
 //! request to its JSON-RPC response (in-flight bound, cancellation) and taking the client's
-//! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in `server/`.
+//! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in mcp-server.
 
 use super::AppState;
 use super::authn::Message;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// Where a session request came from, beyond its session: the authenticated caller and the
 /// trace parent of its HTTP `traceparent` header (`_meta.traceparent` wins over it).
 #[derive(Default)]
-pub struct Origin {
+pub(super) struct Origin {
     /// The authenticated caller (with `spec.auth`).
     pub caller: Option<Arc<Principal>>,
     /// The parent from the HTTP headers.
@@ -25,7 +25,7 @@ pub struct Origin {
 
 impl Origin {
     /// The origin of a request with these HTTP headers, sent by `caller`.
-    pub fn new(headers: &http::HeaderMap, caller: Option<Arc<Principal>>) -> Self {
+    pub(super) fn new(headers: &http::HeaderMap, caller: Option<Arc<Principal>>) -> Self {
         Self {
             caller,
             trace_parent: mcp_server::telemetry::parent_from_headers(headers),
@@ -34,17 +34,17 @@ impl Origin {
 }
 
 /// The error for a request that needs a session but has none.
-pub fn missing_session() -> McpError {
+pub(super) fn missing_session() -> McpError {
     McpError::InvalidRequest("missing Mcp-Session-Id header: send initialize first".into())
 }
 
 /// A request's id and decision, with the budget charges of its parsed message.
-pub type Taken = (RequestId, Authorized, Held);
+pub(super) type Taken = (RequestId, Authorized, Held);
 
 /// A client message that is not a request: a notification goes to the server, a response
 /// answers one of our pings or questions (an answer keeps `held`, its message's charges, as
 /// long as the call that asked keeps it). `Some` returns the request's parts.
-pub fn take_request(
+pub(super) fn take_request(
     state: &AppState,
     session: &Session,
     message: Message,
@@ -72,7 +72,7 @@ pub fn take_request(
 
 /// Adds the session's charge for a message of `bytes` to `held`; `None` when the session's
 /// budget cannot hold it (counted in `mcp_budget_refusals_total{budget="session"}`).
-pub fn charge_session(
+pub(super) fn charge_session(
     state: &AppState,
     session: &Session,
     held: Held,
@@ -89,7 +89,7 @@ pub fn charge_session(
 
 /// Runs a session request to its JSON-RPC response, honoring cancellation (`None`: cancelled,
 /// no response is sent, as the protocol asks).
-pub async fn run(
+pub(super) async fn run(
     state: &AppState,
     session: &Arc<Session>,
     id: &RequestId,

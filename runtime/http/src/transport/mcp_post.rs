@@ -15,7 +15,7 @@ use mcp_protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, member, meta, pa
 use std::sync::Arc;
 
 /// Handles every POST on `/mcp`.
-pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
+pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
     // The headers are taken apart rather than extracted as a `HeaderMap`, which would copy them.
     let (mut parts, body) = request.into_parts();
     let caller = parts.extensions.remove::<Caller>();

@@ -44,7 +44,7 @@ async fn deliver(state: &AppState, session: &Session, sender: &Notifier, message
 /// Opens the session's stream; `None` if one is already open. The returned receiver carries
 /// every message for the client; a background task feeds it until the client leaves, the
 /// session ends or the server shuts down.
-pub fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<Notifications> {
+pub(super) fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<Notifications> {
     let (sender, receiver) = mpsc::channel(STREAM_CAPACITY);
     if !session.attach_stream(sender.clone()) {
         return None;
@@ -55,7 +55,7 @@ pub fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<Notificatio
 
 /// The SSE events of a stream: an optional first event (the HTTP+SSE endpoint), the 2025-11-25
 /// priming event when asked, then each message.
-pub fn events(
+pub(super) fn events(
     mut messages: Notifications,
     priming: bool,
     first: Option<Event>,
@@ -153,6 +153,6 @@ async fn ping(
 }
 
 /// A session id shortened for logs (ids are bearer-like: never log them whole).
-pub fn short(id: &str) -> &str {
+pub(super) fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }

@@ -27,7 +27,7 @@ use tokio::sync::mpsc::error::TrySendError;
 const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
 
 /// `GET /sse`: opens a session whose life is this stream.
-pub async fn get(
+pub(super) async fn get(
     State(state): State<Arc<AppState>>,
     caller: Option<Extension<Caller>>,
 ) -> Response {
@@ -83,7 +83,7 @@ impl Drop for EndOnDrop {
 
 /// The session query of `POST /messages`.
 #[derive(Deserialize)]
-pub struct MessagesQuery {
+pub(super) struct MessagesQuery {
     #[serde(rename = "sessionId")]
     session_id: Option<String>,
 }
@@ -93,7 +93,7 @@ pub struct MessagesQuery {
 /// the stream) counts against its byte budget and the shared one; a session whose budget is
 /// full, or whose stream has no room for an answer (its client stopped reading), ends at once:
 /// later posts get 404. A request's params are dropped before its answer is queued.
-pub async fn post(
+pub(super) async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
     caller: Option<Extension<Caller>>,

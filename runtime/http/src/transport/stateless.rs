@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Serves one stateless message.
-pub async fn post(
+pub(super) async fn post(
     state: Arc<AppState>,
     headers: HeaderMap,
     message: Message,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 const ERA: Era = Era::Legacy(LATEST_LEGACY);
 
 /// Serves one legacy message.
-pub async fn post(
+pub(super) async fn post(
     state: Arc<AppState>,
     headers: HeaderMap,
     message: Message,
@@ -149,7 +149,7 @@ async fn request(
 
 /// `GET /mcp`: the server-to-client stream of a session (405 without a session: stateless
 /// clients have no stream).
-pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     if !headers.contains_key(SESSION_HEADER) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
@@ -183,7 +183,7 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
 }
 
 /// `DELETE /mcp`: ends a session.
-pub async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     };

@@ -7,7 +7,7 @@ use sha2::{Digest as _, Sha256};
 use std::fmt::Write as _;
 
 /// What replaces a sensitive value.
-pub const REDACTED: &str = "[redacted]";
+pub(super) const REDACTED: &str = "[redacted]";
 /// How deep schemas and arguments are followed (bounds `$ref` cycles and hostile nesting).
 const MAX_DEPTH: usize = 32;
 

@@ -16,16 +16,16 @@ use std::sync::Arc;
 const MAX_USED: usize = 100_000;
 
 /// The sealing key of `requestState` and the nonces already used on this replica.
-pub struct Rounds {
+pub(crate) struct Rounds {
     /// Seals and opens states (the session key all replicas share).
-    pub sealer: Arc<Sealer>,
+    pub(crate) sealer: Arc<Sealer>,
     used: DashMap<String, u64>,
     max_used: usize,
 }
 
 impl Rounds {
     /// Rounds sealed with `sealer`.
-    pub fn new(sealer: Arc<Sealer>) -> Self {
+    pub(crate) fn new(sealer: Arc<Sealer>) -> Self {
         Self {
             sealer,
             used: DashMap::new(),
@@ -34,7 +34,7 @@ impl Rounds {
     }
 
     /// A fresh nonce for a state.
-    pub fn nonce() -> String {
+    pub(crate) fn nonce() -> String {
         let mut bytes = [0u8; 16];
         rand::rng().fill_bytes(&mut bytes);
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
@@ -42,7 +42,7 @@ impl Rounds {
 
     /// Records the state with `nonce`, valid until `expiry` (Unix seconds), as used; refuses a
     /// state used before.
-    pub fn redeem(&self, nonce: &str, expiry: u64) -> Result<(), McpError> {
+    pub(crate) fn redeem(&self, nonce: &str, expiry: u64) -> Result<(), McpError> {
         if self.used.len() >= self.max_used {
             let now = unix_now();
             self.used.retain(|_, until| *until >= now);

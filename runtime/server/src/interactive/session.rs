@@ -26,7 +26,7 @@ const MAX_ROUNDS: usize = 8;
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Asks over the session until the call is ready, declined, or the client cannot answer.
-pub async fn resolve(
+pub(crate) async fn resolve(
     metrics: &Metrics,
     ctx: &RequestContext,
     interaction: &CompiledInteraction,

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 /// Purpose a `requestState` is sealed for: a session id never opens as one, nor the reverse.
 const STATE_AAD: &[u8] = b"kube-mcp requestState v1";
 /// How long a round may take: a person reads and answers the question in this time.
-pub const STATE_TTL_SECS: u64 = 600;
+pub(crate) const STATE_TTL_SECS: u64 = 600;
 /// Longest `requestState` accepted or produced (answers of earlier rounds, sampling text
 /// included).
 const MAX_STATE_LEN: usize = 512 * 1024;
@@ -46,7 +46,7 @@ struct State {
 /// The answers so far: those sealed in `requestState` (checked, and the state used up) plus
 /// this round's `inputResponses` to the questions the state says were asked (others, and any
 /// without a state, are ignored: those questions are asked).
-pub fn answers(
+pub(crate) fn answers(
     rounds: &Rounds,
     principal: Option<&str>,
     method: &str,
@@ -92,7 +92,7 @@ pub fn answers(
 
 /// The `input_required` result for `plan`'s input requests, carrying `answers` (minus those
 /// asked again) sealed in `requestState`.
-pub fn input_required(
+pub(crate) fn input_required(
     sealer: &Sealer,
     principal: Option<&str>,
     method: &str,

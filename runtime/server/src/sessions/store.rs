@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// The longest a session lives, however active: its sealed id is refused after that on every
 /// replica, which bounds how long a leaked id can be replayed and how long tombstones are kept.
-pub const MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
+pub(super) const MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// Most ended ids remembered. Past it (a flood of short sessions) the table is replaced by a
 /// floor: no id sealed at or before the newest forgotten one is adopted from another replica

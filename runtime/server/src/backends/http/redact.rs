@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 
 /// What a secret value is replaced with.
-pub const REDACTED: &str = "[redacted]";
+pub(super) const REDACTED: &str = "[redacted]";
 
 /// Values shorter than this are not scrubbed (they would mangle ordinary text).
 const MIN_SECRET_LEN: usize = 4;
@@ -22,7 +22,7 @@ const MIN_SECRET_LEN: usize = 4;
 const MIN_BASE64_LEN: usize = 6;
 
 /// Replaces every occurrence of a secret in `text`, in any of the forms above.
-pub fn text(text: &str, secrets: &[Secret]) -> String {
+pub(super) fn text(text: &str, secrets: &[Secret]) -> String {
     let secrets: Vec<&[u8]> = secrets
         .iter()
         .map(|s| s.expose().as_bytes())
@@ -233,7 +233,7 @@ fn html_entity(rest: &[u8]) -> Option<(usize, Vec<u8>)> {
 }
 
 /// Replaces every occurrence of a secret in the strings (and keys) of `value`.
-pub fn value(value: &mut Value, secrets: &[Secret]) {
+pub(super) fn value(value: &mut Value, secrets: &[Secret]) {
     if secrets.is_empty() {
         return;
     }
