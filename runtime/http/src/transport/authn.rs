@@ -34,6 +34,14 @@ pub struct Caller {
     authenticator: Arc<Authenticator>,
 }
 
+/// A request the owner accepted from another replica (set by `forward::accept`, which checked
+/// its hop token): who that replica authenticated, trusted instead of a token.
+#[derive(Clone)]
+pub(super) struct Forwarded {
+    /// The caller the forwarding replica sealed (`None` without `spec.auth` there).
+    pub(super) principal: Option<Arc<Principal>>,
+}
+
 /// Authenticates a request (`decided`: the authenticator of the served declaration's
 /// `spec.auth`, if any, see `AuthState::for_spec`) and, when it may pass, serves it with `run`
 /// (the rest of the stack).
@@ -71,7 +79,7 @@ where
     // sealed who it is (checked in `forward::accept`).
     let forwarded = request
         .extensions()
-        .get::<super::forward::Forwarded>()
+        .get::<Forwarded>()
         .map(|f| f.principal.clone());
     let authenticated = match forwarded {
         Some(Some(principal)) if principal.expires_at >= unix_now() => Ok(principal),

@@ -18,7 +18,7 @@
 //! request goes.
 
 use super::AppState;
-use super::authn::{Caller, session_id};
+use super::authn::{Caller, Forwarded, session_id};
 use crate::auth::Principal;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -72,13 +72,6 @@ struct Hop {
     /// The validated caller (with `spec.auth`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     c: Option<Principal>,
-}
-
-/// A request the owner accepted from another replica: who that replica authenticated.
-#[derive(Clone)]
-pub(super) struct Forwarded {
-    /// The caller, sealed by the forwarding replica (`None` without `spec.auth` there).
-    pub(super) principal: Option<Arc<Principal>>,
 }
 
 /// A hop token older than this (or from further in the future: pods' clocks agree far better)
