@@ -1,6 +1,6 @@
 //! Token validation: a bearer token in, a [`Principal`] or a [`Refusal`] out. JWTs are checked
 //! against the issuer's cached keys (algorithm allow-list, signature, exact issuer, RFC 8707
-//! audience, `exp`/`nbf` with leeway); opaque tokens go to RFC 7662 introspection when it is
+//! audience, `exp`/`nbf` with leeway, an access token's `typ`, no ID tokens); opaque tokens go to RFC 7662 introspection when it is
 //! configured. Validated tokens are remembered until they expire, so a client's repeated calls
 //! cost a hash-map lookup, not a signature check. I/O only through the key cache and
 //! introspection.
@@ -37,6 +37,24 @@ struct Remembered {
     not_before: Option<u64>,
     /// Key-set generation the signature was checked against (0: introspected).
     generation: u64,
+}
+
+/// Whether `claims` are an OpenID Connect ID token's: a `nonce` (which only a login's ID token
+/// echoes) with an audience that names a client (its `azp`, or anything that is not a URL)
+/// rather than a resource. An ID token says who logged in to a client; it grants nothing here.
+fn is_id_token(claims: &Map<String, Value>) -> bool {
+    if !claims.contains_key("nonce") {
+        return false;
+    }
+    let azp = claims.get("azp").and_then(Value::as_str);
+    let names_client = |aud: &str| {
+        Some(aud) == azp || !(aud.starts_with("https://") || aud.starts_with("http://"))
+    };
+    match claims.get("aud") {
+        Some(Value::String(aud)) => names_client(aud),
+        Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(names_client),
+        _ => false,
+    }
 }
 
 impl Verifier {
@@ -109,6 +127,15 @@ impl Verifier {
         if !self.rules.algorithms.contains(&header.alg) {
             return Err(Refusal::Malformed("algorithm not accepted"));
         }
+        // RFC 9068 access tokens say `at+jwt`; many issuers say `JWT`. Any other type (an ID
+        // token, a logout or DPoP proof, a security event) is not a credential for this API.
+        if let Some(typ) = header.typ.as_deref()
+            && !["at+jwt", "application/at+jwt", "jwt"]
+                .iter()
+                .any(|access| typ.eq_ignore_ascii_case(access))
+        {
+            return Err(Refusal::Malformed("not an access token"));
+        }
         let key = self
             .keys
             .find(header.kid.as_deref(), header.alg)
@@ -143,6 +170,9 @@ impl Verifier {
         let claims = data.claims;
         if !audience_ok(&self.rules.audiences, claims.get("aud")) {
             return Err(Refusal::WrongAudience);
+        }
+        if is_id_token(&claims) {
+            return Err(Refusal::Malformed("an ID token, not an access token"));
         }
         let exp = claims
             .get("exp")
