@@ -59,7 +59,8 @@ pub use lifecycle::{initialize_result, parse_level};
 pub use polling::MAX_POLLED;
 pub use request::{Request, Target};
 pub use served::Served;
-pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
+pub use request::MAX_SUBSCRIPTIONS;
+pub use subscriptions::ListenLimit;
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
 const CHANGE_CAPACITY: usize = 64;
