@@ -157,6 +157,13 @@ struct ServeArgs {
     /// OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS) apply.
     #[arg(long, value_name = "URL")]
     otlp_endpoint: Option<String>,
+    /// Longest an active answer of token introspection (opaque tokens) is trusted: a revoked
+    /// token stops working within this, whatever its `exp`.
+    #[arg(long, value_name = "DURATION", default_value_t = KeySettings::default().introspection_ttl.into(), value_parser = positive_duration)]
+    introspection_cache_ttl: humantime::Duration,
+    /// Most token introspection requests per second; more unknown opaque tokens get 503.
+    #[arg(long, value_name = "N", default_value_t = KeySettings::default().introspection_rate)]
+    introspection_rate: u32,
     /// Where audit records of tool calls and resource reads go, as JSON lines.
     #[arg(long, value_enum, default_value_t = AuditLog::Off)]
     audit_log: AuditLog,
@@ -296,7 +303,11 @@ fn config(args: ServeArgs) -> RunConfig {
                     .then(|| format!("http://{}{}", args.listen, prefix))
             }),
             secrets_dir: Some(args.secrets_dir),
-            keys: KeySettings::default(),
+            keys: KeySettings {
+                introspection_ttl: args.introspection_cache_ttl.into(),
+                introspection_rate: args.introspection_rate,
+                ..KeySettings::default()
+            },
         },
     }
 }

@@ -57,9 +57,9 @@ pub use authorize::{Authorized, Decision};
 pub use finish::Finished;
 pub use lifecycle::{initialize_result, parse_level};
 pub use polling::MAX_POLLED;
+pub use request::MAX_SUBSCRIPTIONS;
 pub use request::{Request, Target};
 pub use served::Served;
-pub use request::MAX_SUBSCRIPTIONS;
 pub use subscriptions::ListenLimit;
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.

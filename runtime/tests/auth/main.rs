@@ -48,6 +48,7 @@ async fn fixture(refresh_interval: Duration) -> Fixture {
         KeySettings {
             refresh_interval,
             max_age: Duration::from_secs(3600),
+            ..KeySettings::default()
         },
     )
     .unwrap();
