@@ -36,6 +36,8 @@ pub struct Server {
     pub url: String,
     /// `127.0.0.1:PORT` of the MCP port.
     pub address: String,
+    /// `http://127.0.0.1:PORT` of the admin port.
+    pub admin: String,
     _dir: tempfile::TempDir,
 }
 
@@ -70,18 +72,22 @@ impl Server {
                 let Ok(record) = serde_json::from_str::<serde_json::Value>(&line) else {
                     continue;
                 };
-                if let Some(mcp) = record["fields"]["mcp"].as_str() {
-                    let _ = sender.send(mcp.to_owned());
+                if let (Some(mcp), Some(admin)) = (
+                    record["fields"]["mcp"].as_str(),
+                    record["fields"]["admin"].as_str(),
+                ) {
+                    let _ = sender.send((mcp.to_owned(), admin.to_owned()));
                 }
             }
         });
-        let address = receiver
+        let (address, admin) = receiver
             .recv_timeout(Duration::from_secs(20))
             .expect("the server did not report its address");
         Self {
             child,
             url: format!("http://{address}"),
             address,
+            admin: format!("http://{admin}"),
             _dir: dir,
         }
     }
@@ -104,6 +110,18 @@ impl Server {
             }
         });
         RssWatch { peak, stop }
+    }
+
+    /// The value of the metric sample `line` names (`name{labels}`), from `/metrics`.
+    pub async fn metric(&self, sample: &str) -> Option<f64> {
+        let text = reqwest::get(format!("{}/metrics", self.admin))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines()
+            .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
     }
 
     /// Whether the process still runs (an allocation failure aborts it).

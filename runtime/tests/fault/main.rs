@@ -6,6 +6,7 @@
 
 // Test helpers outside `#[test]` functions may panic on setup failures: that fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod churn;
 mod harness;
 mod small_bodies;
 mod stalled_reader;
