@@ -13,3 +13,4 @@ pub mod reconcile;
 pub mod resource;
 pub mod run;
 pub mod suspend;
+pub mod verifier;

@@ -139,9 +139,11 @@ pub async fn serve(
         held,
         forwarder,
     });
+    let log = Arc::new(reload::ReloadLog::default());
     let admin_state = Arc::new(AdminState {
         server: server.clone(),
         ready: AtomicBool::new(false),
+        log: log.clone(),
     });
 
     tokio::spawn(reload::watch(
@@ -150,6 +152,7 @@ pub async fn serve(
         server.clone(),
         served,
         config.reload_interval,
+        log,
         shutdown.clone(),
     ));
     let admin_addr = admin.local_addr()?;

@@ -55,7 +55,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use authorize::{Authorized, Decision};
 pub use finish::Finished;
-pub use lifecycle::{initialize_result, parse_level};
+pub use lifecycle::{initialize_result, parse_level, served_declaration};
 pub use polling::MAX_POLLED;
 pub use request::MAX_SUBSCRIPTIONS;
 pub use request::{Request, Target};
