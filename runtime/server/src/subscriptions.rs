@@ -17,7 +17,6 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
-
 /// The canonical URI a subscribe or unsubscribe names (the request resolved it to a resource
 /// this server serves, or refused it before dispatch).
 fn subscribed_uri(target: &Target) -> Result<&str, McpError> {
