@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
-# Operator scale: applies N MCPServers (default 500) to a real control plane (tests/control-plane.sh:
-# etcd + kube-apiserver + kube-controller-manager on 127.0.0.1) and measures the time until every
-# one is Accepted with its children (ConfigMap, Deployment, Service) created, the operator's RSS
-# and CPU time, the reconciles, API requests and API writes the operator made per MCPServer (from
-# the API server's audit log, filtered to the operator's ServiceAccount), and the requests it made
-# in a 60 s window after convergence (a quiet operator makes none). Writes
-# bench/results/<date>-operator-scale.md.
+# Operator scale: N MCPServers (default 1,000 and 5,000) of the realistic kind
+# (examples/issue-tracker: 8 tools with schemas, HTTP backends, a Secret) on a real control plane
+# (tests/control-plane.sh: etcd + kube-apiserver + kube-controller-manager on 127.0.0.1), with the
+# pods played by bench/simulate-pods.py (Running, Ready, a loopback IP nothing listens on: every
+# server is Ready and unverifiable, the verifier's worst case short of timeouts).
+#
+# For each N, on a fresh control plane, with the operator (release build, leader election on,
+# --verify=pods) running as a ServiceAccount bound to cluster-admin:
+#   - `kubectl apply` of the N servers while the operator runs; the clock of "converged" starts
+#     when the apply has finished: every server Ready=True and Verified=False/Unreachable (the
+#     verifier asked every pod), read from the server-side table (the printer columns);
+#   - the operator's RSS idle before the apply, peak, and after; reconciles per server (its
+#     metric); API requests and writes per server (the API server's audit log, filtered to the
+#     operator's ServiceAccount; Lease renewals counted apart);
+#   - requests in a 60 s idle window after convergence;
+#   - a user's edit of one server: time until its ConfigMap has the new hash, while every
+#     server is unverifiable;
+#   - a forced leader change: a standby starts, the leader gets SIGTERM (it hands the Lease
+#     over); the new leader's writes (goal: none), requests, RSS, and the time until it has
+#     asked every Ready pod once.
+# Writes bench/results/<date>-operator-scale.md.
 #
 # Usage: bench/operator-scale.sh
-# Environment: SCALE_N (500), SCALE_TIMEOUT (600 s), MCP_OPERATOR_BIN (default: built from this
-# workspace's operator crate), KUBE_MCP_TEST_RUN (/tmp/kube-mcp-scale), BENCH_OUT.
-# I/O: a control plane of its own under $KUBE_MCP_TEST_RUN, stopped on exit; the operator runs as a
-# local process on 127.0.0.1, stopped by its PID.
+# Environment: SCALE_N ("1000 5000"), SCALE_TIMEOUT (1200 s per wait), MCP_OPERATOR_BIN (default:
+# built from this workspace, release), KUBE_MCP_TEST_RUN (/tmp/kube-mcp-scale), BENCH_OUT.
+# I/O: a control plane of its own under $KUBE_MCP_TEST_RUN, stopped on exit; two operator
+# processes and the pod simulator, local, on 127.0.0.1, stopped by their PIDs.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-N=${SCALE_N:-500}
-TIMEOUT=${SCALE_TIMEOUT:-600}
+SIZES=(${SCALE_N:-1000 5000})
+TIMEOUT=${SCALE_TIMEOUT:-1200}
 DATE=$(date -u +%Y-%m-%d)
 OUT=${BENCH_OUT:-bench/results/$DATE-operator-scale.md}
 export KUBE_MCP_TEST_RUN=${KUBE_MCP_TEST_RUN:-/tmp/kube-mcp-scale}
@@ -25,15 +39,12 @@ CP=$ROOT/tests/control-plane.sh
 NS=bench-scale
 SYSTEM_NS=kube-mcp-scale
 SA=mcp-operator
+LEASE=mcp-operator-bench
 WORK=$ROOT/bench/results/tmp/operator-scale
 log() { printf '[scale %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 OPERATOR_BIN=${MCP_OPERATOR_BIN:-}
 if [[ -z $OPERATOR_BIN ]]; then
-  if [[ ! -f operator/Cargo.toml ]]; then
-    echo "no operator crate in this workspace: set MCP_OPERATOR_BIN to an mcp-operator binary" >&2
-    exit 2
-  fi
   log "building mcp-operator (release, nice)"
   nice cargo build --release --locked -p mcp-operator
   OPERATOR_BIN=$ROOT/target/release/mcp-operator
@@ -41,7 +52,6 @@ fi
 command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
 
 rm -rf "$WORK" && mkdir -p "$WORK"
-# Audit only the operator's requests: one event per completed request.
 cat >"$WORK/audit-policy.yaml" <<EOF
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -51,43 +61,33 @@ rules:
     users: ["system:serviceaccount:$SYSTEM_NS:$SA"]
   - level: None
 EOF
-export KUBE_MCP_TEST_APISERVER_ARGS="--audit-policy-file=$WORK/audit-policy.yaml --audit-log-path=$WORK/audit.log --audit-log-maxsize=1000"
+export KUBE_MCP_TEST_APISERVER_ARGS="--audit-policy-file=$WORK/audit-policy.yaml --audit-log-path=$WORK/audit.log --audit-log-maxsize=4000"
 
-OPERATOR_PID=
+LEADER_PID=
+STANDBY_PID=
+PODS_PID=
 cleanup() {
-  [[ -n $OPERATOR_PID ]] && kill "$OPERATOR_PID" 2>/dev/null || true
+  local pid
+  for pid in $LEADER_PID $STANDBY_PID $PODS_PID; do kill "$pid" 2>/dev/null || true; done
   "$CP" stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
-log "generating $N MCPServers"
-for i in $(seq 0 $((N - 1))); do
-  cat <<EOF
----
-apiVersion: kube-mcp.io/v1alpha1
-kind: MCPServer
-metadata: {name: bench-$i}
-spec:
-  title: Bench server $i
-  tools:
-    - name: echo
-      description: Echoes the message.
-      inputSchema: {type: object, properties: {message: {type: string}}, required: [message]}
-      content:
-        - {type: text, text: "{{ args.message }}"}
-  resources:
-    - {uri: "bench://static/readme", name: readme, mimeType: text/plain, text: "Server $i."}
-EOF
-done >"$WORK/servers.yaml"
+# The issue tracker example, renamed: N servers of about 7 KiB each.
+servers_yaml() {
+  local n=$1 i
+  for i in $(seq 0 $((n - 1))); do
+    echo "---"
+    sed -e "s/^  name: issue-tracker$/  name: tracker-$i/" -e '/^#/d' examples/issue-tracker/issue-tracker.yaml
+  done
+}
 
-# A fresh control plane with the CRD, the namespaces and the operator's ServiceAccount.
 fresh_cluster() {
   "$CP" stop >/dev/null 2>&1 || true
-  rm -f "$WORK/audit.log"
+  rm -f "$WORK"/audit*.log
   "$CP" start
   eval "$("$CP" env)"
   "$OPERATOR_BIN" crd | kubectl apply -f - >/dev/null
-  # `kubectl wait` fails (not waits) while the new CRD has no conditions yet: retry.
   for _ in $(seq 30); do
     kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s >/dev/null 2>&1 && break
     sleep 1
@@ -97,159 +97,206 @@ fresh_cluster() {
   kubectl -n "$SYSTEM_NS" create serviceaccount "$SA" >/dev/null
   kubectl create clusterrolebinding mcp-operator-scale --clusterrole=cluster-admin \
     --serviceaccount="$SYSTEM_NS:$SA" >/dev/null
-  tests/control-plane.sh sa-kubeconfig "$SYSTEM_NS" "$SA" "$WORK/operator.kubeconfig" 1h
+  "$CP" sa-kubeconfig "$SYSTEM_NS" "$SA" "$WORK/operator.kubeconfig" 2h
 }
 
-ADMIN_PORT=$((20000 + RANDOM % 10000))
+# start_operator NAME PORT: starts an operator replica (a leader candidate); prints its PID.
 start_operator() {
-  KUBECONFIG=$WORK/operator.kubeconfig "$OPERATOR_BIN" run --leader-elect=false \
-    --admin-listen "127.0.0.1:$ADMIN_PORT" --runtime-image ghcr.io/kube-mcp/kube-mcp:bench \
-    --log-format json --log-level warn >>"$WORK/operator.log" 2>&1 &
-  OPERATOR_PID=$!
-  for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+  KUBECONFIG=$WORK/operator.kubeconfig POD_NAMESPACE=$SYSTEM_NS POD_NAME=$1 \
+    "$OPERATOR_BIN" run --lease-name "$LEASE" --admin-listen "127.0.0.1:$2" \
+    --runtime-image ghcr.io/kube-mcp/kube-mcp:bench --log-format json --log-level warn \
+    >>"$WORK/$1.log" 2>&1 &
+  echo $!
 }
-stop_operator() {
-  kill "$OPERATOR_PID" 2>/dev/null || true
-  wait "$OPERATOR_PID" 2>/dev/null || true
-  OPERATOR_PID=
-}
+wait_ready() { for _ in $(seq 150); do curl -fsS "http://127.0.0.1:$1/readyz" >/dev/null 2>&1 && return 0; sleep 0.2; done; return 1; }
+leads() { curl -fsS "http://127.0.0.1:$1/metrics" 2>/dev/null | grep -qx 'mcp_operator_leader 1'; }
+metric() { curl -fsS "http://127.0.0.1:$1/metrics" | awk -v m="^$2" '$0 ~ m {s += $2} END {print s + 0}'; }
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
+mib() { echo $(($1 / 1024)); }
 
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$OPERATOR_PID/status"; }
-cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$OPERATOR_PID/stat"; }
-audit_requests() { jq -r 'select(.stage == "ResponseComplete") | .auditID' "$WORK/audit.log" 2>/dev/null | sort -u | wc -l; }
-audit_writes() { jq -r 'select(.stage == "ResponseComplete" and (.verb | test("^(create|update|patch|delete)$"))) | .auditID' "$WORK/audit.log" 2>/dev/null | sort -u | wc -l; }
-# requests_since EPOCH: requests the operator sent at or after EPOCH (a watch opened earlier and
-# still open is not one).
-requests_since() {
-  jq -r --argjson t "$1" 'select(.stage == "ResponseComplete" and (.requestReceivedTimestamp | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) >= $t) | "\(.verb) \(.objectRef.resource // "-")"' "$WORK/audit.log" 2>/dev/null
+# Audit log figures for the operator's requests received at or after EPOCH (and before END).
+audit() { # audit FROM [TO] -> "verb resource" lines
+  jq -r --argjson from "$1" --argjson to "${2:-1e12}" 'select(.stage == "ResponseComplete")
+    | (.requestReceivedTimestamp | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) as $t
+    | select($t >= ($from | floor) and $t < $to) | "\(.verb) \(.objectRef.resource // "-")"' "$WORK"/audit*.log 2>/dev/null
 }
-# Servers with Accepted=True (jq, not a kubectl JSONPath filter: that fails on a server with no
-# status yet).
-accepted() {
-  kubectl -n "$NS" get mcpservers -o json | jq '[.items[] | select(any(.status.conditions[]?; .type == "Accepted" and .status == "True"))] | length'
-}
-children() { kubectl -n "$NS" get "$1" -l app.kubernetes.io/managed-by=mcp-operator --no-headers 2>/dev/null | wc -l; }
-since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
-metric() { curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="^$1" '$0 ~ m {s += $2} END {print s + 0}'; }
+writes_of() { grep -E '^(create|update|patch|delete|deletecollection) ' | grep -vc ' leases$' || true; }
+leases_of() { grep -c ' leases$' || true; }
+requests_of() { grep -vc ' leases$' || true; }
 
-# wait_converged START: seconds from START until every MCPServer is Accepted with its children;
-# tracks the operator's peak RSS in PEAK (a global: this runs in the current shell).
-wait_converged() {
-  local start=$1 elapsed rss
-  while :; do
-    elapsed=$(since "$start")
-    rss=$(rss_kib)
+# The server-side table (printer columns: NAME READY VERIFIED ...): cheap even for thousands.
+table() { kubectl -n "$NS" get mcpservers --no-headers 2>/dev/null; }
+ready_unverifiable() { table | awk '$2 == "True" && $3 == "False" {n++} END {print n + 0}'; }
+
+# wait_until SECONDS CMD...: polls every 2 s; tracks PEAK RSS of LEADER_PID.
+wait_until() {
+  local deadline=$((SECONDS + $1)) rss
+  shift
+  until "$@"; do
+    rss=$(rss_kib "$LEADER_PID" 2>/dev/null || echo 0)
     ((rss > PEAK)) && PEAK=$rss
-    if (($(accepted) == N)) && (($(children deployments) == N)) && (($(children configmaps) == N)) && (($(children services) == N)); then
-      CONVERGED=$elapsed
-      return 0
-    fi
-    if awk -v e="$elapsed" -v t="$TIMEOUT" 'BEGIN {exit !(e > t)}'; then
-      CONVERGED="not converged within ${TIMEOUT}"
-      return 0
-    fi
-    sleep 1
+    ((SECONDS < deadline)) || return 1
+    sleep 2
   done
 }
+converged() { (($(ready_unverifiable) == N)); }
 
-# phase NAME: measures one phase into the variables R_<figure>_NAME.
-#   live: the operator runs while `kubectl apply` creates the N servers (what a user sees);
-#   cold: the N servers exist before the operator starts (the operator's own pace).
-phase() {
-  local name=$1 start t0 rss_idle cpu_idle req_idle writes_idle rss_end reconciles requests writes quiet_from quiet load_before
+run_size() {
+  N=$1
+  log "N=$N: fresh control plane"
   fresh_cluster
-  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-  if [[ $name == live ]]; then
-    start_operator
-    sleep 2 # watches established
-  else
-    t0=$(date +%s.%N)
-    kubectl -n "$NS" apply -f "$WORK/servers.yaml" >/dev/null
-    printf -v "R_apply_$name" %s "$(since "$t0")"
-    start_operator
-  fi
-  rss_idle=$(rss_kib)
-  cpu_idle=$(cpu_s)
-  req_idle=$(audit_requests)
-  writes_idle=$(audit_writes)
+  servers_yaml "$N" >"$WORK/servers.yaml"
+  local api_server port_a port_b
+  api_server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  KUBE_SERVER=$api_server KUBE_CA=$KUBE_MCP_TEST_RUN/pki/ca.crt KUBE_CERT=$KUBE_MCP_TEST_RUN/pki/admin.crt \
+    KUBE_KEY=$KUBE_MCP_TEST_RUN/pki/admin.key python3 bench/simulate-pods.py "$NS" "$((16 + RANDOM % 200))" \
+    2>>"$WORK/pods.log" &
+  PODS_PID=$!
+  port_a=$((20000 + RANDOM % 10000))
+  port_b=$((port_a + 1))
+  LEADER_PID=$(start_operator bench-a "$port_a")
+  wait_ready "$port_a"
+  for _ in $(seq 100); do leads "$port_a" && break; sleep 0.2; done
+  sleep 2 # watches established
+  local rss_idle t_apply apply_s t0 converge_s rss_end reconciles writes requests leases
+  rss_idle=$(rss_kib "$LEADER_PID")
   PEAK=$rss_idle
-  start=$(date +%s.%N)
-  if [[ $name == live ]]; then
-    log "live: applying $N MCPServers while the operator runs"
-    kubectl -n "$NS" apply -f "$WORK/servers.yaml" >/dev/null
-    printf -v "R_apply_$name" %s "$(since "$start")"
-  else
-    log "cold: $N MCPServers exist; the operator starts"
-  fi
-  wait_converged "$start"
-  printf -v "R_converged_$name" %s "$CONVERGED"
-  sleep 5 # requeues and status writes settle before counting
-  rss_end=$(rss_kib)
+  t_apply=$(now)
+  log "N=$N: kubectl apply"
+  kubectl -n "$NS" apply -f "$WORK/servers.yaml" >/dev/null
+  apply_s=$(since "$t_apply")
+  t0=$(now)
+  log "N=$N: applied in ${apply_s}s; waiting for every server Ready and Verified=False/Unreachable"
+  if wait_until "$TIMEOUT" converged; then converge_s=$(since "$t0"); else converge_s="not within ${TIMEOUT}s ($(ready_unverifiable) of $N)"; fi
+  sleep 5
+  rss_end=$(rss_kib "$LEADER_PID")
   ((rss_end > PEAK)) && PEAK=$rss_end
-  reconciles=$(metric mcp_operator_reconciles_total)
-  requests=$(($(audit_requests) - req_idle))
-  writes=$(($(audit_writes) - writes_idle))
-  log "$name: converged; watching the operator for 60 s"
+  reconciles=$(metric "$port_a" mcp_operator_reconciles_total)
+  audit "${t_apply%.*}" >"$WORK/apply-$N.txt"
+  writes=$(writes_of <"$WORK/apply-$N.txt")
+  requests=$(requests_of <"$WORK/apply-$N.txt")
+  log "N=$N: converged; 60 s idle window"
+  local quiet_from quiet quiet_leases
   quiet_from=$(date +%s)
   sleep 60
-  quiet=$(requests_since "$quiet_from" | wc -l)
-  printf -v "R_quiet_$name" %s "$quiet$( ((quiet > 0)) && requests_since "$quiet_from" | sort | uniq -c | awk '{printf " (%s %s x%s)", $2, $3, $1}')"
-  printf -v "R_writes_$name" %s "$writes ($(awk -v w="$writes" -v m="$N" 'BEGIN {printf "%.2f", w / m}') per MCPServer)"
-  printf -v "R_recper_$name" %s "$(awk -v r="$reconciles" -v m="$N" 'BEGIN {printf "%.2f", r / m}')"
-  printf -v "R_rss_$name" %s "$((rss_idle / 1024)) / $((PEAK / 1024)) / $((rss_end / 1024))"
-  printf -v "R_cpu_$name" %s "$(awk -v a="$cpu_idle" -v b="$(cpu_s)" 'BEGIN {printf "%.1f", b - a}')"
-  printf -v "R_reconciles_$name" %s "$reconciles ($(metric mcp_operator_reconcile_errors_total))"
-  printf -v "R_requests_$name" %s "$requests"
-  printf -v "R_per_$name" %s "$(awk -v r="$requests" -v n="$reconciles" -v m="$N" 'BEGIN {printf "%.1f / %.1f", n ? r / n : 0, r / m}')"
-  printf -v "R_load_$name" %s "$load_before -> $(cut -d' ' -f1-3 /proc/loadavg)"
-  jq -r 'select(.stage == "ResponseComplete") | "\(.verb) \(.objectRef.resource // "-")"' "$WORK/audit.log" |
-    sort | uniq -c | sort -rn | head -12 | awk '{printf "| %s | %s | %s |\n", $2, $3, $1}' >"$WORK/verbs-$name.md"
-  stop_operator
+  audit "$quiet_from" >"$WORK/idle-$N.txt"
+  quiet=$(requests_of <"$WORK/idle-$N.txt")
+  quiet_leases=$(leases_of <"$WORK/idle-$N.txt")
+
+  log "N=$N: forced leader change"
+  STANDBY_PID=$(start_operator bench-b "$port_b")
+  wait_ready "$port_b"
+  sleep 3
+  local t_change takeover_s pods_ready probes_s b_from rss_b b_writes b_requests b_reconciles
+  t_change=$(now)
+  kill -TERM "$LEADER_PID"
+  wait "$LEADER_PID" 2>/dev/null || true
+  LEADER_PID=$STANDBY_PID
+  STANDBY_PID=
+  for _ in $(seq 300); do leads "$port_b" && break; sleep 0.1; done
+  takeover_s=$(since "$t_change")
+  b_from=$(date +%s)
+  pods_ready=$(kubectl -n "$NS" get pods --no-headers 2>/dev/null | wc -l)
+  # Every Ready pod asked once: the verifier's questions reach the number of pods.
+  if wait_until 300 bash -c "(( \$(curl -fsS http://127.0.0.1:$port_b/metrics | awk '/^mcp_operator_verify_probes_total/ {s += \$2} END {print s + 0}') >= $pods_ready ))"; then
+    probes_s=$(since "$t_change")
+  else
+    probes_s="not within 300 s"
+  fi
+  sleep 60
+  rss_b=$(rss_kib "$LEADER_PID")
+  audit "$b_from" >"$WORK/takeover-$N.txt"
+  b_writes=$(writes_of <"$WORK/takeover-$N.txt")
+  b_requests=$(requests_of <"$WORK/takeover-$N.txt")
+  b_reconciles=$(metric "$port_b" mcp_operator_reconciles_total)
+
+  log "N=$N: a user's edit while every server is unverifiable"
+  local before edit_s
+  before=$(kubectl -n "$NS" get configmap tracker-7-manifest -o jsonpath='{.metadata.annotations.kube-mcp\.io/declaration-hash}')
+  local t_edit
+  t_edit=$(now)
+  kubectl -n "$NS" patch mcpserver tracker-7 --type=merge -p '{"spec": {"title": "Issue tracker (edited)"}}' >/dev/null
+  edit_s="not within 30 s"
+  for _ in $(seq 300); do
+    if [[ $(kubectl -n "$NS" get configmap tracker-7-manifest -o jsonpath='{.metadata.annotations.kube-mcp\.io/declaration-hash}') != "$before" ]]; then
+      edit_s=$(since "$t_edit")
+      break
+    fi
+    sleep 0.1
+  done
+
+  printf -v "R_apply_$N" %s "$apply_s"
+  printf -v "R_converge_$N" %s "$converge_s"
+  printf -v "R_rss_$N" %s "$(mib "$rss_idle") / $(mib "$PEAK") / $(mib "$rss_end")"
+  printf -v "R_reconciles_$N" %s "$(awk -v r="$reconciles" -v n="$N" 'BEGIN {printf "%.2f", r / n}') ($reconciles)"
+  printf -v "R_writes_$N" %s "$(awk -v w="$writes" -v n="$N" 'BEGIN {printf "%.2f", w / n}') ($writes)"
+  printf -v "R_requests_$N" %s "$(awk -v w="$requests" -v n="$N" 'BEGIN {printf "%.2f", w / n}') ($requests)"
+  printf -v "R_quiet_$N" %s "$quiet (plus $quiet_leases Lease requests)"
+  printf -v "R_takeover_$N" %s "$takeover_s"
+  printf -v "R_probes_$N" %s "$probes_s ($pods_ready pods)"
+  printf -v "R_bwrites_$N" %s "$b_writes"
+  printf -v "R_brequests_$N" %s "$b_requests ($(sort "$WORK/takeover-$N.txt" | grep -v ' leases$' | uniq -c | sort -rn | awk '{printf "%s%s %s x%s", sep, $2, $3, $1; sep=", "}'))"
+  printf -v "R_breconciles_$N" %s "$b_reconciles"
+  printf -v "R_rssb_$N" %s "$(mib "$rss_b")"
+  printf -v "R_edit_$N" %s "$edit_s"
+  sort "$WORK/apply-$N.txt" | uniq -c | sort -rn | head -14 | awk '{printf "| %s | %s | %s |\n", $2, $3, $1}' >"$WORK/verbs-$N.md"
+  kill "$LEADER_PID" "$PODS_PID" 2>/dev/null || true
+  wait "$LEADER_PID" 2>/dev/null || true
+  LEADER_PID=
+  PODS_PID=
 }
 
-phase live
-phase cold
+for n in "${SIZES[@]}"; do run_size "$n"; done
 
+row() { # row LABEL VAR
+  local line="| $1 |" n var
+  for n in "${SIZES[@]}"; do
+    var="R_$2_$n"
+    line+=" ${!var} |"
+  done
+  echo "$line"
+}
+header="| figure |"
+rule="|---|"
+for n in "${SIZES[@]}"; do header+=" $n MCPServers |"; rule+="---|"; done
 mkdir -p "$(dirname "$OUT")"
-cat >"$OUT" <<EOF
-# Operator scale: $N MCPServers on a real control plane
+{
+  cat <<EOF
+# Operator scale: $(IFS=', '; echo "${SIZES[*]}") MCPServers on a real control plane
 
 Run $(date -u '+%Y-%m-%d %H:%M UTC') on commit \`$(git rev-parse --short HEAD)\`; operator binary \`$OPERATOR_BIN\`
-(\`mcp-operator run --leader-elect=false\`, as a ServiceAccount bound to cluster-admin).
-Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB.
-The control plane (etcd, kube-apiserver, kube-controller-manager from tests/control-plane.sh)
-runs on the same 2 cores; each phase starts a fresh one.
+(\`mcp-operator run\`, leader election on, \`--verify=pods\`, as a ServiceAccount bound to cluster-admin).
+Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB,
+shared with the control plane (etcd, kube-apiserver, kube-controller-manager) and the pod simulator;
+each size starts a fresh control plane. Servers: \`examples/issue-tracker\` renamed (one replica
+each); pods played by \`bench/simulate-pods.py\` (Ready, at loopback addresses nothing listens on:
+every server ends \`Ready=True\`, \`Verified=False/Unreachable\`).
 
-- **live**: the operator runs while one \`kubectl apply -f\` creates the $N servers (what a user
-  sees; the clock starts when the apply starts).
-- **cold**: the $N servers exist before the operator starts (the operator's own pace; the clock
-  starts when it is ready).
+$header
+$rule
+$(row "\`kubectl apply\` of the servers took, s" apply)
+$(row "converged after the apply finished, s (every server Ready and Verified=False/Unreachable; goal < 120)" converge)
+$(row "operator RSS idle / peak / after, MiB (goal < 256)" rss)
+$(row "reconciles per server (goal <= 1.2)" reconciles)
+$(row "API writes per server, Lease renewals aside (goal <= 6)" writes)
+$(row "API requests per server, Lease renewals aside" requests)
+$(row "API requests in the 60 s after convergence (goal 0)" quiet)
+$(row "leader change: standby leads after SIGTERM to the leader, s" takeover)
+$(row "new leader: every Ready pod asked once after, s" probes)
+$(row "new leader: writes in its first 60 s (goal 0)" bwrites)
+$(row "new leader: requests in its first 60 s" brequests)
+$(row "new leader: reconciles" breconciles)
+$(row "new leader: RSS after 60 s, MiB" rssb)
+$(row "a user's edit reaches its ConfigMap, s (all servers unverifiable; goal < 2)" edit)
 
-| figure | live | cold |
-|---|---|---|
-| \`kubectl apply\` of $N MCPServers took | ${R_apply_live} s (operator running) | ${R_apply_cold} s (no operator) |
-| time until all Accepted=True with ConfigMap, Deployment and Service (goal < 30 s) | ${R_converged_live} s | ${R_converged_cold} s |
-| operator RSS idle / peak / after, MiB | ${R_rss_live} | ${R_rss_cold} |
-| operator CPU time, s | ${R_cpu_live} | ${R_cpu_cold} |
-| reconciles (errors) | ${R_reconciles_live} | ${R_reconciles_cold} |
-| API requests by the operator | ${R_requests_live} | ${R_requests_cold} |
-| API requests per reconcile / per MCPServer | ${R_per_live} | ${R_per_cold} |
-| reconciles per MCPServer (goal <= 3) | ${R_recper_live} | ${R_recper_cold} |
-| API writes (create, update, patch, delete) (goal <= 6 per MCPServer) | ${R_writes_live} | ${R_writes_cold} |
-| API requests in the 60 s after convergence (goal 0) | ${R_quiet_live} | ${R_quiet_cold} |
-| load average before -> after | ${R_load_live} | ${R_load_cold} |
-
-API requests of the live phase by verb and resource (audit log; includes the watches opened at start):
-
-| verb | resource | requests |
-|---|---|---:|
-$(cat "$WORK/verbs-live.md")
-
-Same for the cold phase:
-
-| verb | resource | requests |
-|---|---|---:|
-$(cat "$WORK/verbs-cold.md")
+Requests of the apply phase by verb and resource, per size (audit log):
 EOF
+  for n in "${SIZES[@]}"; do
+    printf '\n%s servers:\n\n| verb | resource | requests |\n|---|---|---:|\n' "$n"
+    cat "$WORK/verbs-$n.md"
+  done
+} >"$OUT"
 cat "$OUT"
 log "wrote $OUT"

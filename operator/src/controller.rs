@@ -9,6 +9,7 @@
 
 mod changes;
 mod namespaces;
+mod strip;
 
 use crate::reconcile::build::{
     GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, MANAGED_BY, SERVER_LABEL,
@@ -16,8 +17,9 @@ use crate::reconcile::build::{
 use crate::reconcile::cache::Stores;
 use crate::reconcile::host_claims;
 use crate::reconcile::memory::{Memory, fingerprint};
-use crate::reconcile::{Context, error_chain, error_policy, pods, reconcile, status};
+use crate::reconcile::{Context, error_chain, error_policy, exposed, pods, reconcile, status};
 use crate::resource::MCPServer;
+use crate::verifier::{self, Verifier};
 use changes::{Filter, changes};
 use futures_util::StreamExt as _;
 use futures_util::stream::BoxStream;
@@ -26,6 +28,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt as _, controller, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -92,11 +95,12 @@ where
     }
 }
 
-/// A label-scoped watch of `K` cached into a store, as a stream of raw watch events; managed
-/// fields are dropped (the operator never reads them, and they are most of an object's size).
+/// A label-scoped watch of `K` cached into a store, as a stream of raw watch events; `strip`
+/// drops what the operator never reads before an object is cached (`strip.rs`).
 fn cached_watch<K>(
     client: &Client,
     namespaces: &[String],
+    strip: fn(&mut K),
 ) -> (
     Store<K>,
     impl futures_util::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
@@ -108,7 +112,7 @@ where
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
     let (reader, writer) = reflector::store();
     let stream = watch_events(client, namespaces, &config, &reader)
-        .modify(|object: &mut K| object.meta_mut().managed_fields = None)
+        .modify(strip)
         .reflect(writer);
     (reader, stream)
 }
@@ -134,7 +138,7 @@ async fn route_watch(
         }
     };
     if served {
-        let (store, events) = cached_watch::<HttpRoute>(client, namespaces);
+        let (store, events) = cached_watch::<HttpRoute>(client, namespaces, strip::route);
         return (store, events.boxed());
     }
     let (store, mut writer) = reflector::store::<HttpRoute>();
@@ -172,15 +176,53 @@ fn child_filter<K: Resource<DynamicType = ()>>(
         echo: move |object: &K| memory.is_echo(object),
         baseline: None,
         on_delete: |_| true,
+        lost: changes::ignore_lost,
     }
 }
 
-/// Runs the controller until `stop` completes; in-flight reconciles finish first.
-/// `context` receives the child caches the reconciles read.
+/// An exposing child (Ingress, HTTPRoute) is news also when its status changes (a controller
+/// took it, or refused it: the `Exposed` condition reads it); the echo of the operator's own
+/// apply is the answer with no status yet.
+#[allow(clippy::type_complexity)]
+fn exposing_filter<K: Resource<DynamicType = ()>>(
+    memory: Arc<Memory>,
+    status: fn(&K) -> Option<u64>,
+) -> Filter<impl Fn(&K) -> u64, impl Fn(&K) -> bool, fn(&K) -> bool> {
+    Filter {
+        key: move |object: &K| changes::hash_one(&(fingerprint(object), status(object))),
+        echo: move |object: &K| memory.is_echo(object) && status(object).is_none(),
+        baseline: None,
+        on_delete: |_| true,
+        lost: changes::ignore_lost,
+    }
+}
+
+/// The digest of an Ingress's load balancer status, when it has one.
+fn ingress_status(ingress: &Ingress) -> Option<u64> {
+    ingress
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .filter(|lb| lb.ingress.as_ref().is_some_and(|i| !i.is_empty()))
+        .map(exposed::status_digest)
+}
+
+/// The digest of an HTTPRoute's status, when it has one.
+fn route_status(route: &HttpRoute) -> Option<u64> {
+    route
+        .status
+        .as_ref()
+        .filter(|s| !s.is_null())
+        .map(exposed::status_digest)
+}
+
+/// Runs the controller, and the verifier when there is one, until `stop` completes; in-flight
+/// reconciles finish first. `context` receives the child caches the reconciles read.
 pub async fn run(
     client: Client,
     namespaces: &[String],
     memory: Arc<Memory>,
+    verifier: Option<Arc<Verifier>>,
     context: impl FnOnce(Stores) -> Arc<Context>,
     stop: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
@@ -188,18 +230,33 @@ pub async fn run(
         let (reader, writer) = reflector::store::<MCPServer>();
         let config = watcher::Config::default().any_semantic();
         let stream = watch_events(&client, namespaces, &config, &reader)
-            .modify(|server: &mut MCPServer| server.metadata.managed_fields = None)
+            .modify(strip::server)
             .reflect(writer);
         (reader, stream)
     };
-    let (config_maps, config_map_events) = cached_watch::<ConfigMap>(&client, namespaces);
-    let (services, service_events) = cached_watch::<Service>(&client, namespaces);
-    let (deployments, deployment_events) = cached_watch::<Deployment>(&client, namespaces);
-    let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespaces);
-    let (pdbs, pdb_events) = cached_watch::<PodDisruptionBudget>(&client, namespaces);
-    let (pods, pod_events) = cached_watch::<Pod>(&client, namespaces);
+    // Kinds read only through their metadata are watched as metadata only.
+    let (config_maps, config_map_events) =
+        cached_watch::<PartialObjectMeta<ConfigMap>>(&client, namespaces, strip::metadata);
+    let (services, service_events) =
+        cached_watch::<PartialObjectMeta<Service>>(&client, namespaces, strip::metadata);
+    let (deployments, deployment_events) =
+        cached_watch::<Deployment>(&client, namespaces, strip::deployment);
+    let (ingresses, ingress_events) = cached_watch::<Ingress>(&client, namespaces, strip::ingress);
+    let (pdbs, pdb_events) = cached_watch::<PartialObjectMeta<PodDisruptionBudget>>(
+        &client,
+        namespaces,
+        strip::metadata,
+    );
+    let (pods, pod_events) = cached_watch::<Pod>(&client, namespaces, strip::pod);
+    // The verifier follows the pod cache event by event (Ready, IP), in the cache's order.
+    let tapped = verifier.clone();
+    let pod_events = pod_events.inspect(move |event| {
+        if let (Some(verifier), Ok(event)) = (&tapped, event) {
+            verifier.observe(event);
+        }
+    });
     let (network_policies, network_policy_events) =
-        cached_watch::<NetworkPolicy>(&client, namespaces);
+        cached_watch::<PartialObjectMeta<NetworkPolicy>>(&client, namespaces, strip::metadata);
     let (http_routes, http_route_events) = route_watch(&client, namespaces).await;
     let stores = Stores {
         config_maps,
@@ -219,7 +276,31 @@ pub async fn run(
     let (claims_changed, claims_released) = host_claims::requeue(servers.clone());
     let deleted_claim = claims_changed.clone();
     let forget = memory.clone();
+    let forget_verified = verifier.clone();
     let metrics = ctx.metrics.clone();
+    // A server deleted while the watch was behind: forgotten as if its deletion had been seen.
+    let lost = {
+        let (memory, verifier, metrics, claims) = (
+            memory.clone(),
+            verifier.clone(),
+            ctx.metrics.clone(),
+            claims_changed.clone(),
+        );
+        move |(namespace, name, uid): &changes::Identity| {
+            let (namespace, name, uid) = (
+                namespace.clone().unwrap_or_default(),
+                name.clone().unwrap_or_default(),
+                uid.clone().unwrap_or_default(),
+            );
+            tracing::info!(server = %format!("{namespace}/{name}"), "deleted while the watch was behind; forgotten");
+            memory.forget_server(&uid);
+            metrics.forget_server(&namespace, &name);
+            if let Some(verifier) = &verifier {
+                verifier.forget_server(&namespace, &name);
+            }
+            host_claims::released(&claims, &uid);
+        }
+    };
     let server_changes = changes(
         server_events,
         Filter {
@@ -235,9 +316,14 @@ pub async fn run(
                 forget.forget_server(&server.uid().unwrap_or_default());
                 // Reconciles are not called for deleted servers; their series go here.
                 metrics.forget_server(&server.namespace().unwrap_or_default(), &server.name_any());
+                if let Some(verifier) = &forget_verified {
+                    verifier
+                        .forget_server(&server.namespace().unwrap_or_default(), &server.name_any());
+                }
                 host_claims::changed(&deleted_claim, server);
                 false
             },
+            lost,
         },
     )
     .inspect(move |server| {
@@ -255,7 +341,13 @@ pub async fn run(
         memory.clone(),
         memory.clone(),
     );
-    Controller::for_stream(server_changes, servers)
+    // The verifier's findings reach reconciles as triggers; it stops with the controller.
+    let (verified_tx, verified_rx) = verifier::channel();
+    let verifier_stop = tokio_util::sync::CancellationToken::new();
+    let verifier_task = verifier
+        .clone()
+        .map(|verifier| tokio::spawn(verifier.run(verified_tx, verifier_stop.clone())));
+    let controller = Controller::for_stream(server_changes, servers)
         .with_config(
             controller::Config::default()
                 .concurrency(CONCURRENCY)
@@ -263,11 +355,15 @@ pub async fn run(
         )
         .owns_stream(changes(config_map_events, child_filter(m1)))
         .owns_stream(changes(service_events, child_filter(m2)))
-        .owns_stream(changes(ingress_events, child_filter(m3)))
+        .owns_stream(changes(ingress_events, exposing_filter(m3, ingress_status)))
         .owns_stream(changes(pdb_events, child_filter(m4)))
         .owns_stream(changes(network_policy_events, child_filter(m6)))
-        .owns_stream(changes(http_route_events, child_filter(m7)))
+        .owns_stream(changes(
+            http_route_events,
+            exposing_filter(m7, route_status),
+        ))
         .reconcile_on(claims_released)
+        .reconcile_on(verifier::changes(verified_rx))
         .owns_stream(changes(
             deployment_events,
             Filter {
@@ -275,6 +371,7 @@ pub async fn run(
                 echo: move |deployment: &Deployment| deployment_echo(&m5, deployment),
                 baseline: None,
                 on_delete: |_: &Deployment| true,
+                lost: changes::ignore_lost,
             },
         ))
         .watches_stream(
@@ -287,6 +384,7 @@ pub async fn run(
                     echo: |_: &Pod| false,
                     baseline: Some(changes::hash_one(&None::<&str>)),
                     on_delete: |_: &Pod| true,
+                    lost: changes::ignore_lost,
                 },
             ),
             |pod: Pod| {
@@ -312,6 +410,10 @@ pub async fn run(
                     tracing::warn!(error = %error_chain(&error), "watch failed; retrying")
                 }
             }
-        })
-        .await;
+        });
+    controller.await;
+    verifier_stop.cancel();
+    if let Some(task) = verifier_task {
+        let _ = task.await;
+    }
 }

@@ -14,3 +14,4 @@ pub mod registry;
 pub mod resource;
 pub mod run;
 pub mod suspend;
+pub mod verifier;

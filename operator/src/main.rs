@@ -6,6 +6,7 @@ use mcp_operator::leader::LeaseConfig;
 use mcp_operator::reconcile::build::{BuildConfig, NetworkConfig};
 use mcp_operator::registry;
 use mcp_operator::run::{RunConfig, run};
+use mcp_operator::verifier;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -92,6 +93,18 @@ struct RunArgs {
     identity: Option<String>,
     #[command(flatten)]
     registry: RegistryArgs,
+    /// How `Verified` asks each Ready pod which declaration it serves (`GET /declaration` on the
+    /// runtime's admin port): `pods` straight to the pod IP (the operator runs in the cluster;
+    /// the servers' NetworkPolicies admit its pods on the admin port), `apiserver-proxy` through
+    /// the API server's pod proxy (an operator run outside the cluster; needs `get` on
+    /// `pods/proxy`), `off` (no `Verified` condition).
+    #[arg(long, env = "MCP_OPERATOR_VERIFY", value_enum, default_value_t = Verify::Pods)]
+    verify: Verify,
+    /// How long pods may keep serving an older declaration after a change before `Verified` is
+    /// `False/StaleDeclaration` (until then `Unknown/Propagating`): a ConfigMap update takes up
+    /// to about a minute to reach a pod's volume, plus the runtime's reload interval.
+    #[arg(long, env = "MCP_OPERATOR_VERIFY_GRACE", default_value = "150s", value_parser = humantime::parse_duration)]
+    verify_grace: Duration,
     /// Log format.
     #[arg(long, env = "MCP_OPERATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     log_format: LogFormat,
@@ -161,6 +174,13 @@ fn registry_label(text: &str) -> Result<(String, String), String> {
     registry::parse_label(text).map_err(|e| e.to_string())
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Verify {
+    Pods,
+    ApiserverProxy,
+    Off,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum LogFormat {
     Json,
@@ -220,14 +240,23 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
                 enabled: args.network_policies,
                 ingress_namespaces: args.ingress_namespace,
                 monitoring_namespaces: args.monitoring_namespace,
-                // The operator's pods may reach the MCP port (to check what a server serves).
-                operator_namespace: args.lease_namespace.clone(),
+                // The operator's pods may reach the admin port: `--verify=pods` asks there.
+                operator_namespace: args
+                    .lease_namespace
+                    .clone()
+                    .filter(|_| args.verify == Verify::Pods),
             },
         },
         admin_listen: args.admin_listen,
         lease,
         instance,
         registry: args.registry.config(),
+        verify: match args.verify {
+            Verify::Pods => verifier::Mode::Pods,
+            Verify::ApiserverProxy => verifier::Mode::ApiServerProxy,
+            Verify::Off => verifier::Mode::Off,
+        },
+        verify_grace: args.verify_grace,
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

@@ -8,16 +8,65 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
 type Labels = Vec<(&'static str, &'static str)>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 type OwnedLabels = Vec<(&'static str, String)>;
+/// Per (namespace, name) of an MCPServer: its condition types and the reason of their series.
+type ConditionReasons = HashMap<(String, String), BTreeMap<String, &'static str>>;
 
 /// The statuses a condition can have; each gets a series, 1 for the current one.
 const STATUSES: [&str; 3] = ["True", "False", "Unknown"];
+
+/// The reasons exported as the `reason` label; any other (a condition written by another
+/// version of the operator) is exported as `Other`, so the label stays bounded.
+const REASONS: &[&str] = &[
+    // Accepted
+    "Compiled",
+    "InvalidDeclaration",
+    "HostConflict",
+    // Ready
+    "Available",
+    "Creating",
+    "RollingOut",
+    "ReplicasUnavailable",
+    "RolloutStuck",
+    "ScaledToZero",
+    "NotAccepted",
+    "ApplyFailed",
+    "ChildConflict",
+    "ImagePullBackOff",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "OOMKilled",
+    "FailedCreate",
+    "Unschedulable",
+    // Verified
+    "Serving",
+    "Propagating",
+    "StaleDeclaration",
+    "ReloadRefused",
+    "Unreachable",
+    "NotReady",
+    // Exposed
+    "Admitted",
+    "Pending",
+    "RouteRefused",
+    // Suspended
+    "SpecSuspended",
+];
+
+/// `reason` as exported: itself when known, else `Other`.
+fn bounded_reason(reason: &str) -> &'static str {
+    REASONS
+        .iter()
+        .find(|known| **known == reason)
+        .copied()
+        .unwrap_or("Other")
+}
 
 /// Every metric of the operator, registered once.
 pub struct Metrics {
@@ -28,9 +77,13 @@ pub struct Metrics {
     step_duration: Histograms,
     leader: Gauge,
     conditions: Family<OwnedLabels, Gauge>,
-    /// Condition types exported per (namespace, name), so that dropped ones can be removed.
-    condition_types: Mutex<HashMap<(String, String), BTreeSet<String>>>,
+    /// Condition types exported per (namespace, name), with the reason of their series, so that
+    /// dropped ones (and a reason's old series) can be removed.
+    condition_types: Mutex<ConditionReasons>,
     api_requests: Family<OwnedLabels, Counter>,
+    verify_probes: Family<Labels, Counter>,
+    verify_in_flight: Gauge,
+    verify_pods: Gauge,
 }
 
 impl Default for Metrics {
@@ -65,7 +118,7 @@ impl Metrics {
             Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16)));
         registry.register(
             "reconcile_step_duration_seconds",
-            "Time each step of a reconcile takes: validate, build, apply, verify, status",
+            "Time each step of a reconcile takes: validate, build, apply, status",
             step_duration.clone(),
         );
         let leader = Gauge::default();
@@ -77,7 +130,7 @@ impl Metrics {
         let conditions = Family::<OwnedLabels, Gauge>::default();
         registry.register(
             "server_condition",
-            "Conditions of each MCPServer: 1 on the series of the current status",
+            "Conditions of each MCPServer, with the current reason: 1 on the series of the current status",
             conditions.clone(),
         );
         let api_requests = Family::<OwnedLabels, Counter>::default();
@@ -85,6 +138,24 @@ impl Metrics {
             "api_requests",
             "Kubernetes API requests, by verb and HTTP status code",
             api_requests.clone(),
+        );
+        let verify_probes = Family::<Labels, Counter>::default();
+        registry.register(
+            "verify_probes",
+            "Questions the verifier asked runtime pods (GET /declaration), by outcome",
+            verify_probes.clone(),
+        );
+        let verify_in_flight = Gauge::default();
+        registry.register(
+            "verify_in_flight",
+            "Verifier questions in flight (bounded by its pool)",
+            verify_in_flight.clone(),
+        );
+        let verify_pods = Gauge::default();
+        registry.register(
+            "verify_pods",
+            "Ready runtime pods the verifier follows",
+            verify_pods.clone(),
         );
         Self {
             registry,
@@ -96,33 +167,41 @@ impl Metrics {
             conditions,
             condition_types: Mutex::new(HashMap::new()),
             api_requests,
+            verify_probes,
+            verify_in_flight,
+            verify_pods,
         }
     }
 
-    /// Exports the conditions an MCPServer's status now holds (`(type, status)` pairs), and
-    /// drops the series of condition types it no longer has.
+    /// Exports the conditions an MCPServer's status now holds (`(type, status, reason)`), and
+    /// drops the series of condition types it no longer has and of reasons it no longer gives.
     pub fn set_conditions<'a>(
         &self,
         namespace: &str,
         name: &str,
-        conditions: impl IntoIterator<Item = (&'a str, &'a str)>,
+        conditions: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
     ) {
         let Ok(mut known) = self.condition_types.lock() else {
             return;
         };
         let key = (namespace.to_owned(), name.to_owned());
-        let mut now = BTreeSet::new();
-        for (type_, status) in conditions {
+        let before = known.remove(&key).unwrap_or_default();
+        let mut now = BTreeMap::new();
+        for (type_, status, reason) in conditions {
+            let reason = bounded_reason(reason);
+            if let Some(old) = before.get(type_).filter(|old| **old != reason) {
+                self.remove_condition(namespace, name, type_, old);
+            }
             for candidate in STATUSES {
                 self.conditions
-                    .get_or_create(&condition_labels(namespace, name, type_, candidate))
+                    .get_or_create(&condition_labels(namespace, name, type_, candidate, reason))
                     .set(i64::from(candidate == status));
             }
-            now.insert(type_.to_owned());
+            now.insert(type_.to_owned(), reason);
         }
-        for gone in known.get(&key).into_iter().flatten() {
-            if !now.contains(gone) {
-                self.remove_condition(namespace, name, gone);
+        for (gone, reason) in &before {
+            if !now.contains_key(gone) {
+                self.remove_condition(namespace, name, gone, reason);
             }
         }
         known.insert(key, now);
@@ -133,19 +212,19 @@ impl Metrics {
         let Ok(mut known) = self.condition_types.lock() else {
             return;
         };
-        for type_ in known
+        for (type_, reason) in known
             .remove(&(namespace.to_owned(), name.to_owned()))
             .into_iter()
             .flatten()
         {
-            self.remove_condition(namespace, name, &type_);
+            self.remove_condition(namespace, name, &type_, reason);
         }
     }
 
-    fn remove_condition(&self, namespace: &str, name: &str, type_: &str) {
+    fn remove_condition(&self, namespace: &str, name: &str, type_: &str, reason: &str) {
         for status in STATUSES {
             self.conditions
-                .remove(&condition_labels(namespace, name, type_, status));
+                .remove(&condition_labels(namespace, name, type_, status, reason));
         }
     }
 
@@ -175,6 +254,25 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
+    /// Counts one question of the verifier.
+    pub fn verify_probe(&self, answered: bool) {
+        let outcome = if answered { "answered" } else { "failed" };
+        self.verify_probes
+            .get_or_create(&vec![("outcome", outcome)])
+            .inc();
+    }
+
+    /// Sets the verifier's questions in flight.
+    pub fn set_verify_in_flight(&self, n: usize) {
+        self.verify_in_flight
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Sets the Ready pods the verifier follows.
+    pub fn set_verify_pods(&self, n: usize) {
+        self.verify_pods.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
     /// Records whether this replica leads.
     pub fn set_leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
@@ -189,12 +287,19 @@ impl Metrics {
     }
 }
 
-fn condition_labels(namespace: &str, name: &str, type_: &str, status: &str) -> OwnedLabels {
+fn condition_labels(
+    namespace: &str,
+    name: &str,
+    type_: &str,
+    status: &str,
+    reason: &str,
+) -> OwnedLabels {
     vec![
         ("namespace", namespace.to_owned()),
         ("name", name.to_owned()),
         ("type", type_.to_owned()),
         ("status", status.to_owned()),
+        ("reason", reason.to_owned()),
     ]
 }
 
@@ -236,27 +341,32 @@ mod tests {
     }
 
     #[test]
-    fn exports_conditions_one_hot_and_forgets_them() {
+    fn exports_conditions_one_hot_with_a_bounded_reason_and_forgets_them() {
         let metrics = Metrics::new();
         metrics.set_conditions(
             "demo",
             "weather",
-            [("Accepted", "True"), ("Ready", "False")],
+            [
+                ("Accepted", "True", "Compiled"),
+                ("Ready", "False", "RollingOut"),
+            ],
         );
         let text = metrics.encode();
         for expected in [
-            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="False"} 1"#,
-            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="True"} 0"#,
-            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Accepted",status="True"} 1"#,
+            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="False",reason="RollingOut"} 1"#,
+            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="True",reason="RollingOut"} 0"#,
+            r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Accepted",status="True",reason="Compiled"} 1"#,
         ] {
             assert!(text.contains(expected), "missing {expected} in\n{text}");
         }
-        // A condition type the status no longer has loses its series.
-        metrics.set_conditions("demo", "weather", [("Ready", "True")]);
+        // A condition type the status no longer has loses its series; a new reason replaces
+        // the old one's; an unknown reason is `Other`.
+        metrics.set_conditions("demo", "weather", [("Ready", "False", "SomethingNew")]);
         let text = metrics.encode();
         assert!(!text.contains(r#"type="Accepted""#), "{text}");
+        assert!(!text.contains("RollingOut"), "{text}");
         assert!(
-            text.contains(r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="True"} 1"#),
+            text.contains(r#"mcp_operator_server_condition{namespace="demo",name="weather",type="Ready",status="False",reason="Other"} 1"#),
             "{text}"
         );
         metrics.forget_server("demo", "weather");

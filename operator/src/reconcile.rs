@@ -4,15 +4,17 @@
 pub mod apply;
 pub mod build;
 pub mod cache;
+pub mod exposed;
 pub mod host_claims;
 pub mod memory;
 pub mod pods;
 pub mod status;
 pub mod validate;
-pub mod verify;
+pub mod verified;
 
 use crate::metrics::Metrics;
 use crate::resource::{MCPServer, MCPServerStatus};
+use crate::verifier::Verifier;
 use apply::{ApplyError, FIELD_MANAGER, Target};
 use build::SERVER_LABEL;
 use cache::Child as _;
@@ -25,7 +27,7 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Client, Resource, ResourceExt};
 use memory::Memory;
 use rand::Rng as _;
-use status::{Observation, Transition, Verification};
+use status::{Observation, State, Transition};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,27 +46,44 @@ pub struct Context {
     pub stores: Stores,
     /// What the operator remembers of its own writes.
     pub memory: Arc<Memory>,
+    /// What the pods serve (`None`: `--verify=off`).
+    pub verifier: Option<Arc<Verifier>>,
+    /// How long pods may serve an older declaration before `Verified` is `False`.
+    pub verify_grace: Duration,
     /// Consecutive failures per server, for backoff.
     failures: Mutex<HashMap<String, u32>>,
 }
 
+/// What a [`Context`] is made of besides the caches.
+pub struct Parts {
+    /// The API client, with the operator's own identity.
+    pub client: Client,
+    /// Settings that shape the built objects.
+    pub config: build::BuildConfig,
+    /// Publishes Kubernetes events.
+    pub recorder: Recorder,
+    /// The operator's metrics.
+    pub metrics: Arc<Metrics>,
+    /// What the operator remembers of its own writes.
+    pub memory: Arc<Memory>,
+    /// What the pods serve (`None`: `--verify=off`).
+    pub verifier: Option<Arc<Verifier>>,
+    /// How long pods may serve an older declaration before `Verified` is `False`.
+    pub verify_grace: Duration,
+}
+
 impl Context {
     /// A context for reconciles.
-    pub fn new(
-        client: Client,
-        config: build::BuildConfig,
-        recorder: Recorder,
-        metrics: Arc<Metrics>,
-        stores: Stores,
-        memory: Arc<Memory>,
-    ) -> Self {
+    pub fn new(parts: Parts, stores: Stores) -> Self {
         Self {
-            client,
-            config,
-            recorder,
-            metrics,
+            client: parts.client,
+            config: parts.config,
+            recorder: parts.recorder,
+            metrics: parts.metrics,
             stores,
-            memory,
+            memory: parts.memory,
+            verifier: parts.verifier,
+            verify_grace: parts.verify_grace,
             failures: Mutex::default(),
         }
     }
@@ -220,9 +239,7 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         pod.namespace().as_deref() == Some(namespace.as_str())
             && pod.labels().get(SERVER_LABEL) == Some(&name)
     });
-    let step = Instant::now();
-    let (verification, verify_misses) = verify_step(ctx, server, &verdict, &old, &applied).await;
-    ctx.metrics.observe_step("verify", step.elapsed());
+    let (verified, verify_recheck) = verified_step(ctx, server, &verdict, &old, &applied);
     let step = Instant::now();
     let seen = Observation {
         verdict: verdict.as_ref(),
@@ -231,7 +248,13 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         conflicts: &applied.conflicts,
         deployment: applied.deployment.as_ref(),
         pod_problem: pods::problem(pods.iter().map(AsRef::as_ref)),
-        verification,
+        verified,
+        exposed: exposed::exposed(
+            server,
+            k8s_openapi::api::networking::v1::Ingress::cached(&ctx.stores, &namespace, &name)
+                .as_deref(),
+            build::HttpRoute::cached(&ctx.stores, &namespace, &name).as_deref(),
+        ),
     };
     let status = status::next_status(&old, server, &seen, &Time(jiff::Timestamp::now()));
     // Exported whether or not the status needs writing (after a restart it may not).
@@ -241,7 +264,7 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         status
             .conditions
             .iter()
-            .map(|c| (c.type_.as_str(), c.status.as_str())),
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_str())),
     );
     let mut events = Vec::new();
     if status != old || server.status.is_none() {
@@ -270,66 +293,54 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
     match apply_error {
         Some(error) => Err(error.into()),
         None if !applied.conflicts.is_empty() => Ok(Action::requeue(CONFLICT_RECHECK)),
-        // Not (yet) serving the current declaration: ask again, backing off.
-        None if verify_misses > 0 => Ok(Action::requeue(verify_backoff(verify_misses))),
-        None => Ok(Action::requeue(resync())),
+        // The end of a grace period: `Verified` may turn False without any other news.
+        None => Ok(Action::requeue(verify_recheck.unwrap_or_else(resync))),
     }
 }
 
-/// Asks the pods which declaration they serve, when a replica is available and the current
-/// declaration has not been found served yet. Returns what was found and the misses in a row.
-async fn verify_step(
+/// The `Verified` condition from what the verifier found (`None`: `--verify=off`), and when to
+/// look again without news. Tells the verifier which declaration the pods should serve.
+fn verified_step(
     ctx: &Context,
     server: &MCPServer,
     verdict: &Result<validate::Accepted, validate::Refused>,
     old: &MCPServerStatus,
     applied: &apply::Applied,
-) -> (Verification, u32) {
-    let uid = server.uid().unwrap_or_default();
-    let namespace = server.namespace().unwrap_or_default();
-    let available = applied
-        .deployment
-        .as_ref()
-        .and_then(|d| d.status.as_ref())
-        .and_then(|s| s.available_replicas)
-        .unwrap_or(0);
-    // What should be served: the declaration applied last (the refused one never was).
+) -> (Option<State>, Option<Duration>) {
+    let Some(verifier) = &ctx.verifier else {
+        return (None, None);
+    };
+    let (namespace, name) = (server.namespace().unwrap_or_default(), server.name_any());
+    // What should be served: the declaration applied last (a refused one never was).
     let want = match verdict {
-        Ok(accepted) => Some((accepted.hash.clone(), accepted.counts)),
+        Ok(accepted) if applied.conflicts.is_empty() => {
+            Some((accepted.hash.clone(), accepted.counts))
+        }
+        Ok(_) => None,
         Err(_) => ConfigMap::cached(&ctx.stores, &namespace, &build::config_map_name(server))
             .and_then(|c| c.annotations().get(validate::HASH_ANNOTATION).cloned())
             .zip(old.counts),
     };
-    let Some((want_hash, want_counts)) =
-        want.filter(|_| available > 0 && applied.conflicts.is_empty())
-    else {
-        return (Verification::NoReplica, 0);
-    };
-    if ctx.memory.verified(&uid).as_deref() == Some(want_hash.as_str()) {
-        return (Verification::Unchanged, 0);
+    if let Some((hash, _)) = &want {
+        verifier.expect(&namespace, &name, hash);
     }
-    let prefix = build::public_endpoint(server)
-        .and_then(|endpoint| endpoint.prefix)
-        .unwrap_or_default();
-    let verification = match verify::ask(&ctx.client, &namespace, &server.name_any(), prefix).await
-    {
-        Ok(served) => Verification::Answered {
-            served,
-            want_hash: want_hash.clone(),
-            want_counts,
-        },
-        Err(error) => Verification::Failed(error_chain(&error)),
-    };
-    let found = verification.verified().then_some(want_hash);
-    let misses = ctx.memory.remember_verify(&uid, found);
-    (verification, misses)
-}
-
-/// Wait before asking again after `misses` verify attempts in a row that did not find the
-/// current declaration: 10 s, doubling, at most 5 minutes.
-fn verify_backoff(misses: u32) -> Duration {
-    let seconds = 10u64.saturating_mul(1u64 << misses.saturating_sub(1).min(5));
-    Duration::from_secs(seconds.min(300))
+    let desired = applied
+        .deployment
+        .as_ref()
+        .and_then(|d| d.spec.replicas)
+        .unwrap_or(1);
+    let found = verified::verdict(
+        want.as_ref().map(|(hash, counts)| verified::Want {
+            hash,
+            counts: *counts,
+        }),
+        &verifier.view(&namespace, &name),
+        desired,
+        old.condition(status::VERIFIED),
+        ctx.verify_grace,
+        Instant::now(),
+    );
+    (Some(found.state), found.recheck)
 }
 
 /// Writes the status with server-side apply on the status subresource.

@@ -5,10 +5,12 @@ use crate::admin::{self, AdminState};
 use crate::controller;
 use crate::leader::{Elector, LeaseConfig};
 use crate::metrics::Metrics;
-use crate::reconcile::Context;
 use crate::reconcile::build::BuildConfig;
+use crate::reconcile::build::{ADMIN_PORT, SERVER_LABEL};
 use crate::reconcile::memory::Memory;
+use crate::reconcile::{Context, Parts};
 use crate::registry::{Registry, RegistryConfig};
+use crate::verifier::{self, PodShape, Prober, Verifier};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use std::net::SocketAddr;
@@ -34,6 +36,10 @@ pub struct RunConfig {
     pub instance: String,
     /// The MCP Registry and catalog page, when enabled.
     pub registry: Option<RegistryConfig>,
+    /// How pods are asked what they serve.
+    pub verify: verifier::Mode,
+    /// How long pods may serve an older declaration before `Verified` is `False`.
+    pub verify_grace: std::time::Duration,
 }
 
 /// Why the operator stopped with an error.
@@ -154,24 +160,26 @@ async fn run_connected(
         instance: Some(config.instance.clone()),
     };
     let memory = Arc::new(Memory::default());
-    let context = {
-        let (client, build, metrics, memory) = (
-            client.clone(),
-            config.build.clone(),
-            state.metrics.clone(),
-            memory.clone(),
-        );
-        move |stores| {
-            Arc::new(Context::new(
-                client.clone(),
-                build,
-                Recorder::new(client, reporter),
-                metrics,
-                stores,
-                memory,
-            ))
-        }
+    let shape = PodShape {
+        server_label: SERVER_LABEL,
+        default_admin_port: u16::try_from(ADMIN_PORT).unwrap_or(9090),
     };
+    let verifier = match config.verify {
+        verifier::Mode::Off => None,
+        verifier::Mode::Pods => Some(Prober::Pods),
+        verifier::Mode::ApiServerProxy => Some(Prober::ApiServerProxy(client.clone())),
+    }
+    .map(|prober| Verifier::new(prober, shape, state.metrics.clone()));
+    let parts = Parts {
+        client: client.clone(),
+        config: config.build.clone(),
+        recorder: Recorder::new(client.clone(), reporter),
+        metrics: state.metrics.clone(),
+        memory: memory.clone(),
+        verifier: verifier.clone(),
+        verify_grace: config.verify_grace,
+    };
+    let context = move |stores| Arc::new(Context::new(parts, stores));
     let stop = {
         let (shutdown, lost) = (shutdown.clone(), lost.clone());
         async move {
@@ -194,7 +202,7 @@ async fn run_connected(
             }
         };
         tokio::select! {
-            () = controller::run(client.clone(), &config.namespaces, memory, context, stop) => {}
+            () = controller::run(client.clone(), &config.namespaces, memory, verifier, context, stop) => {}
             () = deadline => tracing::warn!(grace = ?SHUTDOWN_GRACE, "reconciles did not finish in time; stopping anyway"),
             () = lost.cancelled() => tracing::error!("lost the lease: reconciles stopped"),
         }

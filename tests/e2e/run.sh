@@ -7,9 +7,9 @@
 # the examples as a user would, and checks children, owner references, field manager, status,
 # events, pruning, garbage collection, refusals (API server and operator), leader election and
 # shutdown. It then serves the ConfigMap the operator wrote with mcp-runtime and talks to it with
-# the official MCP Python SDK: manifest -> operator -> ConfigMap -> runtime -> answered tool call,
-# and the operator's `Verified` check reaches that runtime through the API server's service proxy
-# (tests/e2e/verified.sh).
+# the official MCP Python SDK: manifest -> operator -> ConfigMap -> runtime -> answered tool call.
+# `Verified` is checked by the Rust cluster tests (operator/tests/cluster/, `kube::Api`): real
+# runtimes play a server's pods on loopback addresses, which the operator asks directly.
 #
 # Usage: tests/e2e/run.sh        (KEEP_CLUSTER=1 leaves the control plane running afterwards)
 # Prints `ok - ...` / `not ok - ...` lines and ends with `N passed, N failed`; exits 1 on failure.
@@ -108,12 +108,19 @@ check "RBAC: the operator cannot read Secrets" bash -c \
   "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i get secrets -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i list secrets -A) == no ]]"
 check "RBAC: the operator cannot touch Pods or other namespaces' Leases" bash -c \
   "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create pods -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i update leases -n default) == no ]]"
+# `--subresource`: `services/proxy` alone would name a Service called "proxy".
+check "RBAC: no API server proxy (the operator asks pods directly)" bash -c \
+  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create services --subresource=proxy -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i get pods --subresource=proxy -n $NS) == no ]]"
 
 ADMIN_PORT=$((20000 + RANDOM % 10000))
 OPERATOR_SCOPE=()
+# Short enough for the cluster tests to see StaleDeclaration soon, long enough for them to see
+# Propagating first.
+VERIFY_GRACE_S=30
 start_operator() {
   KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-operator \
     "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name "$LEASE" \
+    --verify-grace "${VERIFY_GRACE_S}s" \
     --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json "${OPERATOR_SCOPE[@]}" \
     --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
   OPERATOR_PID=$!
@@ -288,7 +295,15 @@ wait "$RUNTIME_PID" 2>/dev/null || true
 RUNTIME_PID=
 
 # ----------------------------------------------------------------------------------------------
-source "$ROOT/tests/e2e/verified.sh"
+log "cluster tests in Rust (operator/tests/cluster): Verified end to end, why pods do not start"
+cluster_tests() {
+  KUBECONFIG=$ADMIN_KUBECONFIG KUBE_MCP_E2E_NAMESPACE=$NS KUBE_MCP_E2E_OPERATOR_NAMESPACE=$SYSTEM_NS \
+    KUBE_MCP_E2E_OPERATOR_ADMIN=127.0.0.1:$ADMIN_PORT KUBE_MCP_E2E_DIR=$E2E/cluster \
+    KUBE_MCP_E2E_VERIFY_GRACE_S=$VERIFY_GRACE_S MCP_RUNTIME_BIN=$RUNTIME_BIN \
+    nice cargo test --quiet --manifest-path "$ROOT/Cargo.toml" -p mcp-operator --test cluster \
+    -- --ignored --test-threads=1 --skip exposed::
+}
+check "operator/tests/cluster passes" cluster_tests
 
 # ----------------------------------------------------------------------------------------------
 log "a refused declaration leaves the last good children serving"
@@ -306,7 +321,7 @@ untouched() {
     [[ $(kubectl -n "$NS" get deployment weather -o jsonpath='{.spec.template}') == "$TEMPLATE_BEFORE" ]]
 }
 check "the ConfigMap and the Deployment are untouched" untouched
-check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Verified, [{][{] args.name [}][}]!")'
+check "the ConfigMap still holds the last good manifest" holds configmap weather-manifest '.data["manifest.yaml"] | test("Hi, [{][{] args.name [}][}]!")'
 check "a Warning event names the refusal" eventually 20 events_with InvalidDeclaration
 check "fixing it accepts it again" kubectl -n "$NS" patch mcpserver weather --type=json \
   -p '[{"op": "replace", "path": "/spec/tools/0/content/0/text", "value": "Hi again, {{ args.name }}!"}]'
@@ -390,6 +405,16 @@ OPERATOR_PID=$STANDBY_PID
 check "after the leader crashes, the standby takes the Lease once it expires" eventually 40 bash -c \
   "kubectl -n $SYSTEM_NS get lease $LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q '^e2e-standby_'"
 check "the Lease counts the transition" test "$(transitions)" -gt "$TRANSITIONS"
+# Writes the operator sent, from its own request counter (Lease renewals are updates, not counted).
+writes_of() { curl -fsS "http://127.0.0.1:$1/metrics" | awk '/^mcp_operator_api_requests_total[{]verb="(apply|patch|create|delete)"/ {s += $2} END {print s + 0}'; }
+quiet_leader() {
+  # Every server has been reconciled once by the new leader (it reconciles all on taking over).
+  eventually 30 bash -c "curl -fsS http://127.0.0.1:$STANDBY_PORT/metrics | awk '/^mcp_operator_reconciles_total/ {s += \$2} END {exit !(s >= $(kubectl get mcpservers -A --no-headers | wc -l))}'" || return 1
+  sleep 3
+  echo "writes by the new leader: $(writes_of "$STANDBY_PORT")"
+  (($(writes_of "$STANDBY_PORT") == 0))
+}
+check "the new leader writes nothing for servers already converged" quiet_leader
 check "the new leader reconciles" bash -c "kubectl -n $NS patch mcpserver weather --type=merge -p '{\"spec\": {\"title\": \"Weather (standby)\"}}' >/dev/null" 
 check "and the ConfigMap follows" eventually 30 holds configmap weather-manifest '.data["manifest.yaml"] | test("Weather [(]standby[)]")'
 

@@ -275,6 +275,16 @@ check "an HTTPRoute deleted by hand is put back (the operator watches HTTPRoutes
   for i in \$(seq 60); do kubectl -n $T2 get httproute weather >/dev/null 2>&1 && exit 0; sleep 0.5; done; exit 1"
 check "status url is the gateway URL, and no Ingress exists" eventually 30 bash -c \
   "[[ \$(kubectl -n $T2 get mcps weather -o jsonpath='{.status.url}') == https://gw.$DOMAIN/weather/mcp ]] && ! kubectl -n $T2 get ingress weather"
+# operator/tests/cluster/exposed.rs: a Gateway that refuses a route, then takes it, and an
+# Ingress given an address, in the Exposed condition (Rust, kube::Api).
+exposed_tests() {
+  KUBE_MCP_E2E_NAMESPACE=$T2 KUBE_MCP_E2E_OPERATOR_NAMESPACE=$SYSTEM_NS KUBE_MCP_E2E_DOMAIN=$DOMAIN \
+    KUBE_MCP_E2E_OPERATOR_ADMIN=127.0.0.1:$ADMIN_PORT KUBE_MCP_E2E_DIR=$E2E/cluster \
+    KUBE_MCP_E2E_VERIFY_GRACE_S=150 MCP_RUNTIME_BIN=$RUNTIME_BIN \
+    nice cargo test --quiet --manifest-path "$ROOT/Cargo.toml" -p mcp-operator --test cluster \
+    -- --ignored --test-threads=1 exposed::
+}
+check "operator/tests/cluster exposed:: passes (Exposed from route and Ingress status)" exposed_tests
 check "the API server refuses exposure: gateway without spec.gateway" bash -c \
   "! kubectl -n $T2 patch mcps weather --type=json -p '[{\"op\": \"remove\", \"path\": \"/spec/gateway\"}]' 2>$E2E/gw.err; grep -q 'needs spec.gateway' $E2E/gw.err"
 
@@ -315,13 +325,14 @@ check "back to exposure: ingress prunes the HTTPRoute and writes an Ingress with
 
 # ----------------------------------------------------------------------------------------------
 log "NetworkPolicy per server"
-check "the server has a NetworkPolicy admitting the ingress namespaces, the operator, its own pods and monitoring" \
+check "the server has a NetworkPolicy: MCP port for the ingress namespaces and its own pods, admin port for monitoring and the operator" \
   eventually 30 holds "$T2" networkpolicy weather '
     .spec.podSelector.matchLabels["kube-mcp.io/server"] == "weather" and .spec.policyTypes == ["Ingress"] and
-    ([.spec.ingress[0].from[] | select(.namespaceSelector) | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["ingress-nginx", "gateway-system", "'"$SYSTEM_NS"'"]) and
+    ([.spec.ingress[0].from[] | select(.namespaceSelector) | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["ingress-nginx", "gateway-system"]) and
     ([.spec.ingress[0].from[] | select(.namespaceSelector == null) | .podSelector.matchLabels["kube-mcp.io/server"]] == ["weather"]) and
     .spec.ingress[0].ports[0].port == "http" and .spec.ingress[1].ports[0].port == "admin" and
-    .spec.ingress[1].from[0].namespaceSelector.matchLabels["kubernetes.io/metadata.name"] == "monitoring"'
+    ([.spec.ingress[1].from[] | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["monitoring", "'"$SYSTEM_NS"'"]) and
+    .spec.ingress[1].from[1].podSelector.matchLabels["app.kubernetes.io/component"] == "operator"'
 check "spec.networkPolicy.from adds peers" bash -c "
   kubectl -n $T2 patch mcps weather --type=merge -p '{\"spec\": {\"networkPolicy\": {\"from\": [{\"podSelector\": {\"matchLabels\": {\"role\": \"agent\"}}}]}}}' >/dev/null &&
   for i in \$(seq 60); do kubectl -n $T2 get networkpolicy weather -o json | jq -e '.spec.ingress[0].from[-1].podSelector.matchLabels.role == \"agent\"' >/dev/null && exit 0; sleep 0.5; done; exit 1"

@@ -3,8 +3,11 @@
 //!
 //! Every write is skipped when it would change nothing: the session key is created once per
 //! server, a child is applied only when the desired object or the cached child changed since the
-//! operator's last apply, and pruning reads the watch cache. A same-named object someone else
-//! created is never adopted: the server gets `ChildConflict` and the object is left alone.
+//! operator's last apply, and pruning reads the watch cache. Each applied child carries the hash
+//! of the object the operator asked for (`kube-mcp.io/applied-hash`), so that a restarted or
+//! newly elected operator, whose memory is empty, finds it already applied instead of applying
+//! it again. A same-named object someone else created is never adopted: the server gets
+//! `ChildConflict` and the object is left alone.
 
 use super::build::{Children, SERVER_LABEL};
 use super::cache::{Child, Stores};
@@ -12,11 +15,17 @@ use super::memory::{Applied as Remembered, Memory, child_key, fingerprint, hash_
 use crate::resource::MCPServer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 
 /// The one field manager of everything the operator writes.
 pub const FIELD_MANAGER: &str = "mcp-operator";
+
+/// Annotation of every applied child: the hash of the object the operator asked for (before this
+/// annotation was added). The hash is stable for one operator build; another build may apply
+/// each child once more.
+pub const APPLIED_ANNOTATION: &str = "kube-mcp.io/applied-hash";
 
 /// Why a child could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -177,6 +186,18 @@ pub async fn apply(
         return Ok(applied);
     }
 
+    // The Deployment mounts the session key, and is applied only once the key exists: a
+    // Deployment of this server in the cache means the key was made (by this process or an
+    // earlier leader), and asking again would be a write for nothing.
+    let deployment_cached = Deployment::cached(
+        target.stores,
+        &target.namespace(),
+        &children.deployment.name_any(),
+    )
+    .filter(|d| controlled_by(d.as_ref(), &target.uid()));
+    if deployment_cached.is_some() {
+        target.memory.session_key_exists(&target.uid());
+    }
     let session_key = async {
         if target.memory.has_session_key(&target.uid()) {
             return Ok(0);
@@ -195,7 +216,7 @@ pub async fn apply(
     };
     let ((deployment, pod_writes), service) =
         tokio::try_join!(pods, apply_one(target, &children.service))?;
-    applied.deployment = Some(deployment);
+    applied.deployment = deployment.or_else(|| deployment_cached.map(|d| d.as_ref().clone()));
     applied.writes += pod_writes + service.1;
     let optional = tokio::try_join!(
         apply_or_prune(target, children.ingress.as_ref()),
@@ -238,9 +259,13 @@ pub fn cached_deployment(stores: &Stores, server: &MCPServer) -> Option<Deployme
 }
 
 fn controlled_by<K: Resource>(object: &K, uid: &str) -> bool {
-    object
-        .owner_references()
+    meta_controlled_by(object.meta(), uid)
+}
+
+fn meta_controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
+    meta.owner_references
         .iter()
+        .flatten()
         .any(|o| o.controller == Some(true) && o.uid == uid)
 }
 
@@ -252,30 +277,33 @@ async fn owner_of<K: Child>(
 ) -> Result<Option<Conflict>, ApplyError> {
     let (namespace, name, uid) = (target.namespace(), desired.name_any(), target.uid());
     let key = child_key::<K>(&namespace, &name);
-    let existing = match K::cached(target.stores, &namespace, &name) {
-        Some(cached) => Some(cached.as_ref().clone()),
+    let existing: Option<ObjectMeta> = match K::cached(target.stores, &namespace, &name) {
+        Some(cached) => Some(cached.meta().clone()),
         // Applied by this process and not yet in the cache: it is ours.
         None if target.memory.applied(&uid, &key).is_some() => return Ok(None),
         None => {
+            // Only its owners matter: the metadata is enough.
             let api: Api<K> = Api::namespaced(target.client.clone(), &namespace);
-            api.get_opt(&name)
+            api.get_metadata_opt(&name)
                 .await
                 .map_err(|source| ApplyError::Read {
                     kind: K::kind(&()).into_owned(),
                     name: name.clone(),
                     source,
                 })?
+                .map(|partial| partial.metadata)
         }
     };
     let Some(existing) = existing else {
         return Ok(None);
     };
-    if controlled_by(&existing, &uid) {
+    if meta_controlled_by(&existing, &uid) {
         return Ok(None);
     }
     let holder = match existing
-        .owner_references()
+        .owner_references
         .iter()
+        .flatten()
         .find(|o| o.controller == Some(true))
     {
         Some(owner) => format!("controlled by {} {}", owner.kind, owner.name),
@@ -299,24 +327,45 @@ async fn maybe_owner_of<K: Child>(
 }
 
 /// Applies one child unless neither the desired object nor the cached child changed since the
-/// last apply; returns the child as it now is, and the writes made (0 or 1).
-async fn apply_one<K: Child>(target: &Target<'_>, desired: &K) -> Result<(K, u32), ApplyError> {
+/// last apply (this process's, or a previous leader's as its annotation says); returns the
+/// child as the API server answered when it was applied, and the writes made (0 or 1).
+async fn apply_one<K: Child>(
+    target: &Target<'_>,
+    desired: &K,
+) -> Result<(Option<K>, u32), ApplyError> {
     let (namespace, name, uid) = (target.namespace(), desired.name_any(), target.uid());
     let key = child_key::<K>(&namespace, &name);
     let desired_hash = hash_of(desired);
-    let cached = K::cached(target.stores, &namespace, &name);
-    if let (Some(cached), Some(last)) = (&cached, target.memory.applied(&uid, &key))
-        && last.desired == desired_hash
-        && last.fingerprint == fingerprint(cached.as_ref())
-    {
-        return Ok((cached.as_ref().clone(), 0));
+    let stamp = format!("{desired_hash:016x}");
+    if let Some(cached) = K::cached(target.stores, &namespace, &name) {
+        let remembered = Remembered {
+            desired: desired_hash,
+            fingerprint: fingerprint(cached.as_ref()),
+        };
+        match target.memory.applied(&uid, &key) {
+            Some(last) if last == remembered => return Ok((None, 0)),
+            // Nothing remembered (a restart, a new leader): the object says what was applied.
+            None if controlled_by(cached.as_ref(), &uid)
+                && cached.annotations().get(APPLIED_ANNOTATION) == Some(&stamp) =>
+            {
+                target.memory.remember_applied(&uid, key, remembered);
+                return Ok((None, 0));
+            }
+            _ => {}
+        }
     }
+    let mut stamped = desired.clone();
+    stamped
+        .meta_mut()
+        .annotations
+        .get_or_insert_default()
+        .insert(APPLIED_ANNOTATION.to_owned(), stamp);
     let api: Api<K> = Api::namespaced(target.client.clone(), &namespace);
     let answer = api
         .patch(
             &name,
             &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(desired),
+            &Patch::Apply(&stamped),
         )
         .await
         .map_err(|source| ApplyError::Apply {
@@ -332,7 +381,7 @@ async fn apply_one<K: Child>(target: &Target<'_>, desired: &K) -> Result<(K, u32
             fingerprint: fingerprint(&answer),
         },
     );
-    Ok((answer, 1))
+    Ok((Some(answer), 1))
 }
 
 /// Creates the Secret unless it exists. Needs only `create` on Secrets: the operator never reads

@@ -1,7 +1,9 @@
 //! The watch caches (reflector stores) of the operator's children, filled by the controller's
 //! label-scoped watches, and of the servers themselves (for host and path claims). Reconciles
 //! read here instead of listing or getting, so a reconcile with nothing to do makes no API call.
-//! No I/O.
+//! Kinds the operator reads only through their metadata (ConfigMaps, Services,
+//! PodDisruptionBudgets, NetworkPolicies) are watched as metadata only; the others are cached
+//! without what the operator never reads (`controller.rs` strips them). No I/O.
 
 use super::build::HttpRoute;
 use crate::resource::MCPServer;
@@ -11,6 +13,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Resource;
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -20,18 +23,18 @@ use std::sync::Arc;
 /// One store per kind of child, and the pods of the servers (for failure reasons).
 #[derive(Clone)]
 pub struct Stores {
-    /// Runtime manifests.
-    pub config_maps: Store<ConfigMap>,
-    /// Services.
-    pub services: Store<Service>,
+    /// Runtime manifests (metadata: the declaration hash is an annotation).
+    pub config_maps: Store<PartialObjectMeta<ConfigMap>>,
+    /// Services (metadata).
+    pub services: Store<PartialObjectMeta<Service>>,
     /// Deployments.
     pub deployments: Store<Deployment>,
     /// Ingresses.
     pub ingresses: Store<Ingress>,
-    /// PodDisruptionBudgets.
-    pub pod_disruption_budgets: Store<PodDisruptionBudget>,
-    /// NetworkPolicies.
-    pub network_policies: Store<NetworkPolicy>,
+    /// PodDisruptionBudgets (metadata).
+    pub pod_disruption_budgets: Store<PartialObjectMeta<PodDisruptionBudget>>,
+    /// NetworkPolicies (metadata).
+    pub network_policies: Store<PartialObjectMeta<NetworkPolicy>>,
     /// Gateway API HTTPRoutes (empty, and never filled, when the API server does not serve them).
     pub http_routes: Store<HttpRoute>,
     /// The servers' pods.
@@ -51,52 +54,62 @@ pub trait Child:
     + Sync
     + 'static
 {
+    /// What the cache holds of this kind: the object (stripped), or only its metadata.
+    type Cached: Resource<DynamicType = ()> + Clone + Send + Sync + 'static;
+
     /// The store of this kind.
-    fn store(stores: &Stores) -> &Store<Self>;
+    fn store(stores: &Stores) -> &Store<Self::Cached>;
 
     /// The cached object of this kind with this name, if the watch has seen one.
-    fn cached(stores: &Stores, namespace: &str, name: &str) -> Option<Arc<Self>> {
+    fn cached(stores: &Stores, namespace: &str, name: &str) -> Option<Arc<Self::Cached>> {
         Self::store(stores).get(&ObjectRef::new(name).within(namespace))
     }
 }
 
 impl Child for ConfigMap {
-    fn store(stores: &Stores) -> &Store<Self> {
+    type Cached = PartialObjectMeta<Self>;
+    fn store(stores: &Stores) -> &Store<Self::Cached> {
         &stores.config_maps
     }
 }
 
 impl Child for Service {
-    fn store(stores: &Stores) -> &Store<Self> {
+    type Cached = PartialObjectMeta<Self>;
+    fn store(stores: &Stores) -> &Store<Self::Cached> {
         &stores.services
     }
 }
 
 impl Child for Deployment {
+    type Cached = Self;
     fn store(stores: &Stores) -> &Store<Self> {
         &stores.deployments
     }
 }
 
 impl Child for Ingress {
+    type Cached = Self;
     fn store(stores: &Stores) -> &Store<Self> {
         &stores.ingresses
     }
 }
 
 impl Child for PodDisruptionBudget {
-    fn store(stores: &Stores) -> &Store<Self> {
+    type Cached = PartialObjectMeta<Self>;
+    fn store(stores: &Stores) -> &Store<Self::Cached> {
         &stores.pod_disruption_budgets
     }
 }
 
 impl Child for NetworkPolicy {
-    fn store(stores: &Stores) -> &Store<Self> {
+    type Cached = PartialObjectMeta<Self>;
+    fn store(stores: &Stores) -> &Store<Self::Cached> {
         &stores.network_policies
     }
 }
 
 impl Child for HttpRoute {
+    type Cached = Self;
     fn store(stores: &Stores) -> &Store<Self> {
         &stores.http_routes
     }

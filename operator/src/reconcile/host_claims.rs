@@ -148,7 +148,12 @@ pub fn requeue(
 
 /// Queues `server` as changed or deleted, for [`requeue`]; a full queue drops it.
 pub fn changed(queue: &mpsc::Sender<String>, server: &MCPServer) {
-    if let Err(error) = queue.try_send(server.uid().unwrap_or_default()) {
+    released(queue, &server.uid().unwrap_or_default());
+}
+
+/// [`changed`] for a server known only by its UID (deleted while the watch was behind).
+pub fn released(queue: &mpsc::Sender<String>, uid: &str) {
+    if let Err(error) = queue.try_send(uid.to_owned()) {
         tracing::debug!(%error, "host claim change dropped");
     }
 }

@@ -78,10 +78,6 @@ struct Inner {
     applied: HashMap<String, HashMap<ChildKey, Applied>>,
     /// Per server UID: the status last written.
     status: HashMap<String, MCPServerStatus>,
-    /// Per server UID: the declaration hash a replica was found serving.
-    verified: HashMap<String, String>,
-    /// Per server UID: verify attempts in a row that did not find the current declaration.
-    unverified: HashMap<String, u32>,
 }
 
 impl Memory {
@@ -146,37 +142,12 @@ impl Memory {
         self.with(|m| m.status.insert(uid.to_owned(), status));
     }
 
-    /// The declaration hash a replica of the server was found serving.
-    pub fn verified(&self, uid: &str) -> Option<String> {
-        self.with(|m| m.verified.get(uid).cloned())
-    }
-
-    /// Records a verify attempt: the hash found serving (the current one), or a miss; returns
-    /// the misses in a row.
-    pub fn remember_verify(&self, uid: &str, verified: Option<String>) -> u32 {
-        self.with(|m| match verified {
-            Some(hash) => {
-                m.verified.insert(uid.to_owned(), hash);
-                m.unverified.remove(uid);
-                0
-            }
-            None => {
-                m.verified.remove(uid);
-                let misses = m.unverified.entry(uid.to_owned()).or_insert(0);
-                *misses = misses.saturating_add(1);
-                *misses
-            }
-        })
-    }
-
     /// Forgets a deleted server.
     pub fn forget_server(&self, uid: &str) {
         self.with(|m| {
             m.session_keys.remove(uid);
             m.applied.remove(uid);
             m.status.remove(uid);
-            m.verified.remove(uid);
-            m.unverified.remove(uid);
         });
     }
 }

@@ -1,6 +1,7 @@
-//! Why a server's pods do not become available, read from their container states: the reasons a
-//! person can act on (a wrong image, a crashing process, a missing Secret, too little memory),
-//! with the container's own message. Pure.
+//! Why a server's pods do not become available, read from their container states and
+//! conditions: the reasons a person can act on (a wrong image, a crashing process, a missing
+//! Secret, too little memory, no node that fits), with the kubelet's or scheduler's own message.
+//! Pure.
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
@@ -25,7 +26,11 @@ const WAITING: &[(&str, &str)] = &[
 /// Longest container message quoted.
 const MAX_MESSAGE: usize = 300;
 
-/// The most telling problem among the pods, if any container names one.
+/// Rank of a pod the scheduler cannot place: after every container problem (a pod with a
+/// container has been placed).
+const UNSCHEDULABLE_RANK: usize = WAITING.len() + 1;
+
+/// The most telling problem among the pods, if a container or the scheduler names one.
 pub fn problem<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Option<PodProblem> {
     let mut found: Option<(usize, PodProblem)> = None;
     for pod in pods {
@@ -33,6 +38,13 @@ pub fn problem<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Option<PodProblem
             continue;
         }
         let name = pod.metadata.name.as_deref().unwrap_or_default();
+        if let Some(unschedulable) = unschedulable(name, pod)
+            && found
+                .as_ref()
+                .is_none_or(|(best, _)| UNSCHEDULABLE_RANK < *best)
+        {
+            found = Some((UNSCHEDULABLE_RANK, unschedulable));
+        }
         let statuses = pod.status.iter().flat_map(|s| {
             s.init_container_statuses
                 .iter()
@@ -48,6 +60,23 @@ pub fn problem<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Option<PodProblem
         }
     }
     found.map(|(_, problem)| problem)
+}
+
+/// `PodScheduled=False/Unschedulable`, as the scheduler writes it, with its message (such as
+/// `0/3 nodes are available: 3 Insufficient memory.`).
+fn unschedulable(name: &str, pod: &Pod) -> Option<PodProblem> {
+    let condition = pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| {
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+    })?;
+    let detail = condition
+        .message
+        .clone()
+        .unwrap_or_else(|| "no node can run it".into());
+    let mut problem = describe(name, "", "Unschedulable", &detail);
+    problem.message = format!("pod {name}: Unschedulable: {}", trimmed(&detail));
+    Some(problem)
 }
 
 fn container_problem(pod: &str, container: &ContainerStatus) -> Option<(usize, PodProblem)> {
@@ -91,7 +120,7 @@ fn container_problem(pod: &str, container: &ContainerStatus) -> Option<(usize, P
     })
 }
 
-fn describe(pod: &str, container: &str, reason: &'static str, detail: &str) -> PodProblem {
+fn trimmed(detail: &str) -> String {
     let mut detail = detail.trim().to_owned();
     if detail.len() > MAX_MESSAGE {
         let mut end = MAX_MESSAGE;
@@ -101,9 +130,16 @@ fn describe(pod: &str, container: &str, reason: &'static str, detail: &str) -> P
         detail.truncate(end);
         detail.push('…');
     }
+    detail
+}
+
+fn describe(pod: &str, container: &str, reason: &'static str, detail: &str) -> PodProblem {
     PodProblem {
         reason,
-        message: format!("pod {pod} container {container}: {reason}: {detail}"),
+        message: format!(
+            "pod {pod} container {container}: {reason}: {}",
+            trimmed(detail)
+        ),
     }
 }
 
@@ -184,6 +220,31 @@ mod tests {
                 format!("pod p1 container runtime: {reason}: {detail}")
             );
         }
+    }
+
+    #[test]
+    fn a_pod_no_node_can_run_says_so_unless_a_container_says_more() {
+        let unplaced = pod(
+            "metadata: {name: u}\nstatus: {phase: Pending, conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable, message: '0/3 nodes are available: 3 Insufficient memory.'}]}",
+        );
+        let found = problem([&unplaced]).unwrap();
+        assert_eq!(found.reason, "Unschedulable");
+        assert_eq!(
+            found.message,
+            "pod u: Unschedulable: 0/3 nodes are available: 3 Insufficient memory."
+        );
+        let crashing = pod(
+            "metadata: {name: a}\nstatus: {containerStatuses: [{name: runtime, image: x, imageID: '', ready: false, restartCount: 1, state: {waiting: {reason: CrashLoopBackOff}}}]}",
+        );
+        assert_eq!(
+            problem([&unplaced, &crashing]).unwrap().reason,
+            "CrashLoopBackOff"
+        );
+        // Scheduled (or still being scheduled): nothing to say.
+        let placed = pod(
+            "metadata: {name: p}\nstatus: {conditions: [{type: PodScheduled, status: 'True'}]}",
+        );
+        assert_eq!(problem([&placed]), None);
     }
 
     #[test]

@@ -5,8 +5,10 @@
 use super::apply::Conflict;
 use super::pods::PodProblem;
 use super::validate::{Accepted, Refused};
-use super::verify::Served;
-use crate::resource::{Condition, Counts, MCPServer, MCPServerStatus};
+
+/// Condition type: what routes clients from outside took the server.
+pub const EXPOSED: &str = "Exposed";
+use crate::resource::{Condition, MCPServer, MCPServerStatus};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -14,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub const ACCEPTED: &str = "Accepted";
 /// Condition type: every replica is up to date and available.
 pub const READY: &str = "Ready";
-/// Condition type: a real MCP request found the pods serving the current declaration.
+/// Condition type: every Ready pod was found serving the current declaration.
 pub const VERIFIED: &str = "Verified";
 
 /// What one reconcile found.
@@ -32,90 +34,11 @@ pub struct Observation<'a> {
     pub deployment: Option<&'a Deployment>,
     /// Why the pods do not start, when their containers say so.
     pub pod_problem: Option<PodProblem>,
-    /// What asking the pods found.
-    pub verification: Verification,
-}
-
-/// What the verify step found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verification {
-    /// Nothing to ask: no replica is available (or nothing was ever accepted).
-    NoReplica,
-    /// Already verified for this declaration: the condition stays as it is.
-    Unchanged,
-    /// A replica answered; `want` is the declaration it should serve.
-    Answered {
-        /// What it serves.
-        served: Served,
-        /// The hash of the declaration applied last.
-        want_hash: String,
-        /// What that declaration holds.
-        want_counts: Counts,
-    },
-    /// The question went unanswered.
-    Failed(String),
-}
-
-impl Verification {
-    /// Whether the answer shows the current declaration served.
-    pub fn verified(&self) -> bool {
-        matches!(self, Self::Answered { served, want_hash, want_counts }
-            if served.hash.as_deref() == Some(want_hash.as_str()) && served.counts == *want_counts)
-    }
-}
-
-fn describe_counts(c: &Counts) -> String {
-    format!(
-        "{} tools, {} resources, {} resource templates, {} prompts",
-        c.tools, c.resources, c.resource_templates, c.prompts
-    )
-}
-
-fn verified_state(old: &MCPServerStatus, verification: &Verification) -> State {
-    match verification {
-        Verification::NoReplica => state(
-            "Unknown",
-            "NotReady",
-            "no replica is available to ask".into(),
-        ),
-        Verification::Unchanged => match old.condition(VERIFIED) {
-            Some(c) if c.status == "True" => state("True", "Serving", c.message.clone()),
-            _ => state(
-                "Unknown",
-                "NotReady",
-                "no replica is available to ask".into(),
-            ),
-        },
-        Verification::Answered {
-            want_hash,
-            want_counts,
-            ..
-        } if verification.verified() => state(
-            "True",
-            "Serving",
-            format!(
-                "a replica serves declaration {want_hash} ({})",
-                describe_counts(want_counts)
-            ),
-        ),
-        Verification::Answered {
-            served,
-            want_hash,
-            want_counts,
-        } => state(
-            "False",
-            "StaleDeclaration",
-            format!(
-                "a replica serves declaration {} ({}), not {want_hash} ({}): a ConfigMap update \
-                 reaches pods within about a minute, or the runtime refused to reload it (see \
-                 its log)",
-                served.hash.as_deref().unwrap_or("without hash"),
-                describe_counts(&served.counts),
-                describe_counts(want_counts)
-            ),
-        ),
-        Verification::Failed(error) => state("False", "Unreachable", error.clone()),
-    }
+    /// The `Verified` condition (`reconcile/verified.rs`); `None` when verification is off.
+    pub verified: Option<State>,
+    /// The `Exposed` condition (`reconcile/exposed.rs`); `None` for a server not exposed
+    /// outside the cluster.
+    pub exposed: Option<State>,
 }
 
 /// The status after this reconcile, from the status as last written (`old`: the operator's own
@@ -163,19 +86,24 @@ pub fn next_status(
         .deployment
         .and_then(|d| d.status.as_ref())
         .and_then(|s| s.available_replicas);
+    let mut conditions = vec![
+        condition(old, ACCEPTED, accepted, generation, now),
+        condition(old, READY, ready, generation, now),
+    ];
+    if let Some(verified) = &seen.verified {
+        conditions.push(condition(old, VERIFIED, verified.clone(), generation, now));
+    }
+    // What is exposed is the last accepted spec's: a refused one changed nothing.
+    if let Some(exposed) = seen.exposed.as_ref().filter(|_| seen.verdict.is_ok()) {
+        conditions.push(condition(old, EXPOSED, exposed.clone(), generation, now));
+    } else if seen.verdict.is_err()
+        && let Some(kept) = old.condition(EXPOSED)
+    {
+        conditions.push(kept.clone());
+    }
     MCPServerStatus {
         observed_generation: generation,
-        conditions: vec![
-            condition(old, ACCEPTED, accepted, generation, now),
-            condition(old, READY, ready, generation, now),
-            condition(
-                old,
-                VERIFIED,
-                verified_state(old, &seen.verification),
-                generation,
-                now,
-            ),
-        ],
+        conditions,
         url,
         replicas: Some(desired),
         selector: Some(super::build::pod_selector(server)),
@@ -185,17 +113,32 @@ pub fn next_status(
 }
 
 /// Status, reason and message of a condition.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct State {
-    status: &'static str,
-    reason: &'static str,
-    message: String,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// One CamelCase word.
+    pub reason: String,
+    /// What a person reads.
+    pub message: String,
 }
 
-fn state(status: &'static str, reason: &'static str, message: String) -> State {
+impl State {
+    /// The state a written condition holds.
+    pub fn from_condition(condition: &Condition) -> Self {
+        Self {
+            status: condition.status.clone(),
+            reason: condition.reason.clone(),
+            message: condition.message.clone(),
+        }
+    }
+}
+
+/// A condition state.
+pub fn state(status: &str, reason: &str, message: String) -> State {
     State {
-        status,
-        reason,
+        status: status.into(),
+        reason: reason.into(),
         message,
     }
 }
@@ -227,6 +170,19 @@ fn ready_state(seen: &Observation<'_>, desired: i32) -> State {
             "False",
             "ScaledToZero",
             "spec.replicas is 0: nothing serves".into(),
+        )
+    } else if let Some(refused) = rollout
+        .failed_create
+        .filter(|_| rollout.available < desired)
+    {
+        // The cause of a stuck rollout, when pods cannot even be created: say that first.
+        state(
+            "False",
+            "FailedCreate",
+            format!(
+                "{} of {desired} replicas available: pods cannot be created: {refused}",
+                rollout.available
+            ),
         )
     } else if let Some(stuck) = rollout.stuck {
         state("False", "RolloutStuck", stuck)
@@ -283,18 +239,22 @@ pub struct Rollout {
     pub available: i32,
     /// The message of `Progressing=False/ProgressDeadlineExceeded`, when the rollout is stuck.
     pub stuck: Option<String>,
+    /// The message of `ReplicaFailure=True/FailedCreate` (the ReplicaSet cannot create pods: a
+    /// quota, an admission webhook or policy refused them), copied by the Deployment controller.
+    pub failed_create: Option<String>,
 }
 
 impl Rollout {
     /// What decides `Ready` (and its message) with `desired` replicas, pods aside: a change of
     /// anything else is not news. `rolled_out` alone is not (a new server's ReplicaSet making
     /// its pods leaves it rolling out).
-    pub fn decides(&self, desired: i32) -> (bool, bool, i32, Option<String>) {
+    pub fn decides(&self, desired: i32) -> (bool, bool, i32, Option<String>, Option<String>) {
         (
             self.rolled_out && self.available >= desired,
             self.rolled_out && self.completed,
             self.available,
             self.stuck.clone(),
+            self.failed_create.clone(),
         )
     }
 }
@@ -309,6 +269,20 @@ pub fn rollout(deployment: &Deployment, desired: i32) -> Rollout {
         .flatten()
         .find(|c| c.type_.as_deref() == Some("Progressing"));
     let reason = progressing.and_then(|c| c.reason.as_deref());
+    let failed_create = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| {
+            c.type_.as_deref() == Some("ReplicaFailure")
+                && c.status.as_deref() == Some("True")
+                && c.reason.as_deref() == Some("FailedCreate")
+        })
+        .map(|c| {
+            c.message
+                .clone()
+                .unwrap_or_else(|| "the ReplicaSet cannot create pods".into())
+        });
     let updated = status.updated_replicas.unwrap_or(0);
     Rollout {
         rolled_out: status.observed_generation.unwrap_or(0) >= generation
@@ -316,6 +290,7 @@ pub fn rollout(deployment: &Deployment, desired: i32) -> Rollout {
             && status.replicas.unwrap_or(0) <= updated,
         completed: reason == Some("NewReplicaSetAvailable"),
         available: status.available_replicas.unwrap_or(0),
+        failed_create,
         stuck: (reason == Some("ProgressDeadlineExceeded")).then(|| {
             progressing
                 .and_then(|c| c.message.clone())
@@ -335,8 +310,8 @@ fn condition(
     let unchanged = previous.is_some_and(|c| c.status == new.status && c.reason == new.reason);
     Condition {
         type_: type_.into(),
-        status: new.status.into(),
-        reason: new.reason.into(),
+        status: new.status,
+        reason: new.reason,
         message: new.message,
         observed_generation: generation,
         last_transition_time: match previous {
@@ -360,10 +335,22 @@ pub struct Transition {
 }
 
 /// Reasons that are part of normal operation even though the condition is False.
-const BENIGN_REASONS: &[&str] = &["Creating", "RollingOut", "ScaledToZero"];
+const BENIGN_REASONS: &[&str] = &[
+    "Creating",
+    "RollingOut",
+    "ScaledToZero",
+    "Propagating",
+    "Pending",
+];
 /// Steps of a rollout in progress: the status shows them, but they are not worth an event (a
 /// stuck rollout or a failing pod has its own reason, and that is one).
-const PROGRESS_REASONS: &[&str] = &["Creating", "RollingOut", "ReplicasUnavailable", "NotReady"];
+const PROGRESS_REASONS: &[&str] = &[
+    "Creating",
+    "RollingOut",
+    "ReplicasUnavailable",
+    "NotReady",
+    "Pending",
+];
 
 /// The events a status change deserves: one per condition whose status or reason changed,
 /// except to a step of a rollout in progress.
@@ -379,6 +366,7 @@ pub fn transitions(old: Option<&MCPServerStatus>, new: &MCPServerStatus) -> Vec<
             action: match c.type_.as_str() {
                 ACCEPTED => "Validate",
                 VERIFIED => "Verify",
+                EXPOSED => "Expose",
                 _ => "Apply",
             },
             warning: c.status != "True" && !BENIGN_REASONS.contains(&c.reason.as_str()),
@@ -454,7 +442,8 @@ mod tests {
             conflicts: &[],
             deployment,
             pod_problem: None,
-            verification: Verification::NoReplica,
+            verified: None,
+            exposed: None,
         }
     }
 
@@ -565,6 +554,12 @@ mod tests {
             (
                 "status: {observedGeneration: 2, replicas: 2, updatedReplicas: 1, conditions: [{type: Progressing, status: 'False', reason: ProgressDeadlineExceeded, message: stuck}]}",
                 "RolloutStuck",
+            ),
+            // A quota or admission refused the pods: the ReplicaSet's failure, copied by the
+            // Deployment controller, says why (even once the rollout is stuck).
+            (
+                "status: {observedGeneration: 2, replicas: 0, conditions: [{type: ReplicaFailure, status: 'True', reason: FailedCreate, message: 'pods \"hello-1\" is forbidden: exceeded quota: none, requested: pods=1, used: pods=0, limited: pods=0'}, {type: Progressing, status: 'False', reason: ProgressDeadlineExceeded, message: stuck}]}",
+                "FailedCreate",
             ),
         ];
         for (status_yaml, reason) in cases {
@@ -757,55 +752,36 @@ mod tests {
     }
 
     #[test]
-    fn verified_follows_what_a_replica_serves() {
+    fn verified_is_written_when_on_and_propagating_is_no_warning() {
         let server = hello(2);
         let accepted = validate(&server).unwrap();
         let deployment = deployment(AVAILABLE);
-        let served = |hash: &str, tools| Served {
-            hash: Some(hash.into()),
-            counts: Counts {
-                tools,
-                ..Default::default()
-            },
-        };
-        let answered = |s| Verification::Answered {
-            served: s,
-            want_hash: accepted.hash.clone(),
-            want_counts: accepted.counts,
-        };
-        let cases = [
-            (answered(served(&accepted.hash, 1)), "True", "Serving"),
-            (answered(served("0123", 1)), "False", "StaleDeclaration"),
-            (
-                answered(served(&accepted.hash, 3)),
-                "False",
-                "StaleDeclaration",
-            ),
-            (
-                Verification::Failed("no MCP answer".into()),
-                "False",
-                "Unreachable",
-            ),
-            (Verification::NoReplica, "Unknown", "NotReady"),
-        ];
-        for (verification, status, reason) in cases {
-            let mut seen = observe(Ok(&accepted), Some(&deployment));
-            seen.verification = verification.clone();
-            let first = next(&server, &seen, &time(0));
-            let verified = first.condition(VERIFIED).unwrap();
-            assert_eq!(
-                (verified.status.as_str(), verified.reason.as_str()),
-                (status, reason),
-                "{verification:?}"
-            );
-            // Already verified: the condition is carried over without asking again.
-            if status == "True" {
-                let mut again = server.clone();
-                again.status = Some(first.clone());
-                let mut seen = observe(Ok(&accepted), Some(&deployment));
-                seen.verification = Verification::Unchanged;
-                assert_eq!(next(&again, &seen, &time(9)), first);
-            }
-        }
+        let off = next(
+            &server,
+            &observe(Ok(&accepted), Some(&deployment)),
+            &time(0),
+        );
+        assert_eq!(off.condition(VERIFIED), None);
+        let mut seen = observe(Ok(&accepted), Some(&deployment));
+        seen.verified = Some(state(
+            "True",
+            "Serving",
+            "2 of 2 replicas serve x: a; b".into(),
+        ));
+        let serving = next(&server, &seen, &time(0));
+        assert_eq!(serving.condition(VERIFIED).unwrap().reason, "Serving");
+        seen.verified = Some(state("Unknown", "Propagating", "1 of 2 ...".into()));
+        let propagating = next(&server, &seen, &time(5));
+        let events = transitions(Some(&serving), &propagating);
+        assert_eq!(
+            events
+                .iter()
+                .map(|e| (e.action, e.reason.as_str(), e.warning))
+                .collect::<Vec<_>>(),
+            [("Verify", "Propagating", false)]
+        );
+        seen.verified = Some(state("False", "StaleDeclaration", "...".into()));
+        let stale = next(&server, &seen, &time(200));
+        assert!(transitions(Some(&propagating), &stale)[0].warning);
     }
 }

@@ -14,8 +14,11 @@ pub struct MCPServerStatus {
     pub observed_generation: Option<i64>,
     /// `Accepted`: the declaration compiled (when False, the message names the failing field).
     /// `Ready`: every replica is up to date and available (when False, the reason says why).
-    /// `Verified`: a real MCP request found a replica serving the current declaration
-    /// (`StaleDeclaration`: it serves an older one; `Unreachable`: no answer).
+    /// `Verified`: every Ready replica, asked on its admin port, serves the current declaration
+    /// (`Propagating`: some still load it; `StaleDeclaration`: past the grace period they
+    /// serve another; `ReloadRefused`: a runtime refused it; `Unreachable`: no answer).
+    /// `Exposed`: the Ingress or the Gateway API route took the server (`RouteRefused`: a
+    /// Gateway refused the route, its reason quoted; `Pending`: no controller answered yet).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

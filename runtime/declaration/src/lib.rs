@@ -24,6 +24,7 @@ pub use access::{Access, AccessRules, Caller, MAX_LEEWAY_SECONDS, Verdict};
 pub use auth_uri::{
     audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url,
 };
+pub use bounded_yaml::parse as parse_yaml_bounded;
 pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,

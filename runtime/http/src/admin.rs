@@ -1,3 +1,5 @@
-//! The admin port: health, readiness and Prometheus metrics, for the cluster (not for clients).
+//! The admin port: health, readiness, Prometheus metrics and the served declaration, for the
+//! cluster (not for clients).
 
+pub mod declaration;
 pub mod routes;

@@ -5,6 +5,7 @@
 //! (a FIFO, a hung network mount) cannot stall the process; while such a poll is stuck, later
 //! ticks are skipped.
 
+pub use log::ReloadLog;
 use mcp_declaration::{
     CompileOptions, Manifest, compile, parse_manifest, read_regular, secret_path,
 };
@@ -14,6 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+mod log;
 
 /// Longest a poll may take to read and compile before it is given up on.
 pub const POLL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -120,13 +123,22 @@ fn poll(path: &Path, options: &CompileOptions, served: &Inputs) -> Polled {
     Some(load_bytes(path, manifest, options))
 }
 
-/// Watches until `stop`, starting from the inputs of what is being served.
+/// The stamp of a manifest that could not be served, when it parses that far.
+fn attempted_hash(path: &Path, inputs: &Inputs) -> Option<String> {
+    let text = std::str::from_utf8(&inputs.manifest).ok()?;
+    let base = path.parent().map(Path::to_owned).unwrap_or_default();
+    parse_manifest(text, base).ok()?.hash
+}
+
+/// Watches until `stop`, starting from the inputs of what is being served; records each
+/// attempt in `log`.
 pub async fn watch(
     path: PathBuf,
     options: CompileOptions,
     server: Arc<Server>,
     served: Inputs,
     every: Duration,
+    log: Arc<ReloadLog>,
     stop: CancellationToken,
 ) {
     let mut served = Arc::new(served);
@@ -142,13 +154,20 @@ pub async fn watch(
             continue;
         }
         stuck = None;
-        let (path, options, inputs) = (path.clone(), options.clone(), served.clone());
-        let mut task = tokio::task::spawn_blocking(move || poll(&path, &options, &inputs));
+        let (file, options, inputs) = (path.clone(), options.clone(), served.clone());
+        let mut task = tokio::task::spawn_blocking(move || poll(&file, &options, &inputs));
         let polled = match tokio::time::timeout(POLL_TIMEOUT, &mut task).await {
             Ok(Ok(polled)) => polled,
             Ok(Err(_)) => None,
             Err(_) => {
                 server.metrics().reload(false);
+                log.refused(
+                    None,
+                    &format!(
+                        "reading the manifest or a file it names did not finish within {}s",
+                        POLL_TIMEOUT.as_secs()
+                    ),
+                );
                 tracing::error!(
                     timeout_s = POLL_TIMEOUT.as_secs(),
                     "reading the manifest or a file it names did not finish; still serving the previous version"
@@ -160,11 +179,13 @@ pub async fn watch(
         let Some((compiled, inputs)) = polled else {
             continue;
         };
+        let attempted = compiled.is_err().then(|| attempted_hash(&path, &inputs));
         served = Arc::new(inputs);
         match compiled {
             Ok(compiled) => {
                 let changes = server.replace(compiled);
                 server.metrics().reload(true);
+                log.loaded(&server.declaration().hash);
                 tracing::info!(
                     tools = changes.tools,
                     prompts = changes.prompts,
@@ -175,6 +196,7 @@ pub async fn watch(
             }
             Err(err) => {
                 server.metrics().reload(false);
+                log.refused(attempted.flatten(), &err);
                 tracing::error!(error = %err, "manifest change refused; still serving the previous version");
             }
         }

@@ -8,11 +8,11 @@ mod error;
 mod jsonrpc;
 pub mod methods;
 mod version;
-mod weight;
+pub mod weight;
 
 pub use error::McpError;
 pub use jsonrpc::{
     Incoming, RequestId, Success, error_response, member, notification, object, parse_message,
-    request, success_response,
+    parse_weighed, request, success_response,
 };
 pub use version::{Era, LATEST_LEGACY, LegacyVersion, MODERN_VERSION, SUPPORTED_VERSIONS, meta};

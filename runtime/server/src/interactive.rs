@@ -4,13 +4,15 @@
 //! 2026-07-28 path (`interactive/stateless.rs`) carries answers in a sealed `requestState`; the
 //! legacy path (`interactive/session.rs`) asks over the session's stream and loops. Pure here.
 
+pub(crate) mod replay;
 pub(crate) mod session;
 pub(crate) mod stateless;
+
+pub(crate) use replay::Rounds;
 
 use super::RequestContext;
 use super::authorize;
 use crate::metrics::Metrics;
-use crate::sessions::Sealer;
 use mcp_declaration::{
     Access, CONFIRM_KEY, Compiled, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY,
     SAMPLE_KEY, Templates,
@@ -65,7 +67,7 @@ pub(crate) enum Outcome {
 pub(crate) async fn resolve_item(
     decl: &Compiled,
     metrics: &Metrics,
-    sealer: &Sealer,
+    rounds: &Rounds,
     ctx: &RequestContext,
     method: &str,
     params: &Value,
@@ -75,7 +77,7 @@ pub(crate) async fn resolve_item(
 ) -> Result<Outcome, McpError> {
     let outcome = resolve(
         metrics,
-        sealer,
+        rounds,
         ctx,
         method,
         params,
@@ -97,7 +99,7 @@ pub(crate) async fn resolve_item(
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn resolve(
     metrics: &Metrics,
-    sealer: &Sealer,
+    rounds: &Rounds,
     ctx: &RequestContext,
     method: &str,
     params: &Value,
@@ -114,7 +116,7 @@ pub(crate) async fn resolve(
                 .cloned()
                 .unwrap_or_else(|| json!({}));
             let answers =
-                stateless::answers(sealer, principal.as_deref(), method, params, interaction)?;
+                stateless::answers(rounds, principal.as_deref(), method, params, interaction)?;
             let fresh = params.get("inputResponses").and_then(Value::as_object);
             for (key, response) in fresh.into_iter().flatten() {
                 if knows(interaction, key) {
@@ -127,7 +129,7 @@ pub(crate) async fn resolve(
                 Plan::Ask(ask) => {
                     count_asked(metrics, &ask);
                     stateless::input_required(
-                        sealer,
+                        &rounds.sealer,
                         principal.as_deref(),
                         method,
                         params,

@@ -13,6 +13,7 @@
 
 pub mod audit;
 pub mod backends;
+pub mod budget;
 pub mod metrics;
 pub mod sessions;
 pub mod telemetry;
@@ -54,11 +55,12 @@ use tokio_util::sync::CancellationToken;
 
 pub use authorize::{Authorized, Decision};
 pub use finish::Finished;
-pub use lifecycle::{initialize_result, parse_level};
+pub use lifecycle::{initialize_result, parse_level, served_declaration};
 pub use polling::MAX_POLLED;
+pub use request::MAX_SUBSCRIPTIONS;
 pub use request::{Request, Target};
 pub use served::Served;
-pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
+pub use subscriptions::ListenLimit;
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
 const CHANGE_CAPACITY: usize = 64;
@@ -87,7 +89,29 @@ impl Changes {
 /// them to the client before the result. Messages are boxed: a channel allocates its slots 32 at
 /// a time up front, and a session's stream channel lives as long as the session (32 boxes take
 /// 256 bytes, 32 values 2.3 KiB).
-pub type Notifier = mpsc::Sender<Box<Value>>;
+pub type Notifier = mpsc::Sender<Box<Outgoing>>;
+
+/// A message on its way to a client.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// Built here (notifications, questions, pings): small, written as it comes.
+    Message(Value),
+    /// An answer already written as JSON (one line), with the budget charges its bytes hold
+    /// until it is written to the client.
+    Written {
+        /// The JSON text.
+        json: String,
+        /// What its bytes are charged to.
+        held: budget::Held,
+    },
+}
+
+impl Outgoing {
+    /// `message`, boxed for a channel.
+    pub fn boxed(message: Value) -> Box<Self> {
+        Box::new(Self::Message(message))
+    }
+}
 
 /// Per-request facts the dispatch needs besides method and params.
 #[derive(Clone)]
@@ -161,7 +185,7 @@ impl RequestContext {
     pub async fn notify(&self, message: Value) {
         if let Some(notifier) = &self.notifier {
             // A closed receiver means the client went away; the request is being dropped too.
-            let _ = notifier.send(Box::new(message)).await;
+            let _ = notifier.send(Outgoing::boxed(message)).await;
         }
     }
 }
@@ -187,7 +211,7 @@ pub struct Server {
     changes: broadcast::Sender<Arc<Changes>>,
     cache: Arc<ReadCache>,
     poller: Poller,
-    sealer: Arc<Sealer>,
+    rounds: Arc<interactive::Rounds>,
 }
 
 impl Server {
@@ -210,7 +234,7 @@ impl Server {
             changes,
             cache,
             poller,
-            sealer: Arc::new(Sealer::random()),
+            rounds: Arc::new(interactive::Rounds::new(Arc::new(Sealer::random()))),
         }
     }
 
@@ -218,7 +242,7 @@ impl Server {
     /// replicas share, so any replica continues any round). Default: a random key.
     #[must_use]
     pub fn with_sealer(mut self, sealer: Arc<Sealer>) -> Self {
-        self.sealer = sealer;
+        self.rounds = Arc::new(interactive::Rounds::new(sealer));
         self
     }
 
@@ -447,7 +471,7 @@ impl Server {
                     .into_iter(),
             ),
             methods::TOOLS_CALL => {
-                tools::call(decl, &self.metrics, &self.sealer, ctx, request).await
+                tools::call(decl, &self.metrics, &self.rounds, ctx, request).await
             }
             methods::RESOURCES_LIST => catalog::list(
                 params,
@@ -486,7 +510,7 @@ impl Server {
                     .into_iter(),
             ),
             methods::PROMPTS_GET => {
-                prompts::get(decl, &self.metrics, &self.sealer, ctx, request).await
+                prompts::get(decl, &self.metrics, &self.rounds, ctx, request).await
             }
             methods::COMPLETION_COMPLETE => completion::complete(decl, request),
             _ => Err(McpError::MethodNotFound(method.to_owned())),

@@ -20,7 +20,7 @@ fn capabilities() -> Value {
 
 /// What the server serves, for `_meta[SERVED_META]`: the declaration's hash and how many items
 /// of each kind it holds (the operator's `Verified` check compares both with what it applied).
-pub(crate) fn served_declaration(decl: &Compiled) -> Value {
+pub fn served_declaration(decl: &Compiled) -> Value {
     json!({
         "hash": decl.hash,
         "tools": decl.tools.len(),

@@ -164,6 +164,27 @@ fn declared_uri<'d>(request: &Request, decl: &'d Compiled) -> Option<&'d str> {
     }
 }
 
+/// What an audit record says of the URI a `resources/read` asked for: a fixed resource's URI;
+/// for a templated one the template (its variables are arguments, which records never hold in
+/// the clear) and a digest of the URI as the arguments digest; for an unknown one only the
+/// digest.
+fn audited_uri(request: &Request, decl: &Compiled) -> (Option<String>, Option<String>) {
+    let asked = request.params.get("uri").and_then(Value::as_str);
+    let digest = asked.map(|uri| audit::digest(&Value::String(uri.to_owned())));
+    match &request.target {
+        Target::Resource(resolved) => match resolved.item {
+            UriItem::Resource(_) => (Some(resolved.uri.clone()), None),
+            UriItem::Template(i, _) => (
+                decl.resource_templates[i].descriptor["uriTemplate"]
+                    .as_str()
+                    .map(str::to_owned),
+                digest,
+            ),
+        },
+        _ => (None, digest),
+    }
+}
+
 fn span_attributes(
     ctx: &RequestContext,
     request: &Request,
@@ -262,6 +283,11 @@ fn record_of(
     };
     let method = request.method.as_str();
     let is_tool_call = method == methods::TOOLS_CALL;
+    let (uri, uri_digest) = if is_tool_call {
+        (None, None)
+    } else {
+        audited_uri(request, decl)
+    };
     let (arguments_digest, redacted) = if is_tool_call {
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
         // An unknown tool has no schema to say which fields are sensitive: no digest.
@@ -274,7 +300,7 @@ fn record_of(
             _ => (None, Vec::new()),
         }
     } else {
-        (None, Vec::new())
+        (uri_digest, Vec::new())
     };
     Record {
         timestamp: String::new(),
@@ -289,7 +315,7 @@ fn record_of(
             .to_owned(),
         declaration: decl.hash.clone(),
         tool: if is_tool_call { text("name") } else { None },
-        uri: if is_tool_call { None } else { text("uri") },
+        uri,
         principal: caller.map(principal),
         protocol_version: protocol_version(era),
         session: session.map(audit::short_digest),
@@ -314,5 +340,58 @@ fn principal(caller: &Principal) -> audit::Caller {
             .subject
             .as_ref()
             .map(|s| s.chars().take(MAX_NAME).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Served, Server, ServerSettings};
+    use mcp_declaration::{CompileOptions, compile, parse_manifest};
+    use serde_json::json;
+
+    const MANIFEST: &str = r#"
+apiVersion: kube-mcp.io/v1alpha1
+kind: MCPServer
+metadata: {name: audited}
+spec:
+  resources:
+    - {uri: "docs://readme", name: readme, text: "hi"}
+  resourceTemplates:
+    - {uriTemplate: "vault://item/{token}", name: item, text: "{{ args.token }}"}
+"#;
+
+    fn record(uri: &str) -> String {
+        let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
+        let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
+        let server = Server::new(
+            Served::new(compiled).unwrap(),
+            ServerSettings::default(),
+            Arc::default(),
+        );
+        let request = server.request(methods::RESOURCES_READ.into(), json!({"uri": uri}));
+        let decl = server.declaration();
+        serde_json::to_string(&record_of(&request, &decl, None, Era::Modern, None, None)).unwrap()
+    }
+
+    #[test]
+    fn templated_uris_are_recorded_as_their_template_and_a_digest() {
+        let templated = record("vault://item/s3cr3t-value");
+        assert!(!templated.contains("s3cr3t"), "{templated}");
+        assert!(
+            templated.contains(r#""uri":"vault://item/{token}""#),
+            "{templated}"
+        );
+        assert!(
+            templated.contains(r#""argumentsDigest":"sha256:"#),
+            "{templated}"
+        );
+        let unknown = record("other://s3cr3t-value");
+        assert!(
+            !unknown.contains("s3cr3t") && !unknown.contains(r#""uri""#),
+            "{unknown}"
+        );
+        let fixed = record("docs://readme");
+        assert!(fixed.contains(r#""uri":"docs://readme""#), "{fixed}");
     }
 }

@@ -2,11 +2,11 @@
 //! declared messages. Pure in 2026-07-28; legacy eras ask over the session.
 
 use super::RequestContext;
+use super::interactive::Rounds;
 use super::interactive::{self, Outcome};
 use super::params::GetPrompt;
 use super::request::{Request, Target};
 use crate::metrics::Metrics;
-use crate::sessions::Sealer;
 use mcp_declaration::Compiled;
 use mcp_protocol::McpError;
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 pub(crate) async fn get(
     decl: &Compiled,
     metrics: &Metrics,
-    sealer: &Sealer,
+    rounds: &Rounds,
     ctx: &RequestContext,
     request: &Request,
 ) -> Result<Value, McpError> {
@@ -34,7 +34,7 @@ pub(crate) async fn get(
         match interactive::resolve_item(
             decl,
             metrics,
-            sealer,
+            rounds,
             ctx,
             method,
             params,

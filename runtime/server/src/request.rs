@@ -5,11 +5,13 @@
 
 use super::Served;
 use super::params::{CallTool, Complete, CompletionRef, GetPrompt, ResourceUri};
-use super::subscriptions::MAX_SUBSCRIPTIONS;
 use mcp_declaration::{Access, Compiled, ResolvedUri, UriItem};
 use mcp_protocol::{McpError, methods};
 use serde_json::Value;
 use std::sync::Arc;
+
+/// Most resource URIs one listen stream (or one legacy session) may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 100;
 
 /// One request, parsed and resolved.
 pub struct Request {

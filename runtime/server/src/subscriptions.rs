@@ -4,7 +4,7 @@
 //! an upstream-backed resource starts polling it (see `polling.rs`); the rest is pure.
 
 use super::polling::Poller;
-use super::request::Target;
+use super::request::{MAX_SUBSCRIPTIONS, Target};
 use super::{Changes, RequestContext};
 use crate::sessions::Session;
 use futures_util::Stream;
@@ -16,9 +16,6 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
-
-/// Most resource URIs one listen stream (or one legacy session) may subscribe to.
-pub const MAX_SUBSCRIPTIONS: usize = 100;
 
 /// The canonical URI a subscribe or unsubscribe names (the request resolved it to a resource
 /// this server serves, or refused it before dispatch).

@@ -4,12 +4,12 @@
 
 use super::RequestContext;
 use super::Served;
+use super::interactive::Rounds;
 use super::interactive::{self, Outcome, Vars};
 use super::params::CallTool;
 use super::request::{Request, Target};
 use crate::backends::{ToolReply, content, http, text_block};
 use crate::metrics::Metrics;
-use crate::sessions::Sealer;
 use mcp_declaration::{Compiled, CompiledTool};
 use mcp_protocol::methods::notifications;
 use mcp_protocol::{Era, LegacyVersion, McpError, notification, object};
@@ -24,7 +24,7 @@ const MAX_REPORTED_VIOLATIONS: usize = 5;
 pub(crate) async fn call(
     decl: &Served,
     metrics: &Metrics,
-    sealer: &Sealer,
+    rounds: &Rounds,
     ctx: &RequestContext,
     request: &Request,
 ) -> Result<Value, McpError> {
@@ -46,7 +46,7 @@ pub(crate) async fn call(
         match interactive::resolve_item(
             decl,
             metrics,
-            sealer,
+            rounds,
             ctx,
             method,
             params,

@@ -120,3 +120,71 @@ async fn the_served_declaration_hash_follows_reloads() {
     );
     assert_eq!(served(&rt).await["hash"], "feedc0de");
 }
+
+/// The admin port's `GET /declaration` report.
+async fn report(rt: &super::support::Runtime) -> serde_json::Value {
+    let response = reqwest::get(format!("{}/declaration", rt.admin))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// Polls the report until `done` holds (reloads are polled every 100 ms here).
+async fn report_until(
+    rt: &super::support::Runtime,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    for _ in 0..60 {
+        let now = report(rt).await;
+        if done(&now) {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    report(rt).await
+}
+
+#[tokio::test]
+async fn the_admin_port_reports_the_served_declaration_and_the_last_reload() {
+    let rt = start(MANIFEST, |_| {}).await;
+    let first = report(&rt).await;
+    // The same report as `_meta`, plus when it was loaded; no reload yet.
+    let meta = served(&rt).await;
+    for key in ["hash", "tools", "resources", "resourceTemplates", "prompts"] {
+        assert_eq!(first[key], meta[key], "{key}: {first}");
+    }
+    assert!(
+        first["loadedAt"].as_str().unwrap().ends_with('Z'),
+        "{first}"
+    );
+    assert!(first.get("lastReload").is_none(), "{first}");
+
+    let stamped = |hash: &str| {
+        MANIFEST.replace(
+            "metadata: {name: harness}",
+            &format!(
+                "metadata: {{name: harness, annotations: {{kube-mcp.io/declaration-hash: {hash}}}}}"
+            ),
+        )
+    };
+    std::fs::write(&rt.manifest, stamped("feedc0de")).unwrap();
+    let loaded = report_until(&rt, |r| r["hash"] == "feedc0de").await;
+    assert_eq!(loaded["lastReload"]["outcome"], "loaded", "{loaded}");
+    assert_eq!(loaded["lastReload"]["hash"], "feedc0de", "{loaded}");
+    assert_ne!(loaded["loadedAt"], first["loadedAt"], "{loaded}");
+
+    // A version the runtime refuses: named by its stamp, with the compiler's error; the
+    // previous declaration keeps serving and keeps its load time.
+    std::fs::write(
+        &rt.manifest,
+        stamped("0badbeef").replace("{{ args.name }}", "{{ args.name "),
+    )
+    .unwrap();
+    let refused = report_until(&rt, |r| r["lastReload"]["outcome"] == "refused").await;
+    assert_eq!(refused["hash"], "feedc0de", "{refused}");
+    assert_eq!(refused["loadedAt"], loaded["loadedAt"], "{refused}");
+    assert_eq!(refused["lastReload"]["hash"], "0badbeef", "{refused}");
+    let error = refused["lastReload"]["error"].as_str().unwrap();
+    assert!(error.contains("spec.tools[0].content[0].text"), "{error}");
+}

@@ -1,7 +1,8 @@
 //! The server's NetworkPolicy: its pods admit, on the MCP port, the namespaces the ingress or
-//! gateway runs in, the operator (which checks what the pods serve), each other (a legacy
-//! session's requests are forwarded to the replica holding it) and the peers the spec adds; on
-//! the admin port, the monitoring namespaces. Egress is the platform's to restrict. Pure.
+//! gateway runs in, each other (a legacy session's requests are forwarded to the replica
+//! holding it) and the peers the spec adds; on the admin port, the monitoring namespaces and the
+//! operator's pods (which ask there what the pods serve). Egress is the platform's to restrict.
+//! Pure.
 
 use super::BuildConfig;
 use super::meta::{child_meta, selector_labels};
@@ -30,7 +31,8 @@ pub struct NetworkConfig {
     pub ingress_namespaces: Vec<String>,
     /// Namespaces of the metrics scrapers (admin port).
     pub monitoring_namespaces: Vec<String>,
-    /// The operator's own namespace (MCP port, for its checks), when known.
+    /// The operator's own namespace, when its pods ask the servers' pods what they serve (admin
+    /// port; `--verify=pods`).
     pub operator_namespace: Option<String>,
 }
 
@@ -46,17 +48,6 @@ pub fn network_policy(server: &MCPServer, config: &BuildConfig) -> Option<Networ
         .iter()
         .map(|ns| namespace(ns, None))
         .collect();
-    if let Some(operator) = &network.operator_namespace {
-        mcp_peers.push(namespace(
-            operator,
-            Some(
-                OPERATOR_POD_LABELS
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect(),
-            ),
-        ));
-    }
     // The server's own pods (in its namespace): replicas forward session requests to each other.
     mcp_peers.push(NetworkPolicyPeer {
         pod_selector: Some(LabelSelector {
@@ -66,11 +57,22 @@ pub fn network_policy(server: &MCPServer, config: &BuildConfig) -> Option<Networ
         ..Default::default()
     });
     mcp_peers.extend(declared.map(|n| n.from.clone()).unwrap_or_default());
-    let admin_peers: Vec<NetworkPolicyPeer> = network
+    let mut admin_peers: Vec<NetworkPolicyPeer> = network
         .monitoring_namespaces
         .iter()
         .map(|ns| namespace(ns, None))
         .collect();
+    if let Some(operator) = &network.operator_namespace {
+        admin_peers.push(namespace(
+            operator,
+            Some(
+                OPERATOR_POD_LABELS
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+        ));
+    }
     // A rule with no peers would admit everyone: a port nobody is listed for gets no rule.
     let rules: Vec<NetworkPolicyIngressRule> = [(mcp_peers, "http"), (admin_peers, "admin")]
         .into_iter()

@@ -1,11 +1,13 @@
 //! Admin HTTP routes: `/healthz` (the process serves), `/readyz` (declaration loaded and MCP
-//! listener bound), `/metrics` (Prometheus text format).
+//! listener bound), `/metrics` (Prometheus text format), `/declaration` (what is served, see
+//! `declaration.rs`).
 
-use axum::Router;
+use crate::reload::ReloadLog;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Json, Router};
 use mcp_server::Server;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +18,8 @@ pub struct AdminState {
     pub server: Arc<Server>,
     /// Set once the MCP listener is bound; cleared when shutdown starts.
     pub ready: AtomicBool,
+    /// When the served declaration was loaded, and how the last reload went.
+    pub log: Arc<ReloadLog>,
 }
 
 impl AdminState {
@@ -31,6 +35,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route("/declaration", get(declaration))
         .with_state(state)
 }
 
@@ -40,6 +45,10 @@ async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response()
     }
+}
+
+async fn declaration(State(state): State<Arc<AdminState>>) -> Json<serde_json::Value> {
+    Json(super::declaration::report(&state.server, &state.log))
 }
 
 async fn metrics(State(state): State<Arc<AdminState>>) -> Response {

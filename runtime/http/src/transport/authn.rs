@@ -34,6 +34,14 @@ pub struct Caller {
     authenticator: Arc<Authenticator>,
 }
 
+/// A request the owner accepted from another replica (set by `forward::accept`, which checked
+/// its hop token): who that replica authenticated, trusted instead of a token.
+#[derive(Clone)]
+pub(super) struct Forwarded {
+    /// The caller the forwarding replica sealed (`None` without `spec.auth` there).
+    pub(super) principal: Option<Arc<Principal>>,
+}
+
 /// Authenticates a request (`decided`: the authenticator of the served declaration's
 /// `spec.auth`, if any, see `AuthState::for_spec`) and, when it may pass, serves it with `run`
 /// (the rest of the stack).
@@ -67,10 +75,22 @@ where
                 .into_response();
         }
     };
-    let principal = match authenticator
-        .authenticate(request.headers(), request.uri().query())
-        .await
-    {
+    // A request another replica forwarded carries no token: that replica authenticated it and
+    // sealed who it is (checked in `forward::accept`).
+    let forwarded = request
+        .extensions()
+        .get::<Forwarded>()
+        .map(|f| f.principal.clone());
+    let authenticated = match forwarded {
+        Some(Some(principal)) if principal.expires_at >= unix_now() => Ok(principal),
+        Some(_) => Err(Refusal::Missing),
+        None => {
+            authenticator
+                .authenticate(request.headers(), request.uri().query())
+                .await
+        }
+    };
+    let principal = match authenticated {
         Ok(principal) => principal,
         Err(refusal) => return refuse(state, &authenticator, &refusal),
     };

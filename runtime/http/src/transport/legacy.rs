@@ -1,12 +1,13 @@
 //! What both legacy session transports (Streamable HTTP and HTTP+SSE) share: running a session
 //! request to its JSON-RPC response (in-flight bound, cancellation) and taking the client's
-//! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in `server/`.
+//! notifications and responses (to pings, and to the requests interactive items send). What each method does is decided in mcp-server.
 
 use super::AppState;
 use super::authn::Message;
 use super::reply;
 use crate::auth::Principal;
 use mcp_protocol::{Era, Incoming, LegacyVersion, McpError, RequestId, success_response};
+use mcp_server::budget::Held;
 use mcp_server::sessions::Session;
 use mcp_server::{Authorized, Notifier, RequestContext};
 use serde_json::Value;
@@ -37,15 +38,20 @@ pub(super) fn missing_session() -> McpError {
     McpError::InvalidRequest("missing Mcp-Session-Id header: send initialize first".into())
 }
 
+/// A request's id and decision, with the budget charges of its parsed message.
+pub(super) type Taken = (RequestId, Authorized, Held);
+
 /// A client message that is not a request: a notification goes to the server, a response
-/// answers one of our pings. `Some` returns the request's parts.
+/// answers one of our pings or questions (an answer keeps `held`, its message's charges, as
+/// long as the call that asked keeps it). `Some` returns the request's parts.
 pub(super) fn take_request(
     state: &AppState,
     session: &Session,
     message: Message,
-) -> Option<(RequestId, Authorized)> {
+    held: Held,
+) -> Option<Taken> {
     let message = match message {
-        Message::Request { id, authorized } => return Some((id, authorized)),
+        Message::Request { id, authorized } => return Some((id, authorized, held)),
         Message::Other(message) => message,
     };
     match message {
@@ -56,9 +62,26 @@ pub(super) fn take_request(
         }
         Incoming::Response { id, ok, outcome } => {
             let key = if ok { "result" } else { "error" };
-            if !session.deliver_answer(&id, serde_json::json!({ key: outcome })) {
+            if !session.deliver_answer(&id, serde_json::json!({ key: outcome }), held) {
                 session.answer(&id);
             }
+            None
+        }
+    }
+}
+
+/// Adds the session's charge for a message of `bytes` to `held`; `None` when the session's
+/// budget cannot hold it (counted in `mcp_budget_refusals_total{budget="session"}`).
+pub(super) fn charge_session(
+    state: &AppState,
+    session: &Session,
+    held: Held,
+    bytes: usize,
+) -> Option<Held> {
+    match session.budget.charge(bytes) {
+        Some(charge) => Some(held.with(charge)),
+        None => {
+            state.server.metrics().budget_refused("session");
             None
         }
     }

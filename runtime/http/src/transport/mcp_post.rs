@@ -6,12 +6,12 @@ use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
-use super::{AppState, stateless, streamable};
+use super::{AppState, held, stateless, streamable};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use mcp_protocol::methods;
-use mcp_protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, member, meta, parse_message};
+use mcp_protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, member, meta, parse_weighed};
 use std::sync::Arc;
 
 /// Handles every POST on `/mcp`.
@@ -31,7 +31,12 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
         Ok(read) => read,
         Err(refusal) => return refusal,
     };
-    let parsed = parse_message(&body);
+    // Weighed and charged before parsing; the charge lives as long as the request.
+    let (weighed, held) = match held::charge(&state, &body, Era::Legacy(LATEST_LEGACY)) {
+        Ok(charged) => charged,
+        Err(refusal) => return refusal,
+    };
+    let parsed = parse_weighed(&body, &weighed);
     // The body and its share of the large-body budget are not needed past the parse.
     drop((body, share));
     let message = match parsed {
@@ -51,9 +56,9 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
     };
     let caller = caller.map(|c| c.principal);
     if modern {
-        stateless::post(state, headers, message, accepts.sse, caller).await
+        stateless::post(state, headers, message, accepts.sse, caller, held).await
     } else {
-        streamable::post(state, headers, message, accepts.sse, caller).await
+        streamable::post(state, headers, message, accepts.sse, caller, held).await
     }
 }
 

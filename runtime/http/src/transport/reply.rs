@@ -9,7 +9,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::{FutureExt as _, Stream};
 use mcp_protocol::{Era, McpError, RequestId, error_response};
-use mcp_server::Notifier;
+use mcp_server::{Notifier, Outgoing};
 use serde::Serialize;
 use serde_json::Value;
 use std::convert::Infallible;
@@ -80,6 +80,23 @@ pub(super) fn event(message: &impl Serialize, name: Option<&'static str>) -> Eve
     }
 }
 
+/// An outgoing message as an SSE event; an answer written ahead releases its budget charges
+/// here, its bytes now in the event.
+pub(super) fn outgoing_event(message: Outgoing, name: Option<&'static str>) -> Event {
+    let event = match message {
+        Outgoing::Message(message) => return self::event(&message, name),
+        Outgoing::Written { json, held } => {
+            let event = Event::default().data(json);
+            drop(held);
+            event
+        }
+    };
+    match name {
+        Some(name) => event.event(name),
+        None => event,
+    }
+}
+
 /// The notification channel of a request that may send notifications (it asked for progress or
 /// log messages); requests that cannot notify get no channel at all.
 pub(super) fn notification_channel(may_notify: bool) -> (Option<Notifier>, Option<Notifications>) {
@@ -92,10 +109,10 @@ pub(super) fn notification_channel(may_notify: bool) -> (Option<Notifier>, Optio
 }
 
 /// The receiving end of a request's notifications.
-pub(super) type Notifications = mpsc::Receiver<Box<Value>>;
+pub(super) type Notifications = mpsc::Receiver<Box<Outgoing>>;
 
 /// The next notification; never, without a channel.
-async fn next(notifications: &mut Option<Notifications>) -> Option<Value> {
+async fn next(notifications: &mut Option<Notifications>) -> Option<Outgoing> {
     match notifications {
         Some(receiver) => receiver.recv().await.map(|message| *message),
         None => std::future::pending().await,
@@ -103,7 +120,7 @@ async fn next(notifications: &mut Option<Notifications>) -> Option<Value> {
 }
 
 /// A notification already queued.
-fn queued(notifications: &mut Option<Notifications>) -> Option<Value> {
+fn queued(notifications: &mut Option<Notifications>) -> Option<Outgoing> {
     notifications
         .as_mut()?
         .try_recv()
@@ -159,7 +176,7 @@ where
 /// The events of a streamed answer: the first notification (if one came), the rest as they
 /// come, then the response (`done` when the outcome is already known).
 fn stream<F, B>(
-    first: Option<Value>,
+    first: Option<Outgoing>,
     done: Option<B>,
     mut outcome: Pin<Box<F>>,
     mut notifications: Option<Notifications>,
@@ -170,20 +187,20 @@ where
 {
     async_stream::stream! {
         if let Some(first) = first {
-            yield Ok(event(&first, None));
+            yield Ok(outgoing_event(first, None));
         }
         let body = match done {
             Some(body) => body,
             None => loop {
                 tokio::select! {
                     biased;
-                    Some(note) = next(&mut notifications) => yield Ok(event(&note, None)),
+                    Some(note) = next(&mut notifications) => yield Ok(outgoing_event(note, None)),
                     (_, body) = &mut outcome => break body,
                 }
             },
         };
         while let Some(note) = queued(&mut notifications) {
-            yield Ok(event(&note, None));
+            yield Ok(outgoing_event(note, None));
         }
         yield Ok(event(&body, None));
     }

@@ -12,6 +12,7 @@ use base64::Engine as _;
 use mcp_declaration::LogLevel;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, MODERN_VERSION, McpError, RequestId, Success, member, meta};
+use mcp_server::budget::Held;
 use mcp_server::{Authorized, Finished, RequestContext};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -24,6 +25,7 @@ pub(super) async fn post(
     message: Message,
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
+    held: Held,
 ) -> Response {
     let Message::Request { id, authorized } = message else {
         // Notifications need no answer; closing a response stream is how 2026 clients cancel.
@@ -56,6 +58,8 @@ pub(super) async fn post(
         .with_caller(caller)
         .with_trace_parent(mcp_server::telemetry::parent_from_headers(&headers));
     let outcome = async move {
+        // The message's charge is released with its params, once the answer is ready.
+        let _held = held;
         match state.server.answer(&ctx, authorized).await {
             Ok(result) => (StatusCode::OK, Answer::Success(Success { id, result })),
             Err(err) => {

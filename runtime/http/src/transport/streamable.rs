@@ -6,15 +6,16 @@ use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
 use super::reply::{self, error};
-use super::{AppState, session_stream};
+use super::{AppState, held, session_stream};
 use crate::auth::Principal;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcp_protocol::methods;
 use mcp_protocol::{Era, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response};
+use mcp_server::RequestContext;
+use mcp_server::budget::Held;
 use mcp_server::sessions::{Session, SessionTransport};
-use mcp_server::{Authorized, RequestContext};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -27,6 +28,7 @@ pub(super) async fn post(
     message: Message,
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
+    held: Held,
 ) -> Response {
     if let Message::Request { id, authorized } = &message
         && authorized.request().method == methods::INITIALIZE
@@ -51,10 +53,19 @@ pub(super) async fn post(
             return (StatusCode::BAD_REQUEST, reply::error_body(None, &err, ERA)).into_response();
         }
     }
-    match legacy::take_request(&state, &session, message) {
-        Some((id, authorized)) => {
+    // What the session holds counts against its own budget too.
+    let bytes = held.bytes();
+    let Some(held) = legacy::charge_session(&state, &session, held, bytes) else {
+        let id = match &message {
+            Message::Request { id, .. } => Some(id),
+            Message::Other(_) => None,
+        };
+        return held::busy(id, ERA, "this session holds its most now");
+    };
+    match legacy::take_request(&state, &session, message, held) {
+        Some(taken) => {
             let origin = legacy::Origin::new(&headers, caller);
-            request(state, session, id, authorized, accepts_sse, origin).await
+            request(state, session, taken, accepts_sse, origin).await
         }
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -112,8 +123,7 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
 async fn request(
     state: Arc<AppState>,
     session: Arc<Session>,
-    id: RequestId,
-    authorized: Authorized,
+    (id, authorized, held): legacy::Taken,
     accepts_sse: bool,
     origin: legacy::Origin,
 ) -> Response {
@@ -125,6 +135,8 @@ async fn request(
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
         let response = legacy::run(&state, &session, &id, authorized, notifier, origin).await;
+        // The request is gone with its run; its charges go before the answer is written.
+        drop(held);
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());

@@ -50,6 +50,14 @@ pub(super) struct Context<'a> {
 /// Builds the item for `op`, named `name`.
 pub(super) fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built, Reason> {
     let docs = ctx.docs;
+    // Appended to the base URL: `@evil.example.com/x` or `.evil.example.com/x` would change the
+    // host the tool calls, and send the Secret's credential there.
+    if !op.path.starts_with('/') {
+        return Err(Reason::new(
+            "path without a leading /",
+            "it would change the host of the base URL".into(),
+        ));
+    }
     let method = match op.method {
         "get" => HttpMethod::Get,
         "put" => HttpMethod::Put,
