@@ -59,6 +59,8 @@ def expand(tree):
 def paths(text):
     text = text.split("#[cfg(test)]")[0]
     text = re.sub(r"//[^\n]*", "", text)
+    # String literals may say "use" (an error message) and would read as a `use` item.
+    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
     found = []
     for m in USE.finditer(text):
         found += [p for p in expand(m.group(1)) if p.split("::")[0] in ("crate", "super", "self")]

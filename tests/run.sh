@@ -4,7 +4,7 @@
 # Usage: tests/run.sh [STAGE...]   runs the named stages in the order given (default: all)
 #        tests/run.sh --list       names the stages
 #
-# Stages: lint (fmt, clippy, module cycles, release checks) -> rust (unit, snapshot, socket tests) -> conformance
+# Stages: lint (fmt, clippy, module cycles, Dockerfile members, field map, release checks) -> rust (unit, snapshot, socket tests) -> conformance
 # (the official suite) -> python (official Python SDK and Inspector clients) -> e2e (real control
 # plane + helm) -> monitoring (promtool rule tests, dashboards and rules against live metrics).
 # Each stage installs what it needs (npm, PyPI, Go modules); caches live under $HOME/.cache/kube-mcp-test. Every stage runs even if an earlier one failed; the exit status is
@@ -38,6 +38,7 @@ lint() {
     cargo clippy --workspace --all-targets --locked -- -D warnings &&
     python3 tests/module-cycles.py runtime/*/src operator/src &&
     python3 tests/dockerfile-members.py &&
+    python3 tests/field-map.py &&
     tests/release-check.sh
 }
 
@@ -69,7 +70,7 @@ python_clients() {
 
 # name | description | command
 STAGES=(
-  "lint|fmt, clippy -D warnings, no module cycles, Dockerfile members, release checks|lint"
+  "lint|fmt, clippy -D warnings, no module cycles, Dockerfile members, field map, release checks|lint"
   "rust|cargo build and cargo test, whole workspace|rust_tests"
   "conformance|the official MCP conformance suite|tests/conformance/run.sh"
   "python|official Python SDK and Inspector clients|python_clients"

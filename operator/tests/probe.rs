@@ -48,6 +48,7 @@ async fn the_runtime_reports_what_the_operator_stamped_without_a_token() {
         sessions: mcp_server::sessions::SessionSettings::default(),
         session_key_file: None,
         advertise_address: None,
+        replica_networks: Vec::new(),
         server: mcp_server::ServerSettings::default(),
         compile: CompileOptions::default(),
         reload_interval: Duration::from_millis(100),

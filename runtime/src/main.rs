@@ -77,6 +77,15 @@ struct ServeArgs {
     /// Largest accepted request body, in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_body_bytes)]
     max_body_bytes: usize,
+    /// Most bytes held for all clients at once: parsed messages (weighed before parsing) while
+    /// their requests run, and HTTP+SSE answers not yet written. Over it, 503 + Retry-After.
+    #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_held_bytes)]
+    max_held_bytes: usize,
+    /// Most bytes one legacy session holds: its parsed requests while they run, its client's
+    /// answers to questions, HTTP+SSE answers not yet written. Over it, a Streamable HTTP
+    /// request gets 503; an HTTP+SSE session ends.
+    #[arg(long, value_name = "BYTES", default_value_t = SessionSettings::default().max_session_bytes)]
+    max_session_bytes: usize,
     /// End a legacy session after this long without requests or an open stream.
     #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().idle_timeout.into())]
     session_idle_timeout: humantime::Duration,
@@ -105,6 +114,12 @@ struct ServeArgs {
     /// the server's questions all meet on one replica. Default: no routing.
     #[arg(long, value_name = "ADDR", value_parser = advertise_address)]
     advertise_address: Option<Advertised>,
+    /// A network the replicas live in, such as the pod network 10.244.0.0/16 (repeatable): a
+    /// session whose sealed owner lies outside every one is served here, its owner never
+    /// dialled. Default: the private (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and
+    /// loopback ranges.
+    #[arg(long = "replica-network", value_name = "CIDR")]
+    replica_networks: Vec<ipnet::IpNet>,
     /// Interval of `:` keep-alive comments on SSE streams (keeps proxies from cutting them).
     #[arg(long, value_name = "DURATION", default_value_t = HttpSettings::default().keepalive.into(), value_parser = positive_duration)]
     sse_keepalive: humantime::Duration,
@@ -142,6 +157,13 @@ struct ServeArgs {
     /// OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS) apply.
     #[arg(long, value_name = "URL")]
     otlp_endpoint: Option<String>,
+    /// Longest an active answer of token introspection (opaque tokens) is trusted: a revoked
+    /// token stops working within this, whatever its `exp`.
+    #[arg(long, value_name = "DURATION", default_value_t = KeySettings::default().introspection_ttl.into(), value_parser = positive_duration)]
+    introspection_cache_ttl: humantime::Duration,
+    /// Most token introspection requests per second; more unknown opaque tokens get 503.
+    #[arg(long, value_name = "N", default_value_t = KeySettings::default().introspection_rate)]
+    introspection_rate: u32,
     /// Where audit records of tool calls and resource reads go, as JSON lines.
     #[arg(long, value_enum, default_value_t = AuditLog::Off)]
     audit_log: AuditLog,
@@ -243,6 +265,7 @@ fn config(args: ServeArgs) -> RunConfig {
             origins,
             path_prefix: args.path_prefix,
             max_body_bytes: args.max_body_bytes,
+            max_held_bytes: args.max_held_bytes,
             keepalive: args.sse_keepalive.into(),
             ..HttpSettings::default()
         },
@@ -252,12 +275,14 @@ fn config(args: ServeArgs) -> RunConfig {
             max_sessions: args.max_sessions,
             ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval.into()),
             ping_timeout: args.ping_timeout.into(),
+            max_session_bytes: args.max_session_bytes,
         },
         session_key_file: args.session_key_file,
         advertise_address: args.advertise_address.map(|advertised| match advertised {
             Advertised::Address(address) => address,
             Advertised::Ip(ip) => SocketAddr::new(ip, args.listen.port()),
         }),
+        replica_networks: args.replica_networks,
         server: ServerSettings {
             page_size: args.page_size,
         },
@@ -278,7 +303,11 @@ fn config(args: ServeArgs) -> RunConfig {
                     .then(|| format!("http://{}{}", args.listen, prefix))
             }),
             secrets_dir: Some(args.secrets_dir),
-            keys: KeySettings::default(),
+            keys: KeySettings {
+                introspection_ttl: args.introspection_cache_ttl.into(),
+                introspection_rate: args.introspection_rate,
+                ..KeySettings::default()
+            },
         },
     }
 }

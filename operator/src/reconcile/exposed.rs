@@ -11,8 +11,6 @@ use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
 use serde_json::Value;
 
-/// Condition type: what routes clients from outside took the server.
-pub const EXPOSED: &str = "Exposed";
 /// Reason: the route or Ingress is served.
 pub const ADMITTED: &str = "Admitted";
 /// Reason: no controller has answered yet.

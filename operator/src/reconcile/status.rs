@@ -5,6 +5,9 @@
 use super::apply::Conflict;
 use super::pods::PodProblem;
 use super::validate::{Accepted, Refused};
+
+/// Condition type: what routes clients from outside took the server.
+pub const EXPOSED: &str = "Exposed";
 use crate::resource::{Condition, MCPServer, MCPServerStatus};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -92,15 +95,9 @@ pub fn next_status(
     }
     // What is exposed is the last accepted spec's: a refused one changed nothing.
     if let Some(exposed) = seen.exposed.as_ref().filter(|_| seen.verdict.is_ok()) {
-        conditions.push(condition(
-            old,
-            super::exposed::EXPOSED,
-            exposed.clone(),
-            generation,
-            now,
-        ));
+        conditions.push(condition(old, EXPOSED, exposed.clone(), generation, now));
     } else if seen.verdict.is_err()
-        && let Some(kept) = old.condition(super::exposed::EXPOSED)
+        && let Some(kept) = old.condition(EXPOSED)
     {
         conditions.push(kept.clone());
     }
@@ -369,7 +366,7 @@ pub fn transitions(old: Option<&MCPServerStatus>, new: &MCPServerStatus) -> Vec<
             action: match c.type_.as_str() {
                 ACCEPTED => "Validate",
                 VERIFIED => "Verify",
-                super::exposed::EXPOSED => "Expose",
+                EXPOSED => "Expose",
                 _ => "Apply",
             },
             warning: c.status != "True" && !BENIGN_REASONS.contains(&c.reason.as_str()),

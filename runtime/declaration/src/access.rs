@@ -9,7 +9,7 @@ use super::secrets::secret_path;
 use super::types::{Auth, Declaration};
 use minijinja::Environment;
 use serde_json::{Map, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Largest accepted `leewaySeconds`.
@@ -43,14 +43,12 @@ impl Access {
     }
 }
 
-/// The compiled access rules of a declaration.
+/// The compiled access rules of a declaration: how to evaluate them. Each item's own rules
+/// ([`Access`]) are on the compiled item itself, so a list, a call and an audit record read one
+/// compiled item.
 #[derive(Debug, Default)]
 pub struct AccessRules {
     env: Environment<'static>,
-    tools: HashMap<String, Access>,
-    prompts: HashMap<String, Access>,
-    resources: HashMap<String, Access>,
-    resource_templates: HashMap<String, Access>,
     /// Every scope the declaration names (server-wide and per item), sorted.
     pub scopes: Vec<String>,
     /// Some item has `requiredScopes` or `allow` (without, no request needs an item check).
@@ -77,19 +75,27 @@ pub enum Verdict {
     Denied,
 }
 
-static OPEN: Access = Access {
-    required_scopes: Vec::new(),
-    allow: None,
-};
+/// Each item's rules, in declaration order, for the compiler to put on the compiled items.
+#[derive(Debug, Default)]
+pub struct ItemAccess {
+    /// Of `spec.tools`.
+    pub tools: Vec<Access>,
+    /// Of `spec.prompts`.
+    pub prompts: Vec<Access>,
+    /// Of `spec.resources`.
+    pub resources: Vec<Access>,
+    /// Of `spec.resourceTemplates`.
+    pub resource_templates: Vec<Access>,
+}
 
 impl AccessRules {
     /// Compiles the rules of `decl` with `fuel` per `allow` render.
-    pub fn compile(decl: &Declaration, fuel: u64) -> Result<Self, Vec<FieldError>> {
+    pub fn compile(decl: &Declaration, fuel: u64) -> Result<(Self, ItemAccess), Vec<FieldError>> {
         let mut compiler = Compiler::new(fuel, decl.auth.is_some());
         if let Some(auth) = &decl.auth {
             compiler.auth(auth);
         }
-        let mut tools = HashMap::new();
+        let mut tools = Vec::new();
         for (i, tool) in decl.tools.iter().enumerate() {
             let access = compiler.item(
                 &format!("spec.tools[{i}]"),
@@ -97,9 +103,9 @@ impl AccessRules {
                 tool.allow.as_deref(),
                 true,
             );
-            tools.insert(tool.name.clone(), access);
+            tools.push(access);
         }
-        let mut prompts = HashMap::new();
+        let mut prompts = Vec::new();
         for (i, prompt) in decl.prompts.iter().enumerate() {
             let access = compiler.item(
                 &format!("spec.prompts[{i}]"),
@@ -107,9 +113,9 @@ impl AccessRules {
                 prompt.allow.as_deref(),
                 true,
             );
-            prompts.insert(prompt.name.clone(), access);
+            prompts.push(access);
         }
-        let mut resources = HashMap::new();
+        let mut resources = Vec::new();
         for (i, resource) in decl.resources.iter().enumerate() {
             let access = compiler.item(
                 &format!("spec.resources[{i}]"),
@@ -117,9 +123,9 @@ impl AccessRules {
                 resource.allow.as_deref(),
                 false,
             );
-            resources.insert(resource.uri.clone(), access);
+            resources.push(access);
         }
-        let mut resource_templates = HashMap::new();
+        let mut resource_templates = Vec::new();
         for (i, template) in decl.resource_templates.iter().enumerate() {
             let access = compiler.item(
                 &format!("spec.resourceTemplates[{i}]"),
@@ -127,48 +133,31 @@ impl AccessRules {
                 template.allow.as_deref(),
                 true,
             );
-            resource_templates.insert(template.uri_template.clone(), access);
+            resource_templates.push(access);
         }
         if !compiler.errors.is_empty() {
             return Err(compiler.errors);
         }
         let item_rules = [&tools, &prompts, &resources, &resource_templates]
             .iter()
-            .any(|items| items.values().any(|access| !access.is_open()));
-        Ok(Self {
+            .any(|items| items.iter().any(|access| !access.is_open()));
+        let rules = Self {
             item_rules,
             env: compiler.env,
+            scopes: compiler.scopes.into_iter().collect(),
+        };
+        let items = ItemAccess {
             tools,
             prompts,
             resources,
             resource_templates,
-            scopes: compiler.scopes.into_iter().collect(),
-        })
+        };
+        Ok((rules, items))
     }
 
     /// Whether some item has rules of its own (`requiredScopes` or `allow`).
     pub fn has_item_rules(&self) -> bool {
         self.item_rules
-    }
-
-    /// The rules of a tool (open when unknown: unknown items are refused elsewhere).
-    pub fn tool(&self, name: &str) -> &Access {
-        self.tools.get(name).unwrap_or(&OPEN)
-    }
-
-    /// The rules of a prompt.
-    pub fn prompt(&self, name: &str) -> &Access {
-        self.prompts.get(name).unwrap_or(&OPEN)
-    }
-
-    /// The rules of a fixed resource, by URI.
-    pub fn resource(&self, uri: &str) -> &Access {
-        self.resources.get(uri).unwrap_or(&OPEN)
-    }
-
-    /// The rules of a resource template, by its URI template.
-    pub fn resource_template(&self, uri_template: &str) -> &Access {
-        self.resource_templates.get(uri_template).unwrap_or(&OPEN)
     }
 
     /// Whether `caller` sees the item in lists: it holds the item's scopes and an `allow` that
@@ -413,7 +402,7 @@ resources:
 
     #[test]
     fn scopes_and_token_conditions_filter_lists() {
-        let rules = AccessRules::compile(&declaration(AUTHED), 10_000).unwrap();
+        let (rules, items) = AccessRules::compile(&declaration(AUTHED), 10_000).unwrap();
         assert_eq!(rules.scopes, ["docs", "issues:write", "mcp"]);
         let scopes = vec!["mcp".to_owned()];
         let claims = claims(json!({"repos": ["kube-mcp/kube-mcp"], "groups": ["dev"]}));
@@ -421,16 +410,16 @@ resources:
             scopes: &scopes,
             claims: &claims,
         };
-        assert!(rules.listed(rules.tool("open"), caller));
-        assert!(!rules.listed(rules.tool("writer"), caller));
+        assert!(rules.listed(&items.tools[0], caller));
+        assert!(!rules.listed(&items.tools[1], caller));
         // Reads args: listed, decided at the call.
-        assert!(rules.listed(rules.tool("repo"), caller));
-        assert!(rules.tool("repo").decided_at_call());
-        assert!(!rules.listed(rules.tool("admin"), caller));
-        assert!(!rules.listed(rules.resource("docs://a"), caller));
+        assert!(rules.listed(&items.tools[2], caller));
+        assert!(&items.tools[2].decided_at_call());
+        assert!(!rules.listed(&items.tools[3], caller));
+        assert!(!rules.listed(&items.resources[0], caller));
         let admins = claims_admin();
         assert!(rules.listed(
-            rules.tool("admin"),
+            &items.tools[3],
             Caller {
                 scopes: &scopes,
                 claims: &admins
@@ -444,14 +433,14 @@ resources:
 
     #[test]
     fn calls_check_scopes_then_conditions_over_args() {
-        let rules = AccessRules::compile(&declaration(AUTHED), 10_000).unwrap();
+        let (rules, items) = AccessRules::compile(&declaration(AUTHED), 10_000).unwrap();
         let scopes = vec!["mcp".to_owned()];
         let claims = claims(json!({"repos": ["kube-mcp/kube-mcp"]}));
         let caller = Caller {
             scopes: &scopes,
             claims: &claims,
         };
-        let repo = rules.tool("repo");
+        let repo = &items.tools[2];
         assert_eq!(
             rules.check(repo, caller, &json!({"repo": "kube-mcp/kube-mcp"})),
             Verdict::Allowed
@@ -462,7 +451,7 @@ resources:
         );
         assert_eq!(rules.check(repo, caller, &json!({})), Verdict::Denied);
         assert_eq!(
-            rules.check(rules.tool("writer"), caller, &json!({})),
+            rules.check(&items.tools[1], caller, &json!({})),
             Verdict::MissingScopes
         );
         // A claim the token lacks fails closed.
@@ -476,7 +465,7 @@ resources:
             Verdict::Denied
         );
         assert_eq!(
-            rules.check(rules.tool("admin"), bare, &json!({})),
+            rules.check(&items.tools[3], bare, &json!({})),
             Verdict::Denied
         );
     }

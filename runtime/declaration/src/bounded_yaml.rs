@@ -13,7 +13,8 @@ const BASE_BUDGET: usize = 1 << 20;
 const EXPANSION: usize = 8;
 
 /// Parses `text` into a JSON value, refusing documents whose aliases expand them far past
-/// their own size.
+/// their own size (what every YAML the runtime reads goes through: manifests, `check`,
+/// imported specs).
 pub fn parse(text: &str) -> Result<Value, serde_yaml_ng::Error> {
     let budget = Cell::new(BASE_BUDGET.saturating_add(text.len().saturating_mul(EXPANSION)));
     let deserializer = serde_yaml_ng::Deserializer::from_str(text);

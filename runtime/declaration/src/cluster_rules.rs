@@ -7,8 +7,8 @@ use super::types::Declaration;
 use std::collections::BTreeSet;
 
 /// Problems a declaration that compiles still has in a cluster, given the Secrets that
-/// `spec.secrets` lists: `file` resources (the pod holds no such file) and Secrets an item
-/// references but the list leaves out (they would not be mounted).
+/// `spec.secrets` lists: `file` resources (the pod holds no such file) and Secrets an item or
+/// the introspection client references but the list leaves out (they would not be mounted).
 pub fn cluster_problems(declaration: &Declaration, listed_secrets: &[String]) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for (i, resource) in declaration.resources.iter().enumerate() {
@@ -54,6 +54,18 @@ pub fn cluster_problems(declaration: &Declaration, listed_secrets: &[String]) ->
                         only.secret_refs(),
                     )
                 }),
+        )
+        .chain(
+            declaration
+                .auth
+                .iter()
+                .filter_map(|auth| auth.introspection.as_ref())
+                .map(|introspection| {
+                    (
+                        "spec.auth.introspection.clientSecret".to_owned(),
+                        BTreeSet::from([introspection.client_secret.name.clone()]),
+                    )
+                }),
         );
     for (path, names) in by_item {
         let unlisted: BTreeSet<String> = names
@@ -68,4 +80,31 @@ pub fn cluster_problems(declaration: &Declaration, listed_secrets: &[String]) ->
         }));
     }
     errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declaration(yaml: &str) -> Declaration {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    /// The introspection client's Secret is mounted only when `spec.secrets` lists it; unlisted,
+    /// every request would be answered 503 at run time.
+    #[test]
+    fn the_introspection_secret_must_be_listed() {
+        let decl = declaration(
+            r#"
+auth:
+  issuer: "https://idp.example.com"
+  introspection: {clientId: kube-mcp, clientSecret: {name: idp-client, key: secret}}
+"#,
+        );
+        let errors = cluster_problems(&decl, &[]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].path, "spec.auth.introspection.clientSecret");
+        assert!(errors[0].message.contains("idp-client"));
+        assert!(cluster_problems(&decl, &["idp-client".into()]).is_empty());
+    }
 }

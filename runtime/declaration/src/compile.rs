@@ -23,12 +23,13 @@ pub use interactive::{
 };
 pub use output::{
     Compiled, CompiledLog, CompiledProgress, CompiledPrompt, CompiledResource,
-    CompiledResourceTemplate, CompiledTool,
+    CompiledResourceTemplate, CompiledTool, ResolvedUri, UriItem,
 };
 
 use super::access::AccessRules;
 use super::field_error::{FieldError, InvalidDeclaration};
 use super::load::Manifest;
+use super::resource_uri::canonical as canonical_uri;
 use super::template::{DEFAULT_FUEL, Templates, Text};
 use super::types::{ContentBlock, Declaration};
 use super::value_template::ValueTemplate;
@@ -134,13 +135,28 @@ impl<'a> Compiler<'a> {
         let resources = self.resources(&decl.resources, base_dir);
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);
-        let access = AccessRules::compile(decl, self.options.template_fuel)
+        let (access, items) = AccessRules::compile(decl, self.options.template_fuel)
             .map_err(|errors| self.errors.extend(errors))
             .unwrap_or_default();
         if !self.errors.is_empty() {
             return Err(InvalidDeclaration {
                 errors: self.errors,
             });
+        }
+        // Each compiled item carries its own rules (the compiler made one item per declared one).
+        let (mut tools, mut resources, mut resource_templates, mut prompts) =
+            (tools, resources, resource_templates, prompts);
+        for (tool, access) in tools.iter_mut().zip(items.tools) {
+            tool.access = access;
+        }
+        for (prompt, access) in prompts.iter_mut().zip(items.prompts) {
+            prompt.access = access;
+        }
+        for (resource, access) in resources.iter_mut().zip(items.resources) {
+            resource.access = access;
+        }
+        for (template, access) in resource_templates.iter_mut().zip(items.resource_templates) {
+            template.access = access;
         }
         let index = |keys: Vec<String>| keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
         Ok(Compiled {
@@ -149,7 +165,12 @@ impl<'a> Compiler<'a> {
             instructions: decl.instructions.clone(),
             cache: decl.cache.clone().unwrap_or_default(),
             tool_index: index(decl.tools.iter().map(|t| t.name.clone()).collect()),
-            resource_index: index(decl.resources.iter().map(|r| r.uri.clone()).collect()),
+            resource_index: index(
+                decl.resources
+                    .iter()
+                    .map(|r| canonical_uri(&r.uri).into_owned())
+                    .collect(),
+            ),
             prompt_index: index(decl.prompts.iter().map(|p| p.name.clone()).collect()),
             tools,
             resources,

@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 type Filter = jaq_core::Filter<Budgeted>;
 
 /// Largest output (as JSON text) a run may produce.
-pub const MAX_OUTPUT_BYTES: usize = 4 << 20;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 4 << 20;
 /// Deepest output a run may produce (what the JSON parser of the reply accepts).
 const MAX_OUTPUT_DEPTH: usize = 128;
 

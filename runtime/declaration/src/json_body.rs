@@ -7,7 +7,7 @@ use super::upstream_url::lookup;
 use serde_json::{Map, Value};
 
 /// The key that marks an argument reference.
-pub const ARG_KEY: &str = "$arg";
+pub(crate) const ARG_KEY: &str = "$arg";
 
 /// A compiled JSON body.
 #[derive(Clone, Debug)]

@@ -1,5 +1,7 @@
 //! The declaration: spec types, loading a manifest, and compiling it once for serving.
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod access;
 mod auth_uri;
 mod bounded_yaml;
@@ -22,19 +24,21 @@ pub use access::{Access, AccessRules, Caller, MAX_LEEWAY_SECONDS, Verdict};
 pub use auth_uri::{
     audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url,
 };
+pub use bounded_yaml::parse as parse_yaml_bounded;
 pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
-    CompiledInteraction, CompiledParam, CompiledPrompt, CompiledResource, CompiledResourceTemplate,
-    CompiledResponse, CompiledSample, CompiledTool, ParamValue, RESERVED_HEADERS, ROOTS_KEY, Retry,
-    SAMPLE_KEY, StatusMatch, compile,
+    CompiledInteraction, CompiledLog, CompiledParam, CompiledProgress, CompiledPrompt,
+    CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledSample, CompiledTool,
+    ParamValue, RESERVED_HEADERS, ROOTS_KEY, ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem,
+    compile,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest};
-pub use resource_uri::UriTemplate;
+pub use resource_uri::{UriTemplate, canonical as canonical_uri};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use stamp::{
     API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META, declaration_hash, hash_of,

@@ -130,7 +130,7 @@ pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadErr
 }
 
 /// Deserializes a declaration, naming the path of the first wrong or unknown field.
-pub fn declaration_from_value(spec: Value) -> Result<Declaration, LoadError> {
+pub(crate) fn declaration_from_value(spec: Value) -> Result<Declaration, LoadError> {
     let mut unknown = Vec::new();
     let mut record = |path: serde_ignored::Path| unknown.push(ignored_path(&path));
     let tracked = serde_ignored::Deserializer::new(spec, &mut record);

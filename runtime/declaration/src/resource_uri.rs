@@ -1,5 +1,45 @@
-//! RFC 6570 level-1 URI templates (`scheme://path/{var}`), matched against requested URIs to find
-//! which resource template serves a read. Pure.
+//! Resource URIs: the one canonical spelling of a URI ([`canonical`]) that matching, caching,
+//! subscribing and access checks all use, and RFC 6570 level-1 URI templates
+//! (`scheme://path/{var}`), matched against requested URIs to find which resource template
+//! serves a read. Pure.
+
+use std::borrow::Cow;
+
+/// The canonical spelling of `uri` (RFC 3986 section 6.2.2.2, percent-encoding normalization):
+/// escapes of unreserved characters are decoded and the hex digits of the others upper-cased,
+/// so `docs://%73ecret` and `docs://secret` name one resource everywhere: when it is looked up,
+/// authorized, cached and subscribed to. Nothing else is changed (no case folding of the scheme
+/// or host: declared URIs are opaque strings to MCP).
+pub fn canonical(uri: &str) -> Cow<'_, str> {
+    if !uri.contains('%') {
+        return Cow::Borrowed(uri);
+    }
+    let bytes = uri.as_bytes();
+    let mut out = String::with_capacity(uri.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let escaped = (bytes[at] == b'%')
+            .then(|| uri.get(at + 1..at + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) => {
+                out.push(char::from(byte));
+                at += 3;
+            }
+            Some(byte) => {
+                out.push_str(&format!("%{byte:02X}"));
+                at += 3;
+            }
+            None => {
+                let c = uri[at..].chars().next().unwrap_or_default();
+                out.push(c);
+                at += c.len_utf8().max(1);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// A parsed template: literal runs and `{variable}` slots, alternating.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,6 +143,14 @@ fn percent_decode(raw: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_decodes_unreserved_escapes_and_upper_cases_the_rest() {
+        assert_eq!(canonical("docs://%73ecret"), "docs://secret");
+        assert_eq!(canonical("a://x%2fy%7e"), "a://x%2Fy~");
+        assert_eq!(canonical("a://50%"), "a://50%");
+        assert!(matches!(canonical("a://plain"), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn matches_and_decodes_variables() {

@@ -148,8 +148,9 @@ fn encode_non_ascii(text: String) -> String {
 }
 
 /// Whether the path of an expanded URL has a `.` or `..` segment, also percent-encoded (URL
-/// parsers treat `%2e%2e` as `..`) or split by an encoded or back slash (upstreams that decode
-/// `%2f` or treat `\` as `/` see `..%2f` as `../`).
+/// parsers treat `%2e%2e` as `..`), split by an encoded or back slash (upstreams that decode
+/// `%2f` or treat `\` as `/` see `..%2f` as `../`), or followed by path parameters (servlet
+/// containers read `..;x` as `..`).
 fn has_dot_segment(url: &str) -> bool {
     let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
     let path_and_more = after_scheme.find('/').map_or("", |at| &after_scheme[at..]);
@@ -159,8 +160,10 @@ fn has_dot_segment(url: &str) -> bool {
         .replace("%2e", ".")
         .replace('\\', "/")
         .replace("%2f", "/")
-        .replace("%5c", "/");
+        .replace("%5c", "/")
+        .replace("%3b", ";");
     path.split('/')
+        .map(|segment| segment.split(';').next().unwrap_or_default())
         .any(|segment| segment == "." || segment == "..")
 }
 
@@ -232,7 +235,7 @@ mod tests {
     #[test]
     fn refuses_arguments_that_climb_out_of_the_path() {
         let t = UrlTemplate::parse("https://api.example.com/v1/users/{id}/profile").unwrap();
-        for id in ["..", "."] {
+        for id in ["..", ".", "..;x"] {
             let err = t.expand(&json!({"id": id})).unwrap_err();
             assert!(err.contains("path segment"), "{id}: {err}");
         }
@@ -242,6 +245,9 @@ mod tests {
         assert!(t.expand(&json!({"path": "docs/..x/a.b"})).is_ok());
         for path in [
             "..%2fadmin",
+            "..;/admin",
+            "..;jsessionid=x/admin",
+            "%2e%2e%3b/admin",
             "a/..%2Fadmin",
             "..%5cadmin",
             "..\\admin",

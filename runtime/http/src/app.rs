@@ -7,6 +7,7 @@ use crate::reload;
 use crate::transport::{self, AppState, BodyBudget, Forwarder, HttpSettings};
 use anyhow::Context as _;
 use mcp_declaration::CompileOptions;
+use mcp_server::budget::Budget;
 use mcp_server::metrics::Metrics;
 use mcp_server::sessions::{Sealer, SessionSettings, SessionStore, read_key};
 use mcp_server::{ListenLimit, Server, ServerSettings};
@@ -36,6 +37,9 @@ pub struct RunConfig {
     /// This replica's MCP address as the other replicas reach it: sealed into the ids of the
     /// sessions it opens, which the others then route here. `None`: no routing.
     pub advertise_address: Option<SocketAddr>,
+    /// The networks replicas live in: a session owner outside them is never dialled (empty:
+    /// private and loopback ranges).
+    pub replica_networks: Vec<ipnet::IpNet>,
     /// Dispatch settings.
     pub server: ServerSettings,
     /// Compile settings.
@@ -96,6 +100,10 @@ pub async fn serve(
         None => Sealer::random(),
     };
     let metrics = Arc::new(Metrics::default());
+    let held = Budget::with_gauge(
+        config.http.max_held_bytes,
+        Some(metrics.held_gauge("global")),
+    );
     let server = Arc::new(
         Server::new(compiled, config.server.clone(), metrics.clone())
             .with_sealer(Arc::new(sealer.clone())),
@@ -106,8 +114,16 @@ pub async fn serve(
         Forwarder::new(
             sealer.clone(),
             config.sessions.max_sessions.saturating_mul(2),
+            config.replica_networks.clone(),
         )
     });
+    if let (Some(me), Some(forwarder)) = (config.advertise_address, &forwarder)
+        && !forwarder.may_dial(me)
+    {
+        anyhow::bail!(
+            "--advertise-address {me} lies outside the replica networks (--replica-network): the other replicas would never forward to it"
+        );
+    }
     let sessions = Arc::new(
         SessionStore::new(sealer, config.sessions.clone(), metrics)
             .with_owner(config.advertise_address),
@@ -120,6 +136,7 @@ pub async fn serve(
         listen_streams: ListenLimit::new(config.sessions.max_sessions),
         auth,
         bodies: BodyBudget::new(&config.http),
+        held,
         forwarder,
     });
     let log = Arc::new(reload::ReloadLog::default());

@@ -120,13 +120,19 @@ impl Authenticator {
                     field: "introspection.clientSecret",
                     message: "the Secret was not read".into(),
                 })?;
-                Some(Introspector::new(
-                    client.clone(),
-                    auth.issuer.clone(),
-                    endpoint,
-                    config.client_id.clone(),
-                    secret,
-                ))
+                Some(
+                    Introspector::new(
+                        client.clone(),
+                        auth.issuer.clone(),
+                        endpoint,
+                        config.client_id.clone(),
+                        secret,
+                    )
+                    .with_limits(
+                        key_settings.introspection_ttl,
+                        key_settings.introspection_rate,
+                    ),
+                )
             }
         };
         let rules = Rules {

@@ -3,6 +3,8 @@
 //! (`admin`), live reload (`reload`) and the wiring that binds it all (`app`). Every MCP method is
 //! decided by `mcp-server`; this crate maps HTTP to it and back.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod admin;
 pub mod app;
 pub mod auth;

@@ -8,6 +8,7 @@ mod forward;
 mod gate;
 mod guard;
 mod headers;
+mod held;
 mod legacy;
 mod mcp_post;
 mod reply;
@@ -51,6 +52,9 @@ pub struct HttpSettings {
     pub large_body_wait: Duration,
     /// Longest a body may take to arrive before a 408.
     pub body_timeout: Duration,
+    /// Bytes held for clients at once, across all of them: parsed messages (weighed before
+    /// parsing) while their requests run, and HTTP+SSE answers not yet written. Over it, 503.
+    pub max_held_bytes: usize,
 }
 
 impl Default for HttpSettings {
@@ -64,6 +68,8 @@ impl Default for HttpSettings {
             large_body_budget: 16 * 1024 * 1024,
             large_body_wait: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            // A quarter of the default 256Mi pod limit; room for the largest body's weight.
+            max_held_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -100,6 +106,8 @@ pub struct AppState {
     pub auth: Arc<AuthState>,
     /// Bounds the large bodies read and parsed at once.
     pub bodies: BodyBudget,
+    /// Bytes held for every client at once (`max_held_bytes`).
+    pub held: Arc<mcp_server::budget::Budget>,
     /// Hands requests for another replica's sessions to it (`--advertise-address`); `None`:
     /// every session is served wherever its requests arrive.
     pub forwarder: Option<Forwarder>,
@@ -127,14 +135,21 @@ pub fn router(state: Arc<AppState>) -> Router {
             .route(&format!("{base}/messages"), post(sse::post));
     }
     router
-        // Every MCP route is authenticated (when the declaration asks for it); the metadata is
-        // not (clients read it to learn how to authenticate).
-        .route_layer(gate::AuthnLayer(state.clone()))
-        // Before authentication: the replica a request is handed to authenticates it. Only a
+        // After authentication: a request is forwarded to the replica owning its session only
+        // once this replica knows who sent it (the hop token seals that, not the token). Only a
         // request that names a session can be another replica's.
         .route_layer(gate::SessionsOnly(axum::middleware::from_fn_with_state(
             state.clone(),
             forward::route,
+        )))
+        // Every MCP route is authenticated (when the declaration asks for it); the metadata is
+        // not (clients read it to learn how to authenticate).
+        .route_layer(gate::AuthnLayer(state.clone()))
+        // Before authentication: a request another replica forwarded here brings the caller
+        // that replica authenticated, bound to the request (and its answer is tagged).
+        .route_layer(gate::SessionsOnly(axum::middleware::from_fn_with_state(
+            state.clone(),
+            forward::accept,
         )))
         .fallback(authn::metadata)
         .layer(gate::EdgeLayer(state.clone()))

@@ -5,7 +5,6 @@
 use clap::Args;
 use mcp_declaration::{CompileOptions, FieldError, cluster_problems, compile, parse_manifest};
 use serde::Serialize;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -87,7 +86,7 @@ pub fn check_text(file: &str, text: &str) -> Checked {
         Err(invalid) => invalid.errors,
     };
     // `spec.secrets` is a deployment field, so the declaration types do not hold it.
-    let listed: Vec<String> = serde_yaml_ng::from_str::<Value>(text)
+    let listed: Vec<String> = mcp_declaration::parse_yaml_bounded(text)
         .ok()
         .and_then(|doc| doc.pointer("/spec/secrets").cloned())
         .and_then(|s| serde_json::from_value(s).ok())

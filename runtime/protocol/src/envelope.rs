@@ -9,7 +9,7 @@ use std::fmt;
 /// The members the parser looks at; `None` when absent. A repeated member counts as written
 /// last, as a JSON map would keep it.
 #[derive(Debug, Default)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     /// Whether the message is an object at all (batches and scalars are refused).
     pub is_object: bool,
     /// `jsonrpc`.

@@ -46,6 +46,9 @@ pub enum McpError {
     /// A session has its maximum of requests running.
     #[error("too many requests in flight: this session already runs {0}")]
     TooManyRequests(usize),
+    /// A byte budget (the server's, or the session's) cannot hold this message now.
+    #[error("server busy: {0}; retry shortly")]
+    Overloaded(String),
     /// The server failed.
     #[error("internal error: {0}")]
     Internal(String),
@@ -66,7 +69,7 @@ impl McpError {
             Self::HeaderMismatch(_) => -32020,
             Self::MissingCapability(_) => -32021,
             Self::UnsupportedVersion { .. } => -32022,
-            Self::TooManySessions(_) | Self::TooManyRequests(_) => -32000,
+            Self::TooManySessions(_) | Self::TooManyRequests(_) | Self::Overloaded(_) => -32000,
             Self::Internal(_) => -32603,
         }
     }
@@ -91,7 +94,7 @@ impl McpError {
     pub fn http_status(&self, era: Era) -> u16 {
         match (self, era) {
             (Self::Parse(_) | Self::InvalidRequest(_), _) => 400,
-            (Self::TooManySessions(_), _) => 503,
+            (Self::TooManySessions(_) | Self::Overloaded(_), _) => 503,
             (Self::MethodNotFound(_), Era::Modern) => 404,
             (Self::InvalidMeta(_) | Self::HeaderMismatch(_) | Self::MissingCapability(_), _) => 400,
             (Self::UnsupportedVersion { .. }, _) => 400,

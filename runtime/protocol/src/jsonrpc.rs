@@ -40,6 +40,16 @@ pub enum Incoming {
 /// Parses one message. Batches are refused (removed from the protocol in 2025-06-18).
 pub fn parse_message(body: &[u8]) -> Result<Incoming, McpError> {
     super::weight::check(body)?;
+    parse_fit(body)
+}
+
+/// [`parse_message`] for a body [`super::weight::weigh`] already found fit to parse (and whose
+/// weight the caller charged to a budget): the density check is not made again.
+pub fn parse_weighed(body: &[u8], _fit: &super::weight::Weighed) -> Result<Incoming, McpError> {
+    parse_fit(body)
+}
+
+fn parse_fit(body: &[u8]) -> Result<Incoming, McpError> {
     let message: Envelope =
         serde_json::from_slice(body).map_err(|err| McpError::Parse(err.to_string()))?;
     if !message.is_object {

@@ -1,5 +1,5 @@
 //! Every MCP method and notification name this server knows, in one place. Pure data: the
-//! dispatch (`server.rs`) matches on these, transports and metrics refer to them.
+//! dispatch (mcp-server's `Server::dispatch`) matches on these, transports and metrics refer to them.
 
 /// `initialize` (legacy eras): opens a session.
 pub const INITIALIZE: &str = "initialize";

@@ -1,7 +1,8 @@
-//! How much memory a message would take once parsed, judged before parsing it: a large body
-//! made of tiny values (`[0,0,0,...]`, `{"a":{},...}`) costs tens of times its size as JSON
-//! values. Large bodies are walked once without building anything and refused when they hold
-//! more values than their size allows. Pure.
+//! How much memory a message would take once parsed, judged before parsing it: a body made of
+//! tiny values (`[0,0,0,...]`, `{"a":{},...}`) costs tens of times its size as JSON values.
+//! [`weigh`] bounds the parsed size of any body (transports charge it to a shared budget before
+//! parsing); large bodies are walked once without building anything and refused when they
+//! hold more values than their size allows. Pure.
 
 use super::error::McpError;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -13,17 +14,55 @@ const CHECKED_FROM: usize = 64 * 1024;
 /// Bytes of body each value must account for, on average, in a checked body.
 const BYTES_PER_VALUE: usize = 16;
 
+/// Most bytes one parsed value may take: a `serde_json::Value` is 72 bytes, and arrays and maps
+/// grow by doubling, so a slot may cost twice that; a map entry adds its key's `String`, hash
+/// and index. Checked against a counting allocator in `tests/weight.rs`.
+pub const BYTES_PER_PARSED_VALUE: usize = 160;
+
+/// A body found fit to parse, with a bound of the bytes its parsed form takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Weighed {
+    /// At most this many bytes once parsed (the body's own bytes included: strings are copied).
+    pub bytes: usize,
+}
+
+/// The weight of `body` once parsed, without parsing it. Small bodies are bounded by a scan:
+/// every value but the first follows a `,`, `:`, `[` or `{` (strings holding those only make
+/// the bound looser). Large bodies are walked (their values counted exactly) and refused when
+/// they hold more values than their size allows.
+pub fn weigh(body: &[u8]) -> Result<Weighed, McpError> {
+    let values = if body.len() <= CHECKED_FROM {
+        1 + body
+            .iter()
+            .filter(|b| matches!(b, b',' | b':' | b'[' | b'{'))
+            .count()
+    } else {
+        count(body)?
+    };
+    Ok(Weighed {
+        bytes: body
+            .len()
+            .saturating_add(values.saturating_mul(BYTES_PER_PARSED_VALUE)),
+    })
+}
+
 /// Refuses a body that would parse into more values than its size allows.
-pub fn check(body: &[u8]) -> Result<(), McpError> {
+pub(crate) fn check(body: &[u8]) -> Result<(), McpError> {
     if body.len() <= CHECKED_FROM {
         return Ok(());
     }
-    let budget = Cell::new(body.len() / BYTES_PER_VALUE);
+    count(body).map(|_| ())
+}
+
+/// The values of a large body (an upper bound when it is not JSON: the parser reports that).
+fn count(body: &[u8]) -> Result<usize, McpError> {
+    let allowed = body.len() / BYTES_PER_VALUE;
+    let budget = Cell::new(allowed);
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     match (Count { budget: &budget }).deserialize(&mut deserializer) {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(allowed - budget.get()),
         // A syntax error is reported by the real parse, with its usual message.
-        Err(_) if budget.get() > 0 => Ok(()),
+        Err(_) if budget.get() > 0 => Ok(allowed),
         Err(_) => Err(McpError::InvalidRequest(format!(
             "the message holds too many JSON values for its size (at most one per {BYTES_PER_VALUE} bytes above {} KiB)",
             CHECKED_FROM / 1024
@@ -132,6 +171,19 @@ mod tests {
         ));
         let objects = format!(r#"{{"a":[{}{{}}]}}"#, "{},".repeat(100_000));
         assert!(check(objects.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn weights_bound_small_bodies_by_their_punctuation_and_count_large_ones() {
+        let small = weigh(br#"{"a":[1,2]}"#).unwrap();
+        // Values: the object, the key's value, the array, two items (and a key): 1 + 4 marks.
+        assert_eq!(small.bytes, 11 + 5 * BYTES_PER_PARSED_VALUE);
+        let text = format!(r#"{{"doc":"{}"}}"#, "lorem, ipsum ".repeat(10_000));
+        let large = weigh(text.as_bytes()).unwrap();
+        // Walked: three values (the object, its key, the string), whatever the commas.
+        assert_eq!(large.bytes, text.len() + 3 * BYTES_PER_PARSED_VALUE);
+        let dense = format!("[{}0]", "0,".repeat(100_000));
+        assert!(weigh(dense.as_bytes()).is_err());
     }
 
     #[test]

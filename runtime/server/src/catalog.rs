@@ -7,7 +7,7 @@ use mcp_protocol::McpError;
 use serde_json::{Value, json};
 
 /// Builds `{<key>: [...], nextCursor?}` for the page that `params.cursor` asks for.
-pub fn list<'a>(
+pub(crate) fn list<'a>(
     params: &Value,
     page_size: usize,
     key: &str,

@@ -1,7 +1,8 @@
 //! `completion/complete`: declared values for prompt arguments and URI-template variables,
 //! filtered by what the user typed. Pure.
 
-use super::params::{Complete, CompletionRef};
+use super::params::Complete;
+use super::request::{Request, Target};
 use mcp_declaration::Compiled;
 use mcp_protocol::McpError;
 use serde_json::{Value, json};
@@ -9,18 +10,17 @@ use serde_json::{Value, json};
 /// MCP caps a completion at 100 values.
 const MAX_VALUES: usize = 100;
 
-/// Completes an argument of a prompt or a variable of a resource template.
-pub fn complete(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
+/// Completes an argument of the prompt, or a variable of the resource template, the request
+/// resolved to.
+pub(crate) fn complete(decl: &Compiled, request: &Request) -> Result<Value, McpError> {
     let Complete {
-        reference,
         argument: name,
         typed,
-    } = Complete::parse(params)?;
-    let candidates: &[String] = match reference {
-        CompletionRef::Prompt(prompt_name) => {
-            let prompt = decl
-                .prompt(prompt_name)
-                .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {prompt_name}")))?;
+        ..
+    } = Complete::parse(&request.params)?;
+    let candidates: &[String] = match &request.target {
+        Target::Prompt(i) => {
+            let prompt = &decl.prompts[*i];
             prompt
                 .arguments
                 .iter()
@@ -28,24 +28,18 @@ pub fn complete(decl: &Compiled, params: &Value) -> Result<Value, McpError> {
                 .map(|(_, _, values)| values.as_slice())
                 .ok_or_else(|| {
                     McpError::InvalidParams(format!(
-                        "prompt {prompt_name} has no argument `{name}`"
+                        "prompt {} has no argument `{name}`",
+                        prompt.descriptor["name"].as_str().unwrap_or_default()
                     ))
                 })?
         }
-        CompletionRef::Resource(uri) => {
-            let template = decl
-                .resource_templates
-                .iter()
-                .find(|t| t.descriptor["uriTemplate"] == uri)
-                .ok_or_else(|| {
-                    McpError::InvalidParams(format!("unknown resource template: {uri}"))
-                })?;
-            template
-                .completions
-                .get(name)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-        }
+        Target::Template(i) => decl.resource_templates[*i]
+            .completions
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
+        Target::Invalid(err) => return Err(err.clone()),
+        _ => return Err(McpError::Internal("completion without a target".into())),
     };
     let typed = typed.to_lowercase();
     let matching: Vec<&String> = candidates

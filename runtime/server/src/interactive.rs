@@ -4,15 +4,17 @@
 //! 2026-07-28 path (`interactive/stateless.rs`) carries answers in a sealed `requestState`; the
 //! legacy path (`interactive/session.rs`) asks over the session's stream and loops. Pure here.
 
-pub mod session;
-pub mod stateless;
+pub(crate) mod replay;
+pub(crate) mod session;
+pub(crate) mod stateless;
+
+pub(crate) use replay::Rounds;
 
 use super::RequestContext;
-use super::access;
+use super::authorize;
 use crate::metrics::Metrics;
-use crate::sessions::Sealer;
 use mcp_declaration::{
-    CONFIRM_KEY, Compiled, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY,
+    Access, CONFIRM_KEY, Compiled, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY,
     SAMPLE_KEY, Templates,
 };
 use mcp_protocol::{Era, McpError, meta};
@@ -20,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 /// What happens next with an interactive call.
 #[derive(Debug, PartialEq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Everything is known: the variables the reply templates see.
     Ready(Vars),
     /// Input requests still to be answered, by key (`{method, params}` each).
@@ -31,7 +33,7 @@ pub enum Plan {
 
 /// What the reply templates see besides the declared arguments.
 #[derive(Debug, Default, PartialEq)]
-pub struct Vars {
+pub(crate) struct Vars {
     /// The call's arguments with elicited values merged in.
     pub args: Value,
     /// The sampling answer: `{text, model, stopReason, role, content}`.
@@ -42,14 +44,14 @@ pub struct Vars {
 
 impl Vars {
     /// The template variables `args`, `sample` and `roots` as one object.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({"args": self.args, "sample": self.sample, "roots": self.roots})
     }
 }
 
 /// The outcome of the interactive part of a call.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Go on and answer with these variables.
     Ready(Vars),
     /// Answer with this result instead (2026-07-28 `input_required`).
@@ -58,24 +60,24 @@ pub enum Outcome {
     Stop(String),
 }
 
-/// [`resolve`] for the declared tool or prompt `name`: its `allow` decided only the arguments the
+/// [`resolve`] for a declared tool or prompt (its rules: `access`): its `allow` decided only the arguments the
 /// call sent, so the values the user supplied are decided again, and a refusal stops the item
 /// like a decline.
 #[allow(clippy::too_many_arguments)]
-pub async fn resolve_item(
+pub(crate) async fn resolve_item(
     decl: &Compiled,
     metrics: &Metrics,
-    sealer: &Sealer,
+    rounds: &Rounds,
     ctx: &RequestContext,
     method: &str,
     params: &Value,
-    (kind, name): (access::Kind, &str),
+    access: &Access,
     interaction: &CompiledInteraction,
     args: &Value,
 ) -> Result<Outcome, McpError> {
     let outcome = resolve(
         metrics,
-        sealer,
+        rounds,
         ctx,
         method,
         params,
@@ -85,7 +87,7 @@ pub async fn resolve_item(
     )
     .await?;
     if let Outcome::Ready(vars) = &outcome
-        && let Some(text) = access::elicited_refusal(decl, ctx, kind, name, &vars.args)
+        && let Some(text) = authorize::recheck(decl, ctx.caller.as_deref(), access, &vars.args)
     {
         return Ok(Outcome::Stop(text));
     }
@@ -95,9 +97,9 @@ pub async fn resolve_item(
 /// Runs the interactive part of a call in its era: one round per request in 2026-07-28, every
 /// round over the session in legacy eras.
 #[allow(clippy::too_many_arguments)]
-pub async fn resolve(
+pub(crate) async fn resolve(
     metrics: &Metrics,
-    sealer: &Sealer,
+    rounds: &Rounds,
     ctx: &RequestContext,
     method: &str,
     params: &Value,
@@ -114,7 +116,7 @@ pub async fn resolve(
                 .cloned()
                 .unwrap_or_else(|| json!({}));
             let answers =
-                stateless::answers(sealer, principal.as_deref(), method, params, interaction)?;
+                stateless::answers(rounds, principal.as_deref(), method, params, interaction)?;
             let fresh = params.get("inputResponses").and_then(Value::as_object);
             for (key, response) in fresh.into_iter().flatten() {
                 if knows(interaction, key) {
@@ -127,7 +129,7 @@ pub async fn resolve(
                 Plan::Ask(ask) => {
                     count_asked(metrics, &ask);
                     stateless::input_required(
-                        sealer,
+                        &rounds.sealer,
                         principal.as_deref(),
                         method,
                         params,
@@ -188,7 +190,7 @@ fn count_answer(metrics: &Metrics, key: &str, response: Option<&Value>) {
 }
 
 /// Whether `key` names an input request of `interaction` (other answers are ignored).
-pub fn knows(interaction: &CompiledInteraction, key: &str) -> bool {
+pub(crate) fn knows(interaction: &CompiledInteraction, key: &str) -> bool {
     (key == CONFIRM_KEY && interaction.confirm.is_some())
         || (key == SAMPLE_KEY && interaction.sample.is_some())
         || (key == ROOTS_KEY && interaction.roots)
@@ -196,7 +198,7 @@ pub fn knows(interaction: &CompiledInteraction, key: &str) -> bool {
 }
 
 /// Decides the next step. `caps` is the client's declared capabilities object.
-pub fn plan(
+pub(crate) fn plan(
     interaction: &CompiledInteraction,
     templates: &Templates,
     args: &Value,

@@ -9,8 +9,11 @@
 //! [`Server::listen`]. The declaration is swapped atomically on reload (no lock on the request
 //! path).
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod audit;
 pub mod backends;
+pub mod budget;
 pub mod metrics;
 pub mod sessions;
 pub mod telemetry;
@@ -18,7 +21,7 @@ pub mod telemetry;
 mod principal;
 pub use principal::Principal;
 
-mod access;
+mod authorize;
 mod catalog;
 mod completion;
 mod finish;
@@ -29,6 +32,7 @@ mod params;
 mod polling;
 mod prompts;
 mod read_cache;
+mod request;
 mod resources;
 mod served;
 mod subscriptions;
@@ -49,12 +53,14 @@ use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use access::Kind;
+pub use authorize::{Authorized, Decision};
 pub use finish::Finished;
 pub use lifecycle::{initialize_result, parse_level, served_declaration};
 pub use polling::MAX_POLLED;
+pub use request::MAX_SUBSCRIPTIONS;
+pub use request::{Request, Target};
 pub use served::Served;
-pub use subscriptions::{ListenLimit, MAX_SUBSCRIPTIONS};
+pub use subscriptions::ListenLimit;
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
 const CHANGE_CAPACITY: usize = 64;
@@ -83,7 +89,29 @@ impl Changes {
 /// them to the client before the result. Messages are boxed: a channel allocates its slots 32 at
 /// a time up front, and a session's stream channel lives as long as the session (32 boxes take
 /// 256 bytes, 32 values 2.3 KiB).
-pub type Notifier = mpsc::Sender<Box<Value>>;
+pub type Notifier = mpsc::Sender<Box<Outgoing>>;
+
+/// A message on its way to a client.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// Built here (notifications, questions, pings): small, written as it comes.
+    Message(Value),
+    /// An answer already written as JSON (one line), with the budget charges its bytes hold
+    /// until it is written to the client.
+    Written {
+        /// The JSON text.
+        json: String,
+        /// What its bytes are charged to.
+        held: budget::Held,
+    },
+}
+
+impl Outgoing {
+    /// `message`, boxed for a channel.
+    pub fn boxed(message: Value) -> Box<Self> {
+        Box::new(Self::Message(message))
+    }
+}
 
 /// Per-request facts the dispatch needs besides method and params.
 #[derive(Clone)]
@@ -157,7 +185,7 @@ impl RequestContext {
     pub async fn notify(&self, message: Value) {
         if let Some(notifier) = &self.notifier {
             // A closed receiver means the client went away; the request is being dropped too.
-            let _ = notifier.send(Box::new(message)).await;
+            let _ = notifier.send(Outgoing::boxed(message)).await;
         }
     }
 }
@@ -183,7 +211,7 @@ pub struct Server {
     changes: broadcast::Sender<Arc<Changes>>,
     cache: Arc<ReadCache>,
     poller: Poller,
-    sealer: Arc<Sealer>,
+    rounds: Arc<interactive::Rounds>,
 }
 
 impl Server {
@@ -206,7 +234,7 @@ impl Server {
             changes,
             cache,
             poller,
-            sealer: Arc::new(Sealer::random()),
+            rounds: Arc::new(interactive::Rounds::new(Arc::new(Sealer::random()))),
         }
     }
 
@@ -214,7 +242,7 @@ impl Server {
     /// replicas share, so any replica continues any round). Default: a random key.
     #[must_use]
     pub fn with_sealer(mut self, sealer: Arc<Sealer>) -> Self {
-        self.sealer = sealer;
+        self.rounds = Arc::new(interactive::Rounds::new(sealer));
         self
     }
 
@@ -226,13 +254,22 @@ impl Server {
     /// Records, when auditing is on, a call the transport refused before dispatch (403).
     pub fn audit_refused(
         &self,
-        method: &str,
-        params: &Value,
+        request: &Request,
         caller: &Principal,
         era: Era,
         session: Option<&str>,
     ) {
-        observe::refused_before_dispatch(&self.declaration(), method, params, caller, era, session);
+        observe::refused_before_dispatch(request, caller, era, session);
+    }
+
+    /// Parses a request once and resolves the item it names against the current declaration.
+    pub fn request(&self, method: String, params: Value) -> Request {
+        Request::from_message(self.current.load_full(), method, params)
+    }
+
+    /// The one authorization decision for `request` by `caller` (`None`: no `spec.auth`).
+    pub fn authorize(&self, caller: Option<&Principal>, request: Request) -> Authorized {
+        authorize::authorize(caller, request)
     }
 
     /// The metrics.
@@ -295,12 +332,14 @@ impl Server {
     pub fn listen(
         &self,
         id: RequestId,
-        params: &Value,
+        authorized: &Authorized,
         limit: &ListenLimit,
         until: CancellationToken,
     ) -> Result<impl Stream<Item = Value> + Send + 'static, McpError> {
         let started = Instant::now();
-        let permit = subscriptions::check_listen(params)
+        let permit = refusal(authorized)
+            .map_or(Ok(()), Err)
+            .and_then(|()| subscriptions::check_listen(&authorized.request.params))
             .and_then(|filter| Ok((filter, limit.try_acquire()?)));
         self.record(methods::SUBSCRIPTIONS_LISTEN, permit.is_ok(), started);
         let (filter, permit) = permit?;
@@ -326,42 +365,39 @@ impl Server {
 
     /// Whether answering this request may ask the client for input (an interactive tool or
     /// prompt): legacy transports then keep a stream open for the server's requests.
-    pub fn may_ask(&self, method: &str, params: &Value) -> bool {
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let decl = self.current.load();
-        match method {
-            methods::TOOLS_CALL => decl.tool(name).is_some_and(|t| !t.interaction.is_empty()),
-            methods::PROMPTS_GET => decl.prompt(name).is_some_and(|p| !p.interaction.is_empty()),
+    pub fn may_ask(&self, request: &Request) -> bool {
+        let decl = &request.decl;
+        match request.target {
+            Target::Tool(i) => !decl.tools[i].interaction.is_empty(),
+            Target::Prompt(i) if request.method == methods::PROMPTS_GET => {
+                !decl.prompts[i].interaction.is_empty()
+            }
             _ => false,
         }
     }
 
-    /// Answers one request, with what its era adds to every result.
+    /// Answers one request, with what its era adds to every result, as a `Value` (for the
+    /// legacy transports, which write it into a JSON-RPC response).
     pub async fn handle(
         &self,
         ctx: &RequestContext,
-        method: &str,
-        params: &Value,
+        authorized: Authorized,
     ) -> Result<Value, McpError> {
-        self.answer(ctx, method, params)
-            .await
-            .map(Finished::into_value)
+        self.answer(ctx, authorized).await.map(Finished::into_value)
     }
 
-    /// Answers one request: the result, to be serialized with what its era adds.
+    /// Answers one authorized request: the result, to be serialized with what its era adds.
     pub async fn answer(
         &self,
         ctx: &RequestContext,
-        method: &str,
-        params: &Value,
+        authorized: Authorized,
     ) -> Result<Finished, McpError> {
         let started = Instant::now();
-        let decl = self.current.load_full();
-        let observed = observe::begin(ctx, method, params, &decl);
-        let dispatched = self.dispatch(&decl, ctx, method, params);
+        let Authorized { request, decision } = authorized;
+        let decl = request.decl.clone();
+        let method = request.method.as_str();
+        let observed = observe::begin(ctx, &request, &decl);
+        let dispatched = self.dispatch(&decl, ctx, &request, decision);
         let result = match &observed {
             Some(observed) => observed.scope().run(dispatched).await,
             None => dispatched.await,
@@ -384,83 +420,126 @@ impl Server {
         &self,
         decl: &Served,
         ctx: &RequestContext,
-        method: &str,
-        params: &Value,
+        request: &Request,
+        decision: Decision,
     ) -> Result<Value, McpError> {
+        let (method, params) = (request.method.as_str(), &request.params);
+        if !served_in(ctx.era, method) {
+            return Err(McpError::MethodNotFound(method.to_owned()));
+        }
+        match decision {
+            Decision::Allowed => {}
+            Decision::NotListed => return Err(authorize::hidden(request)),
+            Decision::Refused(reason) if method == methods::TOOLS_CALL => {
+                return Ok(json!({"content": [{"type": "text", "text": reason}], "isError": true}));
+            }
+            Decision::Refused(reason) => return Err(McpError::InvalidParams(reason)),
+            Decision::NeedsScopes(scopes) => {
+                // Transports answer this with a 403 challenge before dispatch; a caller that
+                // did not still gets a refusal, never the item.
+                return Err(McpError::InvalidParams(format!(
+                    "the caller lacks scopes this needs: {}",
+                    scopes.join(" ")
+                )));
+            }
+        }
+        if let Target::Invalid(err) = &request.target {
+            return Err(err.clone());
+        }
         let page_size = self.settings.page_size;
-        match (ctx.era, method) {
-            (Era::Modern, methods::SERVER_DISCOVER) => Ok(lifecycle::discover_result(decl)),
-            (Era::Legacy(_), methods::PING) => Ok(json!({})),
-            (Era::Legacy(_), methods::LOGGING_SET_LEVEL) => lifecycle::set_level(ctx, params),
-            (Era::Legacy(_), methods::RESOURCES_SUBSCRIBE) => {
-                subscriptions::subscribe(decl, &self.poller, ctx, params)
+        let caller = ctx.caller.as_deref();
+        let listed = |access: &mcp_declaration::Access| authorize::listed(decl, caller, access);
+        match method {
+            methods::SERVER_DISCOVER => Ok(lifecycle::discover_result(decl)),
+            methods::PING => Ok(json!({})),
+            methods::LOGGING_SET_LEVEL => lifecycle::set_level(ctx, params),
+            methods::RESOURCES_SUBSCRIBE => {
+                subscriptions::subscribe(&self.poller, ctx, &request.target)
             }
-            (Era::Legacy(_), methods::RESOURCES_UNSUBSCRIBE) => {
-                subscriptions::unsubscribe(decl, &self.poller, ctx, params)
+            methods::RESOURCES_UNSUBSCRIBE => {
+                subscriptions::unsubscribe(&self.poller, ctx, &request.target)
             }
-            (_, methods::TOOLS_LIST) => catalog::list(
+            methods::TOOLS_LIST => catalog::list(
                 params,
                 page_size,
                 "tools",
-                access::visible(
-                    decl,
-                    ctx,
-                    Kind::Tool,
-                    decl.tools.iter().map(|t| &t.descriptor),
-                )
-                .into_iter(),
+                decl.tools
+                    .iter()
+                    .filter(|t| listed(&t.access))
+                    .map(|t| &t.descriptor)
+                    .collect::<Vec<_>>()
+                    .into_iter(),
             ),
-            (_, methods::TOOLS_CALL) => match access::tool_refusal(decl, ctx, params) {
-                Some(refused) => Ok(refused),
-                None => tools::call(decl, &self.metrics, &self.sealer, ctx, method, params).await,
-            },
-            (_, methods::RESOURCES_LIST) => catalog::list(
+            methods::TOOLS_CALL => {
+                tools::call(decl, &self.metrics, &self.rounds, ctx, request).await
+            }
+            methods::RESOURCES_LIST => catalog::list(
                 params,
                 page_size,
                 "resources",
-                access::visible(
-                    decl,
-                    ctx,
-                    Kind::Resource,
-                    decl.resources.iter().map(|r| &r.descriptor),
-                )
-                .into_iter(),
+                decl.resources
+                    .iter()
+                    .filter(|r| listed(&r.access))
+                    .map(|r| &r.descriptor)
+                    .collect::<Vec<_>>()
+                    .into_iter(),
             ),
-            (_, methods::RESOURCES_TEMPLATES_LIST) => catalog::list(
+            methods::RESOURCES_TEMPLATES_LIST => catalog::list(
                 params,
                 page_size,
                 "resourceTemplates",
-                access::visible(
-                    decl,
-                    ctx,
-                    Kind::ResourceTemplate,
-                    decl.resource_templates.iter().map(|t| &t.descriptor),
-                )
-                .into_iter(),
+                decl.resource_templates
+                    .iter()
+                    .filter(|t| listed(&t.access))
+                    .map(|t| &t.descriptor)
+                    .collect::<Vec<_>>()
+                    .into_iter(),
             ),
-            (_, methods::RESOURCES_READ) => match access::resource_refusal(decl, ctx, params) {
-                Some(refused) => Err(McpError::InvalidParams(refused)),
-                None => resources::read(decl, &self.metrics, &self.cache, params).await,
-            },
-            (_, methods::PROMPTS_LIST) => catalog::list(
+            methods::RESOURCES_READ => {
+                resources::read(decl, &self.metrics, &self.cache, &request.target).await
+            }
+            methods::PROMPTS_LIST => catalog::list(
                 params,
                 page_size,
                 "prompts",
-                access::visible(
-                    decl,
-                    ctx,
-                    Kind::Prompt,
-                    decl.prompts.iter().map(|p| &p.descriptor),
-                )
-                .into_iter(),
+                decl.prompts
+                    .iter()
+                    .filter(|p| listed(&p.access))
+                    .map(|p| &p.descriptor)
+                    .collect::<Vec<_>>()
+                    .into_iter(),
             ),
-            (_, methods::PROMPTS_GET) => match access::prompt_refusal(decl, ctx, params) {
-                Some(refused) => Err(McpError::InvalidParams(refused)),
-                None => prompts::get(decl, &self.metrics, &self.sealer, ctx, method, params).await,
-            },
-            (_, methods::COMPLETION_COMPLETE) => completion::complete(decl, params),
+            methods::PROMPTS_GET => {
+                prompts::get(decl, &self.metrics, &self.rounds, ctx, request).await
+            }
+            methods::COMPLETION_COMPLETE => completion::complete(decl, request),
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }
+    }
+}
+
+/// Whether `method` is answered in `era` (`subscriptions/listen` has a path of its own).
+fn served_in(era: Era, method: &str) -> bool {
+    match method {
+        methods::SERVER_DISCOVER => era == Era::Modern,
+        methods::PING
+        | methods::LOGGING_SET_LEVEL
+        | methods::RESOURCES_SUBSCRIBE
+        | methods::RESOURCES_UNSUBSCRIBE => era != Era::Modern,
+        _ => true,
+    }
+}
+
+/// The refusal of a method that answers only with an error (`subscriptions/listen`).
+fn refusal(authorized: &Authorized) -> Option<McpError> {
+    match &authorized.decision {
+        Decision::Allowed => None,
+        Decision::NotListed => Some(authorize::hidden(&authorized.request)),
+        Decision::Refused(reason) => Some(McpError::InvalidParams(reason.clone())),
+        Decision::NeedsScopes(scopes) => Some(McpError::InvalidParams(format!(
+            "the caller lacks scopes this needs: {}",
+            scopes.join(" ")
+        ))),
     }
 }
 

@@ -31,7 +31,7 @@ pub fn served_declaration(decl: &Compiled) -> Value {
 }
 
 /// The `server/discover` result (era fields are added by the dispatcher, which keeps `_meta`).
-pub fn discover_result(decl: &Compiled) -> Value {
+pub(crate) fn discover_result(decl: &Compiled) -> Value {
     let mut result = json!({
         "supportedVersions": SUPPORTED_VERSIONS,
         "capabilities": capabilities(),
@@ -72,7 +72,7 @@ pub fn initialize_result(decl: &Compiled, version: LegacyVersion) -> Value {
 
 /// `logging/setLevel` (legacy): the session's log messages from now on are at or above
 /// `params.level`.
-pub fn set_level(ctx: &RequestContext, params: &Value) -> Result<Value, McpError> {
+pub(crate) fn set_level(ctx: &RequestContext, params: &Value) -> Result<Value, McpError> {
     let level = parse_level(params.get("level"))?;
     if let Some(session) = &ctx.session {
         session.set_log_level(level);

@@ -95,9 +95,18 @@ pub struct InputOutcome {
 /// Labels of `mcp_session_forwards_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ForwardOutcome {
-    /// `forwarded` (the owner answered), `unreachable` or `not_owner` (served here instead),
+    /// `forwarded` (the owner answered), `unreachable`, `not_owner` or `outside` (served here
+    /// instead; `outside`: the owner lies outside the replica networks),
     /// `busy` (too many forwards at once: 503) or `error` (the owner failed mid-request: 502).
     pub outcome: &'static str,
+}
+
+/// Labels of `mcp_held_bytes` and `mcp_budget_refusals_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BudgetLabel {
+    /// `global` (every client's parsed messages and queued answers) or `session` (the sum of
+    /// the sessions' own budgets).
+    pub budget: &'static str,
 }
 
 /// Every metric the runtime exports.
@@ -117,6 +126,8 @@ pub struct Metrics {
     auth_failures: Family<AuthFailure, Counter>,
     input_requests: Family<InputOutcome, Counter>,
     session_forwards: Family<ForwardOutcome, Counter>,
+    held_bytes: Family<BudgetLabel, Gauge>,
+    budget_refusals: Family<BudgetLabel, Counter>,
     /// Handles on each method's series (by its index in `methods::ALL`, then `other`).
     by_method: Box<[MethodSeries]>,
 }
@@ -214,6 +225,22 @@ impl Default for Metrics {
             "Legacy-session requests for a session another replica owns, by outcome",
             session_forwards.clone(),
         );
+        let held_bytes = Family::<BudgetLabel, Gauge>::default();
+        registry.register(
+            "mcp_held_bytes",
+            "Bytes held for clients (parsed messages, answers not yet written), by budget",
+            held_bytes.clone(),
+        );
+        let budget_refusals = Family::<BudgetLabel, Counter>::default();
+        registry.register(
+            "mcp_budget_refusals",
+            "Messages refused (503) or sessions ended because a byte budget was full",
+            budget_refusals.clone(),
+        );
+        for budget in ["global", "session"] {
+            let _ = held_bytes.get_or_create(&BudgetLabel { budget });
+            let _ = budget_refusals.get_or_create(&BudgetLabel { budget });
+        }
         let declaration = Family::<HashLabel, Gauge>::default();
         registry.register(
             "mcp_runtime_declaration_info",
@@ -242,6 +269,8 @@ impl Default for Metrics {
             auth_failures,
             input_requests,
             session_forwards,
+            held_bytes,
+            budget_refusals,
             by_method: (0..=mcp_protocol::methods::ALL.len())
                 .map(|_| MethodSeries::default())
                 .collect(),
@@ -323,6 +352,21 @@ impl Metrics {
     pub fn session_forward(&self, outcome: &'static str) {
         self.session_forwards
             .get_or_create(&ForwardOutcome { outcome })
+            .inc();
+    }
+
+    /// The gauge of bytes held under `budget` (`global` or `session`), for a
+    /// [`crate::budget::Budget`] to keep up to date.
+    pub fn held_gauge(&self, budget: &'static str) -> Gauge {
+        self.held_bytes
+            .get_or_create(&BudgetLabel { budget })
+            .clone()
+    }
+
+    /// Counts a message refused, or a session ended, because `budget` was full.
+    pub fn budget_refused(&self, budget: &'static str) {
+        self.budget_refusals
+            .get_or_create(&BudgetLabel { budget })
             .inc();
     }
 

@@ -4,10 +4,11 @@
 //! exporter's queue, records to the audit writer's.
 
 use super::RequestContext;
+use super::request::{Request, Target};
 use crate::Principal;
 use crate::audit::{self, Record};
 use crate::telemetry::{self, CallScope, RequestSpan};
-use mcp_declaration::Compiled;
+use mcp_declaration::{Compiled, UriItem};
 use mcp_protocol::methods;
 use mcp_protocol::{Era, MODERN_VERSION, McpError};
 use opentelemetry::KeyValue;
@@ -20,7 +21,7 @@ use std::time::Instant;
 const MAX_NAME: usize = 512;
 
 /// What is being watched of one request.
-pub struct Observation {
+pub(crate) struct Observation {
     scope: Arc<CallScope>,
     span: Option<RequestSpan>,
     record: Option<Record>,
@@ -30,37 +31,32 @@ pub struct Observation {
 }
 
 /// Starts observing a request, if tracing or auditing is on.
-pub fn begin(
+pub(crate) fn begin(
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
     decl: &Compiled,
 ) -> Option<Observation> {
+    let (method, params) = (request.method.as_str(), &request.params);
     let audited =
         audit::enabled() && matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ);
     if !telemetry::enabled() && !audited {
         return None;
     }
     let client_parent = telemetry::parent_from_meta(params).or_else(|| ctx.trace_parent.clone());
-    let name = params.get("name").and_then(Value::as_str);
-    let declared_name = match method {
-        methods::TOOLS_CALL => name.filter(|n| decl.tool(n).is_some()),
-        methods::PROMPTS_GET => name.filter(|n| decl.prompt(n).is_some()),
-        _ => None,
-    };
+    let declared_name = declared_name(request, decl);
     let span = RequestSpan::start(
         match declared_name {
             Some(name) => format!("{method} {name}"),
             None => method.to_owned(),
         },
         client_parent.as_ref(),
-        span_attributes(ctx, method, params, decl, declared_name),
+        span_attributes(ctx, request, decl, declared_name),
     );
     let trace_id = span
         .as_ref()
         .map(RequestSpan::trace_id)
         .or_else(|| client_parent.map(|cx| cx.span().span_context().trace_id().to_string()));
-    let record = audited.then(|| audit_record(ctx, method, params, decl, trace_id));
+    let record = audited.then(|| audit_record(ctx, request, decl, trace_id));
     Some(Observation {
         scope: CallScope::new(span.as_ref().map(|s| s.context().clone())),
         span,
@@ -73,17 +69,17 @@ pub fn begin(
 
 impl Observation {
     /// The request span's trace id, when it is sampled.
-    pub fn sampled_trace_id(&self) -> Option<String> {
+    pub(crate) fn sampled_trace_id(&self) -> Option<String> {
         self.span.as_ref().and_then(RequestSpan::sampled_trace_id)
     }
 
     /// The scope the dispatch runs in.
-    pub fn scope(&self) -> &Arc<CallScope> {
+    pub(crate) fn scope(&self) -> &Arc<CallScope> {
         &self.scope
     }
 
     /// Ends the observation with the request's result.
-    pub fn finish(mut self, result: &Result<Value, McpError>) {
+    pub(crate) fn finish(mut self, result: &Result<Value, McpError>) {
         let (outcome, code) = match result {
             Ok(value) if value.get("isError").and_then(Value::as_bool) == Some(true) => {
                 ("failed", None)
@@ -146,13 +142,56 @@ fn protocol_version(era: Era) -> &'static str {
     }
 }
 
+/// The declared name of the tool a `tools/call`, or the prompt a `prompts/get`, resolved to.
+fn declared_name<'d>(request: &Request, decl: &'d Compiled) -> Option<&'d str> {
+    let descriptor = match (request.method.as_str(), &request.target) {
+        (methods::TOOLS_CALL, Target::Tool(i)) => &decl.tools[*i].descriptor,
+        (methods::PROMPTS_GET, Target::Prompt(i)) => &decl.prompts[*i].descriptor,
+        _ => return None,
+    };
+    descriptor["name"].as_str()
+}
+
+/// The URI a `resources/read` resolved to, when it is a declared fixed resource (a templated
+/// URI carries argument values).
+fn declared_uri<'d>(request: &Request, decl: &'d Compiled) -> Option<&'d str> {
+    match &request.target {
+        Target::Resource(resolved) => match resolved.item {
+            UriItem::Resource(i) => decl.resources[i].descriptor["uri"].as_str(),
+            UriItem::Template(..) => None,
+        },
+        _ => None,
+    }
+}
+
+/// What an audit record says of the URI a `resources/read` asked for: a fixed resource's URI;
+/// for a templated one the template (its variables are arguments, which records never hold in
+/// the clear) and a digest of the URI as the arguments digest; for an unknown one only the
+/// digest.
+fn audited_uri(request: &Request, decl: &Compiled) -> (Option<String>, Option<String>) {
+    let asked = request.params.get("uri").and_then(Value::as_str);
+    let digest = asked.map(|uri| audit::digest(&Value::String(uri.to_owned())));
+    match &request.target {
+        Target::Resource(resolved) => match resolved.item {
+            UriItem::Resource(_) => (Some(resolved.uri.clone()), None),
+            UriItem::Template(i, _) => (
+                decl.resource_templates[i].descriptor["uriTemplate"]
+                    .as_str()
+                    .map(str::to_owned),
+                digest,
+            ),
+        },
+        _ => (None, digest),
+    }
+}
+
 fn span_attributes(
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
     decl: &Compiled,
     declared_name: Option<&str>,
 ) -> Vec<KeyValue> {
+    let method = request.method.as_str();
     let mut attributes = vec![
         KeyValue::new("mcp.method.name", method.to_owned()),
         KeyValue::new("mcp.protocol.version", protocol_version(ctx.era)),
@@ -182,8 +221,7 @@ fn span_attributes(
     }
     // Only declared fixed URIs: a templated URI carries argument values.
     if method == methods::RESOURCES_READ
-        && let Some(uri) = params.get("uri").and_then(Value::as_str)
-        && decl.resource(uri).is_some()
+        && let Some(uri) = declared_uri(request, decl)
     {
         attributes.push(KeyValue::new("mcp.resource.uri", uri.to_owned()));
     }
@@ -192,15 +230,13 @@ fn span_attributes(
 
 fn audit_record(
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
     decl: &Compiled,
     trace_id: Option<String>,
 ) -> Record {
     let session = ctx.session.as_ref().map(|s| s.id.as_str());
     record_of(
-        method,
-        params,
+        request,
         decl,
         ctx.caller.as_deref(),
         ctx.era,
@@ -212,18 +248,18 @@ fn audit_record(
 /// Audits a call the transport refused before any dispatch: a 403 for an item whose scopes or
 /// token-only `allow` the caller lacks. No span exists for it; its record says `refused` with
 /// the HTTP status instead of a JSON-RPC code.
-pub fn refused_before_dispatch(
-    decl: &Compiled,
-    method: &str,
-    params: &Value,
+pub(crate) fn refused_before_dispatch(
+    request: &Request,
     caller: &Principal,
     era: Era,
     session: Option<&str>,
 ) {
+    let method = request.method.as_str();
     if !audit::enabled() || !matches!(method, methods::TOOLS_CALL | methods::RESOURCES_READ) {
         return;
     }
-    let mut record = record_of(method, params, decl, Some(caller), era, session, None);
+    let decl: &Compiled = request.declaration();
+    let mut record = record_of(request, decl, Some(caller), era, session, None);
     record.timestamp = audit::now();
     record.outcome = "refused";
     record.http_status = Some(403);
@@ -231,33 +267,40 @@ pub fn refused_before_dispatch(
 }
 
 fn record_of(
-    method: &str,
-    params: &Value,
+    request: &Request,
     decl: &Compiled,
     caller: Option<&Principal>,
     era: Era,
     session: Option<&str>,
     trace_id: Option<String>,
 ) -> Record {
+    let params = &request.params;
     let text = |key: &str| {
         params
             .get(key)
             .and_then(Value::as_str)
             .map(|s| s.chars().take(MAX_NAME).collect::<String>())
     };
+    let method = request.method.as_str();
     let is_tool_call = method == methods::TOOLS_CALL;
+    let (uri, uri_digest) = if is_tool_call {
+        (None, None)
+    } else {
+        audited_uri(request, decl)
+    };
     let (arguments_digest, redacted) = if is_tool_call {
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
         // An unknown tool has no schema to say which fields are sensitive: no digest.
-        match text("name").and_then(|name| decl.tool(&name)) {
-            Some(tool) => {
+        match &request.target {
+            Target::Tool(i) => {
+                let tool = &decl.tools[*i];
                 let (redacted, paths) = audit::redact(&tool.descriptor["inputSchema"], &args);
                 (Some(audit::digest(&redacted)), paths)
             }
-            None => (None, Vec::new()),
+            _ => (None, Vec::new()),
         }
     } else {
-        (None, Vec::new())
+        (uri_digest, Vec::new())
     };
     Record {
         timestamp: String::new(),
@@ -272,7 +315,7 @@ fn record_of(
             .to_owned(),
         declaration: decl.hash.clone(),
         tool: if is_tool_call { text("name") } else { None },
-        uri: if is_tool_call { None } else { text("uri") },
+        uri,
         principal: caller.map(principal),
         protocol_version: protocol_version(era),
         session: session.map(audit::short_digest),
@@ -297,5 +340,58 @@ fn principal(caller: &Principal) -> audit::Caller {
             .subject
             .as_ref()
             .map(|s| s.chars().take(MAX_NAME).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Served, Server, ServerSettings};
+    use mcp_declaration::{CompileOptions, compile, parse_manifest};
+    use serde_json::json;
+
+    const MANIFEST: &str = r#"
+apiVersion: kube-mcp.io/v1alpha1
+kind: MCPServer
+metadata: {name: audited}
+spec:
+  resources:
+    - {uri: "docs://readme", name: readme, text: "hi"}
+  resourceTemplates:
+    - {uriTemplate: "vault://item/{token}", name: item, text: "{{ args.token }}"}
+"#;
+
+    fn record(uri: &str) -> String {
+        let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
+        let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
+        let server = Server::new(
+            Served::new(compiled).unwrap(),
+            ServerSettings::default(),
+            Arc::default(),
+        );
+        let request = server.request(methods::RESOURCES_READ.into(), json!({"uri": uri}));
+        let decl = server.declaration();
+        serde_json::to_string(&record_of(&request, &decl, None, Era::Modern, None, None)).unwrap()
+    }
+
+    #[test]
+    fn templated_uris_are_recorded_as_their_template_and_a_digest() {
+        let templated = record("vault://item/s3cr3t-value");
+        assert!(!templated.contains("s3cr3t"), "{templated}");
+        assert!(
+            templated.contains(r#""uri":"vault://item/{token}""#),
+            "{templated}"
+        );
+        assert!(
+            templated.contains(r#""argumentsDigest":"sha256:"#),
+            "{templated}"
+        );
+        let unknown = record("other://s3cr3t-value");
+        assert!(
+            !unknown.contains("s3cr3t") && !unknown.contains(r#""uri""#),
+            "{unknown}"
+        );
+        let fixed = record("docs://readme");
+        assert!(fixed.contains(r#""uri":"docs://readme""#), "{fixed}");
     }
 }

@@ -33,7 +33,7 @@ fn arguments(params: &Value) -> Result<Option<&Map<String, Value>>, McpError> {
 }
 
 /// `tools/call`.
-pub struct CallTool<'a> {
+pub(crate) struct CallTool<'a> {
     /// The tool.
     pub name: &'a str,
     /// The arguments, an object (`{}` when none were sent).
@@ -42,7 +42,7 @@ pub struct CallTool<'a> {
 
 impl<'a> CallTool<'a> {
     /// Parses `tools/call` params.
-    pub fn parse(params: &'a Value) -> Result<Self, McpError> {
+    pub(crate) fn parse(params: &'a Value) -> Result<Self, McpError> {
         let name = string(params, "name", "missing tool `name`")?;
         let arguments = match member(params, "arguments") {
             None | Some(Value::Null) => &NO_ARGUMENTS,
@@ -54,7 +54,7 @@ impl<'a> CallTool<'a> {
 }
 
 /// `prompts/get`.
-pub struct GetPrompt<'a> {
+pub(crate) struct GetPrompt<'a> {
     /// The prompt.
     pub name: &'a str,
     /// The arguments, if any were sent.
@@ -63,7 +63,7 @@ pub struct GetPrompt<'a> {
 
 impl<'a> GetPrompt<'a> {
     /// Parses `prompts/get` params.
-    pub fn parse(params: &'a Value) -> Result<Self, McpError> {
+    pub(crate) fn parse(params: &'a Value) -> Result<Self, McpError> {
         Ok(Self {
             name: string(params, "name", "missing `name`")?,
             arguments: arguments(params)?,
@@ -72,14 +72,14 @@ impl<'a> GetPrompt<'a> {
 }
 
 /// `resources/read`, `resources/subscribe` and `resources/unsubscribe`.
-pub struct ResourceUri<'a> {
+pub(crate) struct ResourceUri<'a> {
     /// The resource.
     pub uri: &'a str,
 }
 
 impl<'a> ResourceUri<'a> {
     /// Parses params that name one resource.
-    pub fn parse(params: &'a Value) -> Result<Self, McpError> {
+    pub(crate) fn parse(params: &'a Value) -> Result<Self, McpError> {
         Ok(Self {
             uri: string(params, "uri", "missing `uri`")?,
         })
@@ -87,7 +87,7 @@ impl<'a> ResourceUri<'a> {
 }
 
 /// What `completion/complete` completes.
-pub enum CompletionRef<'a> {
+pub(crate) enum CompletionRef<'a> {
     /// An argument of a prompt.
     Prompt(&'a str),
     /// A variable of a resource template, by its URI template.
@@ -95,7 +95,7 @@ pub enum CompletionRef<'a> {
 }
 
 /// `completion/complete`.
-pub struct Complete<'a> {
+pub(crate) struct Complete<'a> {
     /// The prompt or resource template.
     pub reference: CompletionRef<'a>,
     /// The argument or variable name.
@@ -106,7 +106,7 @@ pub struct Complete<'a> {
 
 impl<'a> Complete<'a> {
     /// Parses `completion/complete` params.
-    pub fn parse(params: &'a Value) -> Result<Self, McpError> {
+    pub(crate) fn parse(params: &'a Value) -> Result<Self, McpError> {
         let reference = params.get("ref").ok_or_else(|| invalid("missing `ref`"))?;
         let argument = params
             .get("argument")
@@ -134,14 +134,14 @@ impl<'a> Complete<'a> {
 }
 
 /// The list methods' params.
-pub struct ListPage<'a> {
+pub(crate) struct ListPage<'a> {
     /// The cursor of the page, if not the first.
     pub cursor: Option<&'a str>,
 }
 
 impl<'a> ListPage<'a> {
     /// Parses list params.
-    pub fn parse(params: &'a Value) -> Result<Self, McpError> {
+    pub(crate) fn parse(params: &'a Value) -> Result<Self, McpError> {
         match params.get("cursor") {
             None | Some(Value::Null) => Ok(Self { cursor: None }),
             Some(Value::String(cursor)) => Ok(Self {

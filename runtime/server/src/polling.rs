@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_POLLED: usize = 256;
 /// Most polled resources one subscriber (session) may start, so one client cannot take every
 /// polling slot.
-pub const MAX_POLLED_PER_WATCHER: usize = MAX_POLLED / 16;
+pub(crate) const MAX_POLLED_PER_WATCHER: usize = MAX_POLLED / 16;
 
 /// Who watches a polled URI: each subscriber's token, cancelled when it goes away.
 type Watchers = HashMap<String, CancellationToken>;
@@ -36,7 +36,7 @@ fn may_poll_another(watched: &HashMap<String, Watchers>, watcher: &str) -> bool 
 }
 
 /// Polls subscribed upstream resources.
-pub struct Poller {
+pub(crate) struct Poller {
     current: Arc<ArcSwap<Served>>,
     metrics: Arc<Metrics>,
     changes: broadcast::Sender<Arc<Changes>>,
@@ -46,7 +46,7 @@ pub struct Poller {
 
 impl Poller {
     /// A poller over the served declaration.
-    pub fn new(
+    pub(crate) fn new(
         current: Arc<ArcSwap<Served>>,
         metrics: Arc<Metrics>,
         changes: broadcast::Sender<Arc<Changes>>,
@@ -63,7 +63,7 @@ impl Poller {
 
     /// Starts watching `uri` for `watcher` until `until` is cancelled or [`Poller::unwatch`].
     /// URIs that are not upstream-backed need no polling (reloads report their changes).
-    pub fn watch(&self, uri: &str, watcher: &str, until: CancellationToken) {
+    pub(crate) fn watch(&self, uri: &str, watcher: &str, until: CancellationToken) {
         let Some(every) = resources::poll_interval(&self.current.load(), uri) else {
             return;
         };
@@ -85,7 +85,7 @@ impl Poller {
     }
 
     /// Stops watching `uri` for `watcher`.
-    pub fn unwatch(&self, uri: &str, watcher: &str) {
+    pub(crate) fn unwatch(&self, uri: &str, watcher: &str) {
         let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(watchers) = watched.get_mut(uri) {
             watchers.remove(watcher);
@@ -116,7 +116,7 @@ impl Poller {
                     }
                 }
                 let decl = current.load_full();
-                let Ok(contents) = resources::contents(&decl, &metrics, None, &uri).await else {
+                let Ok(contents) = resources::contents_of(&decl, &metrics, &uri).await else {
                     continue;
                 };
                 if last.as_ref().is_some_and(|previous| *previous != contents) {

@@ -1,10 +1,12 @@
 //! Who is calling: the identity and grants of a validated token. Pure, no I/O.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-/// A caller whose token was validated.
-#[derive(Clone, Debug, PartialEq)]
+/// A caller whose token was validated (serializable: a replica forwarding a request seals it
+/// into the hop token, and the owner trusts it instead of a token).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Principal {
     /// `iss` of the token.
     pub issuer: String,
@@ -31,14 +33,25 @@ impl Principal {
         }
     }
 
-    /// A digest of (issuer, subject) that binds a session to this caller without carrying who
-    /// it is in the clear.
+    /// The client the token was issued to: `azp` (OpenID Connect, RFC 9068) or `client_id`
+    /// (RFC 9068, introspection).
+    pub fn client(&self) -> Option<&str> {
+        ["azp", "client_id"]
+            .iter()
+            .find_map(|name| self.claims.get(*name).and_then(Value::as_str))
+    }
+
+    /// A digest of (issuer, subject, client) that binds a session to this caller without
+    /// carrying who it is in the clear. The client counts: client-credentials tokens carry no
+    /// `sub`, and two clients of one issuer must not share a principal.
     pub fn digest(&self) -> [u8; 16] {
         let mut hash = Sha256::new();
-        hash.update(b"kube-mcp principal v1\0");
+        hash.update(b"kube-mcp principal v2\0");
         hash.update(self.issuer.as_bytes());
         hash.update([0]);
         hash.update(self.subject.as_deref().unwrap_or_default().as_bytes());
+        hash.update([0]);
+        hash.update(self.client().unwrap_or_default().as_bytes());
         let full = hash.finalize();
         let mut out = [0u8; 16];
         out.copy_from_slice(&full[..16]);
@@ -104,5 +117,20 @@ mod tests {
         let c = principal(json!({"iss": "https://i", "sub": "ab", "scope": "x"}));
         assert_ne!(a.digest(), b.digest());
         assert_eq!(a.digest(), c.digest());
+    }
+
+    #[test]
+    fn tokens_without_a_subject_differ_by_client() {
+        // Client-credentials tokens: no `sub`, the client in `azp` or `client_id`.
+        let one = principal(json!({"iss": "https://i", "azp": "billing"}));
+        let two = principal(json!({"iss": "https://i", "client_id": "reports"}));
+        let none = principal(json!({"iss": "https://i"}));
+        assert_ne!(one.digest(), two.digest());
+        assert_ne!(one.digest(), none.digest());
+        assert_eq!(one.client(), Some("billing"));
+        // One user through two clients: two principals.
+        let via_a = principal(json!({"iss": "https://i", "sub": "u", "azp": "a"}));
+        let via_b = principal(json!({"iss": "https://i", "sub": "u", "azp": "b"}));
+        assert_ne!(via_a.digest(), via_b.digest());
     }
 }

@@ -2,40 +2,43 @@
 //! declared messages. Pure in 2026-07-28; legacy eras ask over the session.
 
 use super::RequestContext;
-use super::access;
+use super::interactive::Rounds;
 use super::interactive::{self, Outcome};
 use super::params::GetPrompt;
+use super::request::{Request, Target};
 use crate::metrics::Metrics;
-use crate::sessions::Sealer;
 use mcp_declaration::Compiled;
 use mcp_protocol::McpError;
 use serde_json::{Value, json};
 
 /// Renders a prompt with its arguments, first asking the client for declared `elicit` values
 /// the request lacks.
-pub async fn get(
+pub(crate) async fn get(
     decl: &Compiled,
     metrics: &Metrics,
-    sealer: &Sealer,
+    rounds: &Rounds,
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
 ) -> Result<Value, McpError> {
+    let Target::Prompt(index) = request.target else {
+        return Err(McpError::Internal(
+            "prompts/get without a prompt target".into(),
+        ));
+    };
+    let (method, params) = (request.method.as_str(), &request.params);
     let GetPrompt { name, arguments } = GetPrompt::parse(params)?;
-    let prompt = decl
-        .prompt(name)
-        .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {name}")))?;
+    let prompt = &decl.prompts[index];
     let mut args = arguments.cloned().unwrap_or_default();
     if !prompt.interaction.is_empty() {
         let given = Value::Object(args.clone());
         match interactive::resolve_item(
             decl,
             metrics,
-            sealer,
+            rounds,
             ctx,
             method,
             params,
-            (access::Kind::Prompt, name),
+            &prompt.access,
             &prompt.interaction,
             &given,
         )

@@ -1,8 +1,10 @@
 //! The read cache of upstream-backed resources (`cacheTtlMs`): results reused for their TTL,
-//! bounded in entries and bytes, keyed on the normalized URI, cleared on reload. In memory, no
+//! bounded in entries and bytes, keyed on the canonical URI (`mcp_declaration::canonical_uri`, the spelling every lookup uses),
+//! cleared on reload. In memory, no
 //! I/O.
 
 use dashmap::DashMap;
+use mcp_declaration::canonical_uri;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -17,15 +19,15 @@ const MAX_ENTRY_BYTES: usize = MAX_CACHED_BYTES / 8;
 /// and keyed on the normalized URI, so spellings of one URI (`%7e` and `~`, `%2f` and `%2F`)
 /// share one entry instead of each pinning a copy.
 #[derive(Default)]
-pub struct ReadCache {
+pub(crate) struct ReadCache {
     entries: DashMap<String, (Instant, Value, usize)>,
     bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl ReadCache {
     /// A fresh cached result for `uri`.
-    pub fn get(&self, uri: &str) -> Option<Value> {
-        let entry = self.entries.get(&normalize(uri))?;
+    pub(crate) fn get(&self, uri: &str) -> Option<Value> {
+        let entry = self.entries.get(canonical_uri(uri).as_ref())?;
         (entry.0 > Instant::now()).then(|| {
             let mut contents = entry.1.clone();
             // The entry may have been stored under another spelling of the URI.
@@ -38,9 +40,9 @@ impl ReadCache {
 
     /// Caches `contents` for `ttl` (skipped when the cache is full of fresh entries, or the
     /// result is large).
-    pub fn put(&self, uri: &str, contents: Value, ttl: Duration) {
+    pub(crate) fn put(&self, uri: &str, contents: Value, ttl: Duration) {
         use std::sync::atomic::Ordering;
-        let key = normalize(uri);
+        let key = canonical_uri(uri).into_owned();
         let size = key.len() + weight(&contents);
         if size > MAX_ENTRY_BYTES {
             return;
@@ -72,11 +74,11 @@ impl ReadCache {
     }
 
     /// Forgets `uri`, or everything (after a reload).
-    pub fn forget(&self, uri: Option<&str>) {
+    pub(crate) fn forget(&self, uri: Option<&str>) {
         use std::sync::atomic::Ordering;
         match uri {
             Some(uri) => {
-                if let Some((_, (_, _, size))) = self.entries.remove(&normalize(uri)) {
+                if let Some((_, (_, _, size))) = self.entries.remove(canonical_uri(uri).as_ref()) {
                     self.bytes.fetch_sub(size, Ordering::AcqRel);
                 }
             }
@@ -88,37 +90,6 @@ impl ReadCache {
     }
 }
 
-/// RFC 3986 normalization of percent-encoding: escapes of unreserved characters are decoded
-/// and the hex digits of the others upper-cased.
-fn normalize(uri: &str) -> String {
-    let bytes = uri.as_bytes();
-    let mut out = String::with_capacity(uri.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        let escaped = (bytes[at] == b'%')
-            .then(|| uri.get(at + 1..at + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) => {
-                out.push(char::from(byte));
-                at += 3;
-            }
-            Some(byte) => {
-                out.push_str(&format!("%{byte:02X}"));
-                at += 3;
-            }
-            None => {
-                let c = uri[at..].chars().next().unwrap_or_default();
-                out.push(c);
-                at += c.len_utf8().max(1);
-            }
-        }
-    }
-    out
-}
-
-/// Roughly how many bytes a cached value holds.
 fn weight(value: &Value) -> usize {
     match value {
         Value::String(s) => s.len() + 24,

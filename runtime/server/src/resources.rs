@@ -3,71 +3,91 @@
 //! do network I/O; the rest is pure.
 
 use super::Served;
-use super::params::ResourceUri;
 use super::read_cache::ReadCache;
+use super::request::Target;
 use crate::backends::http;
 use crate::metrics::Metrics;
-use mcp_declaration::{Compiled, CompiledHttp};
+use mcp_declaration::{Compiled, CompiledHttp, ResolvedUri, UriItem};
 use mcp_protocol::McpError;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-/// Reads a resource: a fixed one by URI, else the first template that matches.
-pub async fn read(
+/// Reads the resource the request resolved: a fixed one, or the template that matched its URI.
+pub(crate) async fn read(
     decl: &Served,
     metrics: &Metrics,
     cache: &ReadCache,
-    params: &Value,
+    target: &Target,
 ) -> Result<Value, McpError> {
-    let ResourceUri { uri } = ResourceUri::parse(params)?;
-    let contents = contents(decl, metrics, Some(cache), uri).await?;
+    let resolved = match target {
+        Target::Resource(resolved) => resolved,
+        Target::Invalid(err) => return Err(err.clone()),
+        _ => {
+            return Err(McpError::Internal(
+                "resources/read without a resource target".into(),
+            ));
+        }
+    };
+    let contents = contents(decl, metrics, Some(cache), resolved).await?;
     Ok(json!({"contents": [contents]}))
 }
 
-/// The contents entry of `uri`; `cache` is skipped by the subscription poller.
-pub async fn contents(
+/// The contents entry of `uri`, for the subscription poller (no cache).
+pub(crate) async fn contents_of(
+    decl: &Served,
+    metrics: &Metrics,
+    uri: &str,
+) -> Result<Value, McpError> {
+    let resolved = decl
+        .resolve_uri(uri)
+        .ok_or_else(|| McpError::ResourceNotFound {
+            uri: uri.to_owned(),
+        })?;
+    contents(decl, metrics, None, &resolved).await
+}
+
+/// The contents entry of a resolved URI; `cache` is skipped by the subscription poller. The
+/// cache keys on the canonical URI, which names one item: an entry is only ever served for
+/// the item (and rules) that filled it.
+async fn contents(
     decl: &Served,
     metrics: &Metrics,
     cache: Option<&ReadCache>,
-    uri: &str,
+    resolved: &ResolvedUri,
 ) -> Result<Value, McpError> {
-    if let Some(resource) = decl.resource(uri) {
-        return match &resource.http {
-            None => Ok(resource.contents.clone()),
-            Some(upstream) => {
-                let mime = resource.contents.get("mimeType").and_then(Value::as_str);
-                fetch(decl, metrics, cache, upstream, uri, mime, &json!({})).await
+    let uri = resolved.uri.as_str();
+    match &resolved.item {
+        UriItem::Resource(i) => {
+            let resource = &decl.resources[*i];
+            match &resource.http {
+                None => Ok(resource.contents.clone()),
+                Some(upstream) => {
+                    let mime = resource.contents.get("mimeType").and_then(Value::as_str);
+                    fetch(decl, metrics, cache, upstream, uri, mime, &json!({})).await
+                }
             }
-        };
-    }
-    for template in &decl.resource_templates {
-        let Some(values) = template.uri.matches(uri) else {
-            continue;
-        };
-        let args: Map<String, Value> = values
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect();
-        let args = Value::Object(args);
-        if let Some(upstream) = &template.http {
-            let mime = template.mime_type.as_deref();
-            return fetch(decl, metrics, cache, upstream, uri, mime, &args).await;
         }
-        let Some(text) = &template.text else {
-            continue;
-        };
-        let text = decl
-            .templates
-            .render(text, &args)
-            .map_err(|err| McpError::Internal(err.to_string()))?;
-        let mut contents = json!({"uri": uri, "text": text});
-        if let Some(mime_type) = &template.mime_type {
-            contents["mimeType"] = json!(mime_type);
+        UriItem::Template(i, args) => {
+            let template = &decl.resource_templates[*i];
+            if let Some(upstream) = &template.http {
+                let mime = template.mime_type.as_deref();
+                return fetch(decl, metrics, cache, upstream, uri, mime, args).await;
+            }
+            let Some(text) = &template.text else {
+                return Err(McpError::ResourceNotFound {
+                    uri: uri.to_owned(),
+                });
+            };
+            let text = decl
+                .templates
+                .render(text, args)
+                .map_err(|err| McpError::Internal(err.to_string()))?;
+            let mut contents = json!({"uri": uri, "text": text});
+            if let Some(mime_type) = &template.mime_type {
+                contents["mimeType"] = json!(mime_type);
+            }
+            Ok(contents)
         }
-        return Ok(contents);
     }
-    Err(McpError::ResourceNotFound {
-        uri: uri.to_owned(),
-    })
 }
 
 async fn fetch(
@@ -100,30 +120,10 @@ async fn fetch(
 }
 
 /// The poll interval of an upstream-backed `uri`.
-pub fn poll_interval(decl: &Compiled, uri: &str) -> Option<std::time::Duration> {
-    let http = match decl.resource(uri) {
-        Some(resource) => resource.http.as_ref(),
-        None => decl
-            .resource_templates
-            .iter()
-            .find(|t| t.uri.matches(uri).is_some())
-            .and_then(|t| t.http.as_ref()),
+pub(crate) fn poll_interval(decl: &Compiled, uri: &str) -> Option<std::time::Duration> {
+    let http = match decl.resolve_uri(uri)?.item {
+        UriItem::Resource(i) => decl.resources[i].http.as_ref(),
+        UriItem::Template(i, _) => decl.resource_templates[i].http.as_ref(),
     };
     http.map(|h| h.poll_interval)
-}
-
-/// Whether this server can read `uri` (a fixed resource, or a template matches it).
-pub fn check_readable(decl: &Compiled, uri: &str) -> Result<(), McpError> {
-    if decl.resource(uri).is_some()
-        || decl
-            .resource_templates
-            .iter()
-            .any(|t| t.uri.matches(uri).is_some())
-    {
-        Ok(())
-    } else {
-        Err(McpError::ResourceNotFound {
-            uri: uri.to_owned(),
-        })
-    }
 }

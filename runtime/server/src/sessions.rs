@@ -6,5 +6,7 @@ mod session;
 mod store;
 
 pub use seal::{KEY_LEN, SealedSession, Sealer, read_key, unix_now};
-pub use session::{InFlight, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, Queued, Session, SessionTransport};
+pub use session::{
+    DEFAULT_SESSION_BYTES, InFlight, MAX_IN_FLIGHT, Session, SessionTransport, StreamSender,
+};
 pub use store::{SessionSettings, SessionStore};

@@ -3,12 +3,12 @@
 //! notifications a reload's [`Changes`] become for a session or a listen stream. Subscribing to
 //! an upstream-backed resource starts polling it (see `polling.rs`); the rest is pure.
 
-use super::params::ResourceUri;
 use super::polling::Poller;
-use super::{Changes, RequestContext, resources};
+use super::request::{MAX_SUBSCRIPTIONS, Target};
+use super::{Changes, RequestContext};
 use crate::sessions::Session;
 use futures_util::Stream;
-use mcp_declaration::Compiled;
+use mcp_declaration::canonical_uri;
 use mcp_protocol::methods::notifications;
 use mcp_protocol::{McpError, RequestId, meta, notification, success_response};
 use serde::Deserialize;
@@ -17,19 +17,26 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
-/// Most resource URIs one listen stream (or one legacy session) may subscribe to.
-pub const MAX_SUBSCRIPTIONS: usize = 100;
+/// The canonical URI a subscribe or unsubscribe names (the request resolved it to a resource
+/// this server serves, or refused it before dispatch).
+fn subscribed_uri(target: &Target) -> Result<&str, McpError> {
+    match target {
+        Target::Resource(resolved) => Ok(&resolved.uri),
+        Target::Invalid(err) => Err(err.clone()),
+        _ => Err(McpError::Internal(
+            "a subscription without a resource target".into(),
+        )),
+    }
+}
 
-/// `resources/subscribe` (legacy): any URI this server can read; upstream-backed ones are polled
-/// while the session lives.
-pub fn subscribe(
-    decl: &Compiled,
+/// `resources/subscribe` (legacy): any URI this server can read, under its canonical spelling;
+/// upstream-backed ones are polled while the session lives.
+pub(crate) fn subscribe(
     poller: &Poller,
     ctx: &RequestContext,
-    params: &Value,
+    target: &Target,
 ) -> Result<Value, McpError> {
-    let ResourceUri { uri } = ResourceUri::parse(params)?;
-    resources::check_readable(decl, uri)?;
+    let uri = subscribed_uri(target)?;
     if let Some(session) = &ctx.session {
         if !session.is_subscribed(uri) && session.subscription_count() >= MAX_SUBSCRIPTIONS {
             return Err(McpError::InvalidParams(format!(
@@ -43,14 +50,12 @@ pub fn subscribe(
 }
 
 /// `resources/unsubscribe` (legacy).
-pub fn unsubscribe(
-    decl: &Compiled,
+pub(crate) fn unsubscribe(
     poller: &Poller,
     ctx: &RequestContext,
-    params: &Value,
+    target: &Target,
 ) -> Result<Value, McpError> {
-    let ResourceUri { uri } = ResourceUri::parse(params)?;
-    resources::check_readable(decl, uri)?;
+    let uri = subscribed_uri(target)?;
     if let Some(session) = &ctx.session {
         session.subscribe(uri, false);
         poller.unwatch(uri, &session.id);
@@ -60,7 +65,7 @@ pub fn unsubscribe(
 
 /// What a reload changed, as a session that lagged behind the change stream must assume it:
 /// every list, and every resource it subscribed to.
-pub fn everything(updated_uris: Vec<String>) -> Changes {
+pub(crate) fn everything(updated_uris: Vec<String>) -> Changes {
     Changes {
         tools: true,
         prompts: true,
@@ -71,7 +76,7 @@ pub fn everything(updated_uris: Vec<String>) -> Changes {
 
 /// The notifications a legacy session's stream carries for `changes`; `None` when the stream
 /// lagged behind the change broadcast (then [`everything`] it subscribed to may have changed).
-pub fn session_notifications(session: &Session, changes: Option<&Changes>) -> Vec<Value> {
+pub(crate) fn session_notifications(session: &Session, changes: Option<&Changes>) -> Vec<Value> {
     let lagged;
     let changes = match changes {
         Some(changes) => changes,
@@ -130,7 +135,7 @@ impl ListenLimit {
 /// What a listen request asked for (and is honored in full).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Filter {
+pub(crate) struct Filter {
     #[serde(default)]
     tools_list_changed: bool,
     #[serde(default)]
@@ -139,6 +144,9 @@ pub struct Filter {
     resources_list_changed: bool,
     #[serde(default)]
     resource_subscriptions: Vec<String>,
+    /// `resource_subscriptions` in canonical spelling, as changes name them.
+    #[serde(skip)]
+    watched: Vec<String>,
 }
 
 /// The params of `subscriptions/listen`.
@@ -150,11 +158,17 @@ struct ListenParams {
 
 impl Filter {
     /// The filter of a listen request.
-    pub fn parse(params: &Value) -> Result<Self, McpError> {
+    pub(crate) fn parse(params: &Value) -> Result<Self, McpError> {
         let parsed = ListenParams::deserialize(params).map_err(|err| {
             McpError::InvalidParams(format!("invalid subscriptions/listen params: {err}"))
         })?;
-        Ok(parsed.notifications.unwrap_or_default())
+        let mut filter = parsed.notifications.unwrap_or_default();
+        filter.watched = filter
+            .resource_subscriptions
+            .iter()
+            .map(|uri| canonical_uri(uri).into_owned())
+            .collect();
+        Ok(filter)
     }
 
     /// The acknowledged filter (only what was asked).
@@ -190,7 +204,7 @@ impl Filter {
         for uri in changes
             .updated_uris
             .iter()
-            .filter(|uri| self.resource_subscriptions.contains(uri))
+            .filter(|uri| self.watched.contains(uri))
         {
             out.push((notifications::RESOURCES_UPDATED, Some(uri.clone())));
         }
@@ -198,8 +212,9 @@ impl Filter {
     }
 }
 
-/// A checked listen request: its filter, within bounds.
-pub fn check_listen(params: &Value) -> Result<Filter, McpError> {
+/// A checked listen request: its filter, within bounds, matching URIs by their canonical
+/// spelling (the acknowledgement repeats them as asked).
+pub(crate) fn check_listen(params: &Value) -> Result<Filter, McpError> {
     let filter = Filter::parse(params)?;
     let asked = filter.resource_subscriptions.len();
     if asked > MAX_SUBSCRIPTIONS {
@@ -214,7 +229,7 @@ pub fn check_listen(params: &Value) -> Result<Filter, McpError> {
 /// until `until` is cancelled (server shutdown), then the listen request's result, which ends
 /// it gracefully. Upstream-backed resources are polled while the stream is alive; `keep` is
 /// held as long (the transport's stream permit).
-pub fn listen_stream<K: Send + 'static>(
+pub(crate) fn listen_stream<K: Send + 'static>(
     poller: &Poller,
     mut changes: broadcast::Receiver<Arc<Changes>>,
     id: RequestId,
@@ -225,7 +240,7 @@ pub fn listen_stream<K: Send + 'static>(
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
     let watching = CancellationToken::new();
     let watcher = format!("listen:{}", rand::random::<u64>());
-    for uri in &filter.resource_subscriptions {
+    for uri in &filter.watched {
         poller.watch(uri, &watcher, watching.clone());
     }
     let stop_watching = watching.drop_guard();
@@ -243,7 +258,7 @@ pub fn listen_stream<K: Send + 'static>(
                 Ok(changes) => changes,
                 // Fell behind: tell the client everything it asked for may have changed.
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    Arc::new(everything(filter.resource_subscriptions.clone()))
+                    Arc::new(everything(filter.watched.clone()))
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             };

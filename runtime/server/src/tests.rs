@@ -44,7 +44,20 @@ async fn call(
     method: &str,
     params: Value,
 ) -> Result<Value, McpError> {
-    server.handle(ctx, method, &params).await
+    serve(server, ctx, method, &params).await
+}
+
+/// What a transport does with a parsed message: the request, its decision for the context's
+/// caller, the answer.
+pub(crate) async fn serve(
+    server: &Server,
+    ctx: &RequestContext,
+    method: &str,
+    params: &Value,
+) -> Result<Value, McpError> {
+    let request = server.request(method.to_owned(), params.clone());
+    let authorized = server.authorize(ctx.caller.as_deref(), request);
+    server.handle(ctx, authorized).await
 }
 
 fn ctx(era: Era) -> RequestContext {
@@ -311,3 +324,5 @@ fn cancelled_notifications_cancel_the_request() {
     );
     assert!(in_flight.token.is_cancelled());
 }
+
+mod authorization;

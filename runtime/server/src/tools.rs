@@ -4,12 +4,12 @@
 
 use super::RequestContext;
 use super::Served;
-use super::access;
+use super::interactive::Rounds;
 use super::interactive::{self, Outcome, Vars};
 use super::params::CallTool;
+use super::request::{Request, Target};
 use crate::backends::{ToolReply, content, http, text_block};
 use crate::metrics::Metrics;
-use crate::sessions::Sealer;
 use mcp_declaration::{Compiled, CompiledTool};
 use mcp_protocol::methods::notifications;
 use mcp_protocol::{Era, LegacyVersion, McpError, notification, object};
@@ -21,21 +21,24 @@ const MAX_REPORTED_VIOLATIONS: usize = 5;
 
 /// Calls a declared tool. Unknown tools are protocol errors; everything that goes wrong inside a
 /// known tool is an `isError` result the model can read.
-pub async fn call(
+pub(crate) async fn call(
     decl: &Served,
     metrics: &Metrics,
-    sealer: &Sealer,
+    rounds: &Rounds,
     ctx: &RequestContext,
-    method: &str,
-    params: &Value,
+    request: &Request,
 ) -> Result<Value, McpError> {
+    let Target::Tool(index) = request.target else {
+        return Err(McpError::Internal(
+            "tools/call without a tool target".into(),
+        ));
+    };
+    let (method, params) = (request.method.as_str(), &request.params);
     let CallTool {
         name,
         arguments: args,
     } = CallTool::parse(params)?;
-    let tool = decl
-        .tool(name)
-        .ok_or_else(|| McpError::InvalidParams(format!("unknown tool: {name}")))?;
+    let tool = &decl.tools[index];
     let started = Instant::now();
     let vars = if tool.interaction.is_empty() {
         None
@@ -43,11 +46,11 @@ pub async fn call(
         match interactive::resolve_item(
             decl,
             metrics,
-            sealer,
+            rounds,
             ctx,
             method,
             params,
-            (access::Kind::Tool, name),
+            &tool.access,
             &tool.interaction,
             args,
         )

@@ -48,6 +48,7 @@ async fn fixture(refresh_interval: Duration) -> Fixture {
         KeySettings {
             refresh_interval,
             max_age: Duration::from_secs(3600),
+            ..KeySettings::default()
         },
     )
     .unwrap();
@@ -129,6 +130,12 @@ async fn a_valid_token_is_accepted_with_its_scopes() {
             "{aud}"
         );
     }
+    // RFC 9068 access tokens.
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some("a".into());
+    header.typ = Some("at+jwt".into());
+    let at_jwt = jsonwebtoken::encode(&header, &f.claims(), &f.a.key).unwrap();
+    assert_eq!(f.check(&at_jwt).await, Ok(()));
     // `scp` as an array, as some providers issue it.
     let scp = f.with(json!({"scope": null, "scp": ["mcp"]}));
     assert_eq!(f.check(&f.a.sign(&scp)).await, Ok(()));
@@ -157,8 +164,28 @@ async fn the_adversarial_matrix_is_refused() {
     }
     .sign(&f.claims());
     let oversized = f.a.sign(&f.with(json!({"pad": "x".repeat(9000)})));
+    let typed = |typ: &str| {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some("a".into());
+        header.typ = Some(typ.into());
+        jsonwebtoken::encode(&header, &f.claims(), &f.a.key).unwrap()
+    };
+    // An OpenID Connect ID token naming this resource among its audiences, as a client that
+    // passes on its login token might send it.
+    let id_token = f.a.sign(&f.with(json!({"aud": [RESOURCE, "desktop-app"],
+        "azp": "desktop-app", "nonce": "n-0S6_WzA2Mj"})));
     let cases: Vec<(&str, String, Refusal)> = vec![
         ("garbage", "garbage".into(), Refusal::Malformed("not a JWT")),
+        (
+            "a logout token",
+            typed("logout+jwt"),
+            Refusal::Malformed("not an access token"),
+        ),
+        (
+            "an ID token",
+            id_token,
+            Refusal::Malformed("an ID token, not an access token"),
+        ),
         (
             "garbage with dots",
             "a.b.c".into(),

@@ -5,6 +5,12 @@
 // Test helpers outside `#[test]` functions may panic on setup failures: that fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod bodies;
+mod budgets;
+mod forwarding;
+// The token issuer of the auth tests, for the forwarding tests' authenticated replicas.
+#[allow(dead_code)]
+#[path = "../auth/issuer.rs"]
+mod issuer;
 mod limits;
 mod reload;
 mod rounds;

@@ -55,6 +55,7 @@ pub fn config(manifest: PathBuf) -> RunConfig {
         sessions: SessionSettings::default(),
         session_key_file: None,
         advertise_address: None,
+        replica_networks: Vec::new(),
         server: ServerSettings::default(),
         compile: CompileOptions::default(),
         reload_interval: Duration::from_millis(100),
@@ -69,9 +70,12 @@ pub async fn start(manifest: &str, tweak: impl FnOnce(&mut RunConfig)) -> Runtim
     let path = dir.path().join("manifest.yaml");
     std::fs::write(&path, manifest).unwrap();
     let mut config = config(path.clone());
-    tweak(&mut config);
     let mcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    // `tweak` sees the addresses bound (a replica advertises its own).
+    config.listen = mcp.local_addr().unwrap();
+    config.admin_listen = admin.local_addr().unwrap();
+    tweak(&mut config);
     let url = format!("http://127.0.0.1:{}", mcp.local_addr().unwrap().port());
     let admin_url = format!("http://127.0.0.1:{}", admin.local_addr().unwrap().port());
     let shutdown = CancellationToken::new();

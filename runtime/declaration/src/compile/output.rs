@@ -2,8 +2,8 @@
 //! requests (immutable). Pure data and lookups.
 
 use super::CompiledHttp;
-use crate::access::AccessRules;
-use crate::resource_uri::UriTemplate;
+use crate::access::{Access, AccessRules};
+use crate::resource_uri::{UriTemplate, canonical};
 use crate::template::{Templates, Text};
 use crate::types::{Auth, CachePolicy, LogLevel};
 use crate::value_template::ValueTemplate;
@@ -37,11 +37,32 @@ pub struct Compiled {
     pub upstreams: Vec<Arc<CompiledHttp>>,
     /// `spec.auth`, when requests must be authenticated.
     pub auth: Option<Auth>,
-    /// Per-item scopes and `allow` conditions.
+    /// How per-item `requiredScopes` and `allow` are evaluated (each item carries its own).
     pub access: AccessRules,
     pub(super) tool_index: HashMap<String, usize>,
+    /// Fixed resources by their canonical URI.
     pub(super) resource_index: HashMap<String, usize>,
     pub(super) prompt_index: HashMap<String, usize>,
+}
+
+/// What serves a resource URI, and the URI's canonical spelling (the key of its cache entry and
+/// its subscriptions).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedUri {
+    /// The item.
+    pub item: UriItem,
+    /// `canonical_uri` of the requested URI.
+    pub uri: String,
+}
+
+/// The item a resource URI names.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UriItem {
+    /// A fixed resource (index into `Compiled::resources`).
+    Resource(usize),
+    /// A resource template (index into `Compiled::resource_templates`) and the URI's variables
+    /// (percent-decoded strings), the `args` of its templates and `allow`.
+    Template(usize, Value),
 }
 
 /// A tool ready to call.
@@ -67,6 +88,8 @@ pub struct CompiledTool {
     pub http: Option<Arc<CompiledHttp>>,
     /// What the tool asks the client before it answers.
     pub interaction: super::CompiledInteraction,
+    /// Who may see and use it (`requiredScopes`, `allow`).
+    pub access: Access,
 }
 
 /// A declared progress step.
@@ -102,6 +125,8 @@ pub struct CompiledResource {
     pub contents: Value,
     /// The upstream call that provides the contents.
     pub http: Option<Arc<CompiledHttp>>,
+    /// Who may see and use it (`requiredScopes`, `allow`).
+    pub access: Access,
 }
 
 /// A resource template ready to match and read.
@@ -119,6 +144,8 @@ pub struct CompiledResourceTemplate {
     pub http: Option<Arc<CompiledHttp>>,
     /// Completion values per variable.
     pub completions: HashMap<String, Vec<String>>,
+    /// Who may see and use it (`requiredScopes`, `allow`).
+    pub access: Access,
 }
 
 /// A prompt ready to render.
@@ -134,6 +161,8 @@ pub struct CompiledPrompt {
     pub messages: Vec<ValueTemplate>,
     /// What the prompt asks the client before it renders (elicitation only).
     pub interaction: super::CompiledInteraction,
+    /// Who may see and use it (`requiredScopes`, `allow`).
+    pub access: Access,
 }
 
 impl Compiled {
@@ -142,9 +171,52 @@ impl Compiled {
         self.tool_index.get(name).map(|&i| &self.tools[i])
     }
 
-    /// Looks a fixed resource up by URI.
+    /// Looks a fixed resource up by URI (any spelling of it).
     pub fn resource(&self, uri: &str) -> Option<&CompiledResource> {
-        self.resource_index.get(uri).map(|&i| &self.resources[i])
+        self.resource_index
+            .get(canonical(uri).as_ref())
+            .map(|&i| &self.resources[i])
+    }
+
+    /// What serves `uri`: a fixed resource, else the first resource template that matches it.
+    /// The one place a URI is matched; every method that names a resource resolves it here.
+    pub fn resolve_uri(&self, uri: &str) -> Option<ResolvedUri> {
+        let uri = canonical(uri).into_owned();
+        if let Some(&index) = self.resource_index.get(&uri) {
+            return Some(ResolvedUri {
+                item: UriItem::Resource(index),
+                uri,
+            });
+        }
+        self.resource_templates
+            .iter()
+            .enumerate()
+            .find_map(|(index, template)| {
+                let vars = template.uri.matches(&uri)?;
+                let args = vars
+                    .into_iter()
+                    .map(|(name, value)| (name, Value::String(value)))
+                    .collect();
+                Some(UriItem::Template(index, Value::Object(args)))
+            })
+            .map(|item| ResolvedUri { item, uri })
+    }
+
+    /// A resource template by its `uriTemplate`.
+    pub fn resource_template(&self, uri_template: &str) -> Option<usize> {
+        self.resource_templates
+            .iter()
+            .position(|t| t.descriptor["uriTemplate"] == uri_template)
+    }
+
+    /// The index of a tool in `tools`, by name.
+    pub fn tool_index(&self, name: &str) -> Option<usize> {
+        self.tool_index.get(name).copied()
+    }
+
+    /// The index of a prompt in `prompts`, by name.
+    pub fn prompt_index(&self, name: &str) -> Option<usize> {
+        self.prompt_index.get(name).copied()
     }
 
     /// Looks a prompt up by name.

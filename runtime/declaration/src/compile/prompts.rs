@@ -2,6 +2,7 @@
 //! pre-built `prompts/list` entries. Pure.
 
 use super::{CompiledPrompt, Compiler, insert_some};
+use crate::access::Access;
 use crate::types::Prompt;
 use serde_json::json;
 
@@ -62,6 +63,7 @@ impl Compiler<'_> {
             }
             let interaction = self.interaction(&path, None, &prompt.elicit, None, false, false);
             compiled.push(CompiledPrompt {
+                access: Access::default(),
                 descriptor,
                 description: prompt.description.clone(),
                 arguments: prompt

@@ -4,6 +4,7 @@
 
 use super::http;
 use super::{CompiledResource, CompiledResourceTemplate, Compiler, insert_some};
+use crate::access::Access;
 use crate::resource_uri::UriTemplate;
 use crate::types::{Declaration, Resource};
 use base64::Engine as _;
@@ -17,12 +18,17 @@ impl Compiler<'_> {
         resources: &[Resource],
         base_dir: &Path,
     ) -> Vec<CompiledResource> {
+        // Two spellings of one URI would be one resource to every lookup.
+        let canonical: Vec<String> = resources
+            .iter()
+            .map(|r| crate::resource_uri::canonical(&r.uri).into_owned())
+            .collect();
         self.unique(
             "resource URI",
-            resources
+            canonical
                 .iter()
                 .enumerate()
-                .map(|(i, r)| (format!("spec.resources[{i}].uri"), r.uri.as_str())),
+                .map(|(i, uri)| (format!("spec.resources[{i}].uri"), uri.as_str())),
         );
         resources
             .iter()
@@ -112,6 +118,7 @@ impl Compiler<'_> {
             return None;
         }
         Some(CompiledResource {
+            access: Access::default(),
             descriptor,
             contents,
             http,
@@ -182,6 +189,7 @@ impl Compiler<'_> {
             insert_some(&mut descriptor, "mimeType", &template.mime_type);
             insert_some(&mut descriptor, "annotations", &template.annotations);
             compiled.push(CompiledResourceTemplate {
+                access: Access::default(),
                 descriptor,
                 uri,
                 mime_type: template.mime_type.clone(),

@@ -3,6 +3,7 @@
 
 use super::http;
 use super::{CompiledLog, CompiledProgress, CompiledTool, Compiler, insert_some};
+use crate::access::Access;
 use crate::types::Tool;
 use crate::value_template::ValueTemplate;
 use serde_json::{Map, Value, json};
@@ -140,6 +141,7 @@ impl Compiler<'_> {
             descriptor["icons"] = json!(tool.icons);
         }
         Some(CompiledTool {
+            access: Access::default(),
             descriptor,
             input: input?,
             output,

@@ -13,7 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Terms a run may evaluate.
-pub const MAX_STEPS: u64 = 2_000_000;
+pub(crate) const MAX_STEPS: u64 = 2_000_000;
 /// Stack of the thread a run lives on (reserved, touched only as deep as the run goes).
 const STACK_BYTES: usize = 64 << 20;
 /// Stack a run may use before it is stopped: the rest is headroom for frames between two
@@ -23,7 +23,7 @@ const MAX_STACK_BYTES: usize = 24 << 20;
 const CANCEL_EVERY: u64 = 1024;
 
 /// Filters compiled for metered runs.
-pub struct Budgeted;
+pub(crate) struct Budgeted;
 
 impl DataT for Budgeted {
     type V<'a> = Val;
@@ -32,7 +32,7 @@ impl DataT for Budgeted {
 
 /// The term table plus the meter of one run.
 #[derive(Clone)]
-pub struct Metered<'a> {
+pub(crate) struct Metered<'a> {
     lut: &'a Lut<Budgeted>,
     meter: &'a Meter<'a>,
 }
@@ -46,7 +46,7 @@ impl<'a> HasLut<'a, Budgeted> for Metered<'a> {
 
 /// Why a run was stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// More than [`MAX_STEPS`] terms.
     Steps,
     /// Recursion deeper than the stack allows.
@@ -69,7 +69,7 @@ impl std::fmt::Display for Stop {
 }
 
 /// Per-run counters; lives on the run's thread.
-pub struct Meter<'c> {
+pub(crate) struct Meter<'c> {
     steps: Cell<u64>,
     max_steps: u64,
     stack_base: usize,
@@ -100,7 +100,7 @@ impl Meter<'_> {
 
 /// Runs `body` on a dedicated thread under a budget of `max_steps`, stopped early when `cancel`
 /// is set. `body` gets the metered table to put in the jaq context.
-pub fn run_metered<T: Send>(
+pub(crate) fn run_metered<T: Send>(
     lut: &Lut<Budgeted>,
     max_steps: u64,
     cancel: &AtomicBool,
@@ -136,7 +136,7 @@ pub fn run_metered<T: Send>(
 }
 
 /// How deep `value` nests, counted without recursion.
-pub fn depth(value: &Val) -> usize {
+pub(crate) fn depth(value: &Val) -> usize {
     let mut deepest = 0;
     let mut stack = vec![(value, 1usize)];
     while let Some((value, level)) = stack.pop() {

@@ -23,7 +23,7 @@ pub struct FetchError {
 
 /// The HTTP client of the auth module: no redirects (a redirect could lead key fetches off the
 /// issuer's host), bounded in time.
-pub fn client() -> reqwest::Client {
+pub(super) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(TIMEOUT)
@@ -35,7 +35,7 @@ pub fn client() -> reqwest::Client {
 }
 
 /// GETs `url` as JSON.
-pub async fn get_json(client: &reqwest::Client, url: &Url) -> Result<Value, FetchError> {
+pub(super) async fn get_json(client: &reqwest::Client, url: &Url) -> Result<Value, FetchError> {
     let request = client
         .get(url.clone())
         .header(http::header::ACCEPT, "application/json");
@@ -43,7 +43,10 @@ pub async fn get_json(client: &reqwest::Client, url: &Url) -> Result<Value, Fetc
 }
 
 /// Sends `request` and reads a JSON answer of at most [`MAX_BYTES`].
-pub async fn read_json(url: &Url, request: reqwest::RequestBuilder) -> Result<Value, FetchError> {
+pub(super) async fn read_json(
+    url: &Url,
+    request: reqwest::RequestBuilder,
+) -> Result<Value, FetchError> {
     let fail = |message: String| FetchError {
         url: url.to_string(),
         message,

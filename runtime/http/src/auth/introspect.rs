@@ -1,6 +1,8 @@
 //! RFC 7662 introspection of opaque tokens: the runtime asks the authorization server whether
 //! a token is active, authenticating as its own client (HTTP Basic). An active answer must still
-//! name the configured issuer (when it names one) and an accepted audience. Does I/O.
+//! name the configured issuer (when it names one) and an accepted audience. Requests are
+//! limited per second (random tokens must not turn into a flood of requests to the server), and
+//! an answer is trusted for a bounded time (the verifier asks again after it). Does I/O.
 
 use super::discovery::discover;
 use super::fetch;
@@ -11,6 +13,8 @@ use mcp_declaration::Secret;
 use mcp_declaration::trusted_url;
 use mcp_server::Principal;
 use serde_json::{Map, Value};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 use url::Url;
 
 /// How long an active answer without `exp` is trusted, in seconds.
@@ -23,6 +27,12 @@ pub struct Introspector {
     endpoint: tokio::sync::Mutex<Option<Url>>,
     client_id: String,
     client_secret: Secret,
+    /// Longest an active answer is trusted.
+    ttl: Duration,
+    /// Most requests per second.
+    rate: u32,
+    /// Requests in the current second: (Unix second, count).
+    window: Mutex<(u64, u32)>,
 }
 
 impl Introspector {
@@ -40,7 +50,38 @@ impl Introspector {
             endpoint: tokio::sync::Mutex::new(endpoint),
             client_id,
             client_secret,
+            ttl: Duration::from_secs(60),
+            rate: 20,
+            window: Mutex::new((0, 0)),
         }
+    }
+
+    /// The same client, trusting an active answer at most `ttl` and asking at most `rate`
+    /// times a second.
+    #[must_use]
+    pub fn with_limits(mut self, ttl: Duration, rate: u32) -> Self {
+        self.ttl = ttl;
+        self.rate = rate;
+        self
+    }
+
+    /// Longest an active answer is trusted.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Takes one of this second's requests; `false` when they are used up.
+    fn admit(&self) -> bool {
+        let now = jsonwebtoken::get_current_timestamp();
+        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        if window.0 != now {
+            *window = (now, 0);
+        }
+        if window.1 >= self.rate {
+            return false;
+        }
+        window.1 += 1;
+        true
     }
 
     async fn endpoint(&self) -> Result<Url, Refusal> {
@@ -62,6 +103,13 @@ impl Introspector {
 
     /// Asks whether `token` is active; an active token becomes a principal.
     pub async fn introspect(&self, token: &str, rules: &Rules) -> Result<Principal, Refusal> {
+        if !self.admit() {
+            tracing::warn!(
+                rate = self.rate,
+                "refused an unknown token: introspection requests per second used up"
+            );
+            return Err(Refusal::Unavailable);
+        }
         let url = self.endpoint().await?;
         let body = form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
@@ -119,7 +167,7 @@ fn judge(answer: Value, rules: &Rules, now: u64) -> Result<Principal, Refusal> {
 }
 
 /// Checks a configured introspection endpoint.
-pub fn endpoint_url(text: &str) -> Result<Url, String> {
+pub(super) fn endpoint_url(text: &str) -> Result<Url, String> {
     trusted_url(text)
 }
 

@@ -78,6 +78,11 @@ pub struct KeySettings {
     pub refresh_interval: Duration,
     /// Age after which the set is fetched again in the background.
     pub max_age: Duration,
+    /// Longest an active introspection answer is trusted (a revoked token stops working
+    /// within this, whatever its `exp`).
+    pub introspection_ttl: Duration,
+    /// Most introspection requests per second (more unknown tokens are refused with 503).
+    pub introspection_rate: u32,
 }
 
 impl Default for KeySettings {
@@ -85,6 +90,8 @@ impl Default for KeySettings {
         Self {
             refresh_interval: Duration::from_secs(10),
             max_age: Duration::from_secs(15 * 60),
+            introspection_ttl: Duration::from_secs(60),
+            introspection_rate: 20,
         }
     }
 }
@@ -245,7 +252,7 @@ fn usable(jwk: &Jwk) -> Option<Key> {
 }
 
 /// Checks a configured `jwksUri`.
-pub fn jwks_url(text: &str) -> Result<Url, String> {
+pub(super) fn jwks_url(text: &str) -> Result<Url, String> {
     trusted_url(text)
 }
 

@@ -18,16 +18,16 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// How many bytes a connection has read so far, shared by [`CountReads`] and [`IdleTimer`].
-pub type ReadCount = Arc<AtomicU64>;
+pub(super) type ReadCount = Arc<AtomicU64>;
 
 /// `inner`, counting the bytes read from it.
-pub struct CountReads<T> {
+pub(super) struct CountReads<T> {
     inner: T,
     count: ReadCount,
 }
 
 impl<T> CountReads<T> {
-    pub fn new(inner: T, count: ReadCount) -> Self {
+    pub(super) fn new(inner: T, count: ReadCount) -> Self {
         Self { inner, count }
     }
 }
@@ -82,13 +82,13 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for CountReads<T> {
 /// One connection's timer for hyper's HTTP/1 header timeout: each wait for a request's headers
 /// first lasts up to `idle` while nothing arrives, then the header time hyper asked for from the
 /// first byte on.
-pub struct IdleTimer {
+pub(super) struct IdleTimer {
     reads: ReadCount,
     idle: Duration,
 }
 
 impl IdleTimer {
-    pub fn new(reads: ReadCount, idle: Duration) -> Self {
+    pub(super) fn new(reads: ReadCount, idle: Duration) -> Self {
         Self { reads, idle }
     }
 }

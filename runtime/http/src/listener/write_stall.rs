@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 /// `inner`, whose writes fail with [`io::ErrorKind::TimedOut`] after `limit` without progress.
-pub struct WriteStallLimit<T> {
+pub(super) struct WriteStallLimit<T> {
     inner: T,
     limit: Duration,
     /// Armed while a write waits; allocated on the first wait only.
@@ -22,7 +22,7 @@ pub struct WriteStallLimit<T> {
 }
 
 impl<T> WriteStallLimit<T> {
-    pub fn new(inner: T, limit: Duration) -> Self {
+    pub(super) fn new(inner: T, limit: Duration) -> Self {
         Self {
             inner,
             limit,

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 
 /// Longest reload error kept: it is quoted in the operator's status and events.
-pub const MAX_ERROR: usize = 1024;
+pub(super) const MAX_ERROR: usize = 1024;
 
 /// How a reload attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,10 +3,10 @@
 //! Metadata document (RFC 9728). One layer (`gate::AuthnLayer`), so no route can be left out: it validates the
 //! token, refuses a session opened by another principal, hands the caller to the handlers, and
 //! ends a streamed response when the token expires. The handlers that parse a message
-//! (`POST /mcp`, `POST /messages`) then call [`item_refusal`], and refuse a request for an item
-//! whose scopes (or token-only `allow`) the caller lacks with a 403 challenge before any
-//! dispatch, from the message they parsed (the body is read once). The token itself goes no
-//! further than this file: handlers see only the validated principal.
+//! (`POST /mcp`, `POST /messages`) then call [`authorize`], which has the server decide the
+//! request (`mcp_server::Server::authorize`) and only turns a decision that scopes are missing
+//! into the 403 challenge; it decides nothing itself. The token itself goes no further than
+//! this file: handlers see only the validated principal.
 
 use super::AppState;
 use super::headers::SESSION_HEADER;
@@ -17,11 +17,9 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use mcp_declaration::{Access, Caller as AccessCaller, Compiled};
-use mcp_protocol::{Era, Incoming, methods};
-use mcp_server::MAX_SUBSCRIPTIONS;
+use mcp_protocol::{Era, Incoming, RequestId};
 use mcp_server::sessions::unix_now;
-use serde_json::Value;
+use mcp_server::{Authorized, Decision};
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
@@ -36,10 +34,18 @@ pub struct Caller {
     authenticator: Arc<Authenticator>,
 }
 
+/// A request the owner accepted from another replica (set by `forward::accept`, which checked
+/// its hop token): who that replica authenticated, trusted instead of a token.
+#[derive(Clone)]
+pub(super) struct Forwarded {
+    /// The caller the forwarding replica sealed (`None` without `spec.auth` there).
+    pub(super) principal: Option<Arc<Principal>>,
+}
+
 /// Authenticates a request (`decided`: the authenticator of the served declaration's
 /// `spec.auth`, if any, see `AuthState::for_spec`) and, when it may pass, serves it with `run`
 /// (the rest of the stack).
-pub async fn authenticate<F, Fut>(
+pub(super) async fn authenticate<F, Fut>(
     state: &AppState,
     decided: Result<Option<Arc<Authenticator>>, AuthConfigError>,
     request: Request,
@@ -69,10 +75,22 @@ where
                 .into_response();
         }
     };
-    let principal = match authenticator
-        .authenticate(request.headers(), request.uri().query())
-        .await
-    {
+    // A request another replica forwarded carries no token: that replica authenticated it and
+    // sealed who it is (checked in `forward::accept`).
+    let forwarded = request
+        .extensions()
+        .get::<Forwarded>()
+        .map(|f| f.principal.clone());
+    let authenticated = match forwarded {
+        Some(Some(principal)) if principal.expires_at >= unix_now() => Ok(principal),
+        Some(_) => Err(Refusal::Missing),
+        None => {
+            authenticator
+                .authenticate(request.headers(), request.uri().query())
+                .await
+        }
+    };
+    let principal = match authenticated {
         Ok(principal) => principal,
         Err(refusal) => return refuse(state, &authenticator, &refusal),
     };
@@ -120,120 +138,48 @@ pub(super) fn session_id(request: &Request) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
-/// Why `message` may not be served to the caller: it uses an item whose scopes (or token-only
-/// `allow`) the caller lacks. Conditions over `args` are left to the dispatch (a tool error the
-/// model can read). Answer a refusal with [`refuse_item`].
-pub fn item_refusal(state: &AppState, caller: &Caller, message: &Incoming) -> Option<Refusal> {
-    let compiled = state.server.declaration();
-    if !compiled.access.has_item_rules() {
-        return None;
-    }
-    let Incoming::Request { method, params, .. } = message else {
-        return None;
-    };
-    check_item(&compiled, caller, method, params).err()
+/// A client message once parsed: a request is parsed once into a typed request, resolved
+/// against the declaration and decided by the server's one authorization decision.
+pub(super) enum Message {
+    /// A request, with its decision.
+    Request {
+        /// Its JSON-RPC id.
+        id: RequestId,
+        /// The request and the decision.
+        authorized: Authorized,
+    },
+    /// A notification or a response.
+    Other(Incoming),
 }
 
-/// The 403 answer to a refusal from [`item_refusal`] of `message`, with its challenge; the
-/// refused call is audited (served in `era`, in legacy `session` if any).
-pub fn refuse_item(
+/// Parses `message` once and has the server decide it for the caller. A request for items whose
+/// scopes the caller lacks is answered here with the 403 challenge naming them (and audited,
+/// served in `era`, in legacy `session` if any); every other decision is the dispatch's to
+/// answer (an `allow` refusal is a result the model can read, never a scope challenge).
+pub(super) fn authorize(
     state: &AppState,
-    caller: &Caller,
-    message: &Incoming,
-    refusal: &Refusal,
+    caller: Option<&Caller>,
+    message: Incoming,
     era: Era,
     session: Option<&str>,
-) -> Response {
-    if let Incoming::Request { method, params, .. } = message {
+) -> Result<Message, (Refusal, Response)> {
+    let Incoming::Request { id, method, params } = message else {
+        return Ok(Message::Other(message));
+    };
+    let request = state.server.request(method, params);
+    let authorized = state
+        .server
+        .authorize(caller.map(|c| &*c.principal), request);
+    if let (Some(caller), Decision::NeedsScopes(scopes)) = (caller, authorized.decision())
+        && let Err(refusal) = caller.authenticator.require(&caller.principal, scopes)
+    {
         state
             .server
-            .audit_refused(method, params, &caller.principal, era, session);
+            .audit_refused(authorized.request(), &caller.principal, era, session);
+        let response = refuse(state, &caller.authenticator, &refusal);
+        return Err((refusal, response));
     }
-    refuse(state, &caller.authenticator, refusal)
-}
-
-fn check_item(
-    compiled: &Compiled,
-    caller: &Caller,
-    method: &str,
-    params: &Value,
-) -> Result<(), Refusal> {
-    let text = |field: &str| params.get(field).and_then(Value::as_str);
-    let access = match (method, text("name"), text("uri")) {
-        (methods::TOOLS_CALL, Some(name), _) => compiled.access.tool(name),
-        (methods::PROMPTS_GET, Some(name), _) => compiled.access.prompt(name),
-        (methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE, _, Some(uri)) => {
-            match resource_access(compiled, uri) {
-                Some(access) => access,
-                None => return Ok(()),
-            }
-        }
-        (methods::SUBSCRIPTIONS_LISTEN, _, _) => return check_listened(compiled, caller, params),
-        _ => return Ok(()),
-    };
-    check_access(compiled, caller, &access.required_scopes, &[access])
-}
-
-/// The access rules of the resource or resource template that serves `uri` (`None`: nothing
-/// serves it, and the dispatch answers that).
-fn resource_access<'d>(compiled: &'d Compiled, uri: &str) -> Option<&'d Access> {
-    if compiled.resource(uri).is_some() {
-        return Some(compiled.access.resource(uri));
-    }
-    let template = compiled
-        .resource_templates
-        .iter()
-        .find(|t| t.uri.matches(uri).is_some())
-        .and_then(|t| t.descriptor.get("uriTemplate"))
-        .and_then(Value::as_str)?;
-    Some(compiled.access.resource_template(template))
-}
-
-/// A `subscriptions/listen` request tells its caller when the resources it names change: each
-/// is checked as if it were read, and one challenge names every scope they need together. Past
-/// [`MAX_SUBSCRIPTIONS`] the dispatch refuses the request anyway, so no more are looked at.
-fn check_listened(compiled: &Compiled, caller: &Caller, params: &Value) -> Result<(), Refusal> {
-    let uris = params
-        .pointer("/notifications/resourceSubscriptions")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let accesses: Vec<&Access> = uris
-        .iter()
-        .take(MAX_SUBSCRIPTIONS)
-        .filter_map(Value::as_str)
-        .filter_map(|uri| resource_access(compiled, uri))
-        .collect();
-    let mut scopes: Vec<String> = Vec::new();
-    for scope in accesses.iter().flat_map(|access| &access.required_scopes) {
-        if !scopes.contains(scope) {
-            scopes.push(scope.clone());
-        }
-    }
-    check_access(compiled, caller, &scopes, &accesses)
-}
-
-/// Refuses the caller unless it holds `scopes` and every token-only `allow` of `accesses`
-/// admits it (an `allow` over arguments is the dispatch's to decide).
-fn check_access(
-    compiled: &Compiled,
-    caller: &Caller,
-    scopes: &[String],
-    accesses: &[&Access],
-) -> Result<(), Refusal> {
-    let principal = &caller.principal;
-    caller.authenticator.require(principal, scopes)?;
-    let who = AccessCaller {
-        scopes: &principal.scopes,
-        claims: &principal.claims,
-    };
-    let refused = accesses
-        .iter()
-        .any(|access| !access.decided_at_call() && !compiled.access.listed(access, who));
-    if refused {
-        return Err(Refusal::Forbidden);
-    }
-    Ok(())
+    Ok(Message::Request { id, authorized })
 }
 
 /// Ends a streamed response when its token expires (the client must come back with a fresh
@@ -256,7 +202,7 @@ fn end_at_expiry(response: Response, expires_at: u64) -> Response {
 
 /// `GET` of the Protected Resource Metadata (at every path [`Authenticator::metadata_paths`]
 /// names); 404 elsewhere and when the server does not authenticate.
-pub async fn metadata(State(state): State<Arc<AppState>>, request: Request) -> Response {
+pub(super) async fn metadata(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let compiled = state.server.declaration();
     let Ok(Some(authenticator)) = state
         .auth

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Bodies up to this size are read without taking a share (their parse is cheap).
-pub const SMALL_BODY: usize = 64 * 1024;
+pub(super) const SMALL_BODY: usize = 64 * 1024;
 
 /// The budget is counted in units of this many bytes.
 const UNIT: usize = 1024;

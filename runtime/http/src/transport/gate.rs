@@ -22,7 +22,7 @@ use tower_service::Service;
 
 /// 403 for a Host or Origin that is not allowed (see [`guard::edge_check`]).
 #[derive(Clone)]
-pub struct EdgeLayer(pub Arc<AppState>);
+pub(super) struct EdgeLayer(pub Arc<AppState>);
 
 impl<S> Layer<S> for EdgeLayer {
     type Service = Edge<S>;
@@ -36,7 +36,7 @@ impl<S> Layer<S> for EdgeLayer {
 
 /// The service of [`EdgeLayer`].
 #[derive(Clone)]
-pub struct Edge<S> {
+pub(super) struct Edge<S> {
     state: Arc<AppState>,
     inner: S,
 }
@@ -64,7 +64,7 @@ where
 /// Bearer authentication when the served declaration has `spec.auth` (see
 /// [`authn::authenticate`]); without it, requests pass untouched.
 #[derive(Clone)]
-pub struct AuthnLayer(pub Arc<AppState>);
+pub(super) struct AuthnLayer(pub Arc<AppState>);
 
 impl<S> Layer<S> for AuthnLayer {
     type Service = Authn<S>;
@@ -78,7 +78,7 @@ impl<S> Layer<S> for AuthnLayer {
 
 /// The service of [`AuthnLayer`].
 #[derive(Clone)]
-pub struct Authn<S> {
+pub(super) struct Authn<S> {
     state: Arc<AppState>,
     inner: S,
 }
@@ -122,7 +122,7 @@ where
 /// to the replica owning its session), so that stateless requests do not pay for it: the
 /// layered service is built only for a request that may need it.
 #[derive(Clone)]
-pub struct SessionsOnly<L>(pub L);
+pub(super) struct SessionsOnly<L>(pub L);
 
 impl<S, L: Clone> Layer<S> for SessionsOnly<L> {
     type Service = SessionsOnlyService<S, L>;
@@ -136,7 +136,7 @@ impl<S, L: Clone> Layer<S> for SessionsOnly<L> {
 
 /// The service of [`SessionsOnly`].
 #[derive(Clone)]
-pub struct SessionsOnlyService<S, L> {
+pub(super) struct SessionsOnlyService<S, L> {
     inner: S,
     layer: L,
 }

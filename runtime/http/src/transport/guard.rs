@@ -84,7 +84,7 @@ fn matches_authority(allowed: &str, actual: &str) -> bool {
 
 /// The Host (or the request target's authority) and any Origin must be allowed. Each header
 /// must appear once: with two, a proxy and this server could each read a different one.
-pub fn edge_check(
+pub(super) fn edge_check(
     policy: &OriginPolicy,
     headers: &HeaderMap,
     uri: &axum::http::Uri,
@@ -120,7 +120,7 @@ pub fn edge_check(
 }
 
 /// The 403 for a refused Host or Origin.
-pub fn forbidden(why: &str) -> Response {
+pub(super) fn forbidden(why: &str) -> Response {
     let err = McpError::InvalidRequest(why.to_owned());
     (
         StatusCode::FORBIDDEN,
@@ -130,7 +130,7 @@ pub fn forbidden(why: &str) -> Response {
 }
 
 /// 415 unless the body is declared as JSON.
-pub fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
+pub(super) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -149,7 +149,7 @@ pub fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
 
 /// What a client accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Accepts {
+pub(super) struct Accepts {
     /// `application/json`.
     pub json: bool,
     /// `text/event-stream`.
@@ -157,7 +157,7 @@ pub struct Accepts {
 }
 
 /// Reads Accept; an absent header accepts everything.
-pub fn accepts(headers: &HeaderMap) -> Accepts {
+pub(super) fn accepts(headers: &HeaderMap) -> Accepts {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return Accepts {
             json: true,
@@ -195,7 +195,7 @@ pub fn accepts(headers: &HeaderMap) -> Accepts {
 }
 
 /// 406 when the client accepts neither JSON nor an event stream.
-pub fn check_accept(headers: &HeaderMap) -> Result<Accepts, Response> {
+pub(super) fn check_accept(headers: &HeaderMap) -> Result<Accepts, Response> {
     let accepts = accepts(headers);
     if accepts.json || accepts.sse {
         Ok(accepts)

@@ -4,10 +4,10 @@
 use http::HeaderName;
 
 /// The session header of Streamable HTTP.
-pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(super) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The protocol version header.
-pub const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(super) const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// The method header of 2026-07-28 requests.
-pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+pub(super) const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
 /// The name header of 2026-07-28 requests that name a tool, prompt or resource.
-pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+pub(super) const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");

@@ -6,16 +6,16 @@ use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
-use super::{AppState, stateless, streamable};
+use super::{AppState, held, stateless, streamable};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use mcp_protocol::methods;
-use mcp_protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, member, meta, parse_message};
+use mcp_protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, member, meta, parse_weighed};
 use std::sync::Arc;
 
 /// Handles every POST on `/mcp`.
-pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
+pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
     // The headers are taken apart rather than extracted as a `HeaderMap`, which would copy them.
     let (mut parts, body) = request.into_parts();
     let caller = parts.extensions.remove::<Caller>();
@@ -31,7 +31,12 @@ pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Respo
         Ok(read) => read,
         Err(refusal) => return refusal,
     };
-    let parsed = parse_message(&body);
+    // Weighed and charged before parsing; the charge lives as long as the request.
+    let (weighed, held) = match held::charge(&state, &body, Era::Legacy(LATEST_LEGACY)) {
+        Ok(charged) => charged,
+        Err(refusal) => return refusal,
+    };
+    let parsed = parse_weighed(&body, &weighed);
     // The body and its share of the large-body budget are not needed past the parse.
     drop((body, share));
     let message = match parsed {
@@ -39,22 +44,21 @@ pub async fn post(State(state): State<Arc<AppState>>, request: Request) -> Respo
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
     let modern = is_modern(&headers, &message);
-    if let Some(caller) = &caller
-        && let Some(refusal) = authn::item_refusal(&state, caller, &message)
-    {
-        let era = if modern {
-            Era::Modern
-        } else {
-            Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
-        };
-        let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
-        return authn::refuse_item(&state, caller, &message, &refusal, era, session);
-    }
+    let era = if modern {
+        Era::Modern
+    } else {
+        Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
+    };
+    let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+    let message = match authn::authorize(&state, caller.as_ref(), message, era, session) {
+        Ok(message) => message,
+        Err((_, refusal)) => return refusal,
+    };
     let caller = caller.map(|c| c.principal);
     if modern {
-        stateless::post(state, headers, message, accepts.sse, caller).await
+        stateless::post(state, headers, message, accepts.sse, caller, held).await
     } else {
-        streamable::post(state, headers, message, accepts.sse, caller).await
+        streamable::post(state, headers, message, accepts.sse, caller, held).await
     }
 }
 

@@ -9,7 +9,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::{FutureExt as _, Stream};
 use mcp_protocol::{Era, McpError, RequestId, error_response};
-use mcp_server::Notifier;
+use mcp_server::{Notifier, Outgoing};
 use serde::Serialize;
 use serde_json::Value;
 use std::convert::Infallible;
@@ -22,15 +22,15 @@ use tokio::sync::mpsc;
 const SWITCH_TO_STREAM_AFTER: Duration = Duration::from_millis(500);
 
 /// Capacity of a request's notification channel.
-pub const NOTIFICATION_CAPACITY: usize = 32;
+pub(super) const NOTIFICATION_CAPACITY: usize = 32;
 
 /// A JSON-RPC error body.
-pub fn error_body(id: Option<&RequestId>, err: &McpError, era: Era) -> Json<Value> {
+pub(super) fn error_body(id: Option<&RequestId>, err: &McpError, era: Era) -> Json<Value> {
     Json(error_response(id, err.to_json(era)))
 }
 
 /// A JSON-RPC error response with the era's HTTP status.
-pub fn error(id: Option<&RequestId>, err: &McpError, era: Era) -> Response {
+pub(super) fn error(id: Option<&RequestId>, err: &McpError, era: Era) -> Response {
     let status = StatusCode::from_u16(err.http_status(era)).unwrap_or(StatusCode::BAD_REQUEST);
     (status, error_body(id, err, era)).into_response()
 }
@@ -39,7 +39,7 @@ pub fn error(id: Option<&RequestId>, err: &McpError, era: Era) -> Response {
 const ANSWER_CAPACITY: usize = 512;
 
 /// `body` written as JSON, with `status`.
-pub fn json(status: StatusCode, body: &impl Serialize) -> Response {
+pub(super) fn json(status: StatusCode, body: &impl Serialize) -> Response {
     let mut bytes = Vec::with_capacity(ANSWER_CAPACITY);
     if serde_json::to_writer(&mut bytes, body).is_err() {
         // Only a map with non-string keys fails; no answer is built that way.
@@ -56,7 +56,7 @@ pub fn json(status: StatusCode, body: &impl Serialize) -> Response {
 
 /// An SSE response with `:` keep-alive comments every `keepalive` (idle proxies would otherwise
 /// cut the stream) and the header that stops nginx from buffering events.
-pub fn sse<S>(events: S, keepalive: Duration) -> Response
+pub(super) fn sse<S>(events: S, keepalive: Duration) -> Response
 where
     S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
@@ -70,7 +70,7 @@ where
 }
 
 /// One JSON-RPC message as an SSE event (JSON is always one line).
-pub fn event(message: &impl Serialize, name: Option<&'static str>) -> Event {
+pub(super) fn event(message: &impl Serialize, name: Option<&'static str>) -> Event {
     // Only a map with non-string keys fails to serialize; no message is built that way.
     let data = serde_json::to_string(message).unwrap_or_else(|_| "null".to_owned());
     let event = Event::default().data(data);
@@ -80,9 +80,26 @@ pub fn event(message: &impl Serialize, name: Option<&'static str>) -> Event {
     }
 }
 
+/// An outgoing message as an SSE event; an answer written ahead releases its budget charges
+/// here, its bytes now in the event.
+pub(super) fn outgoing_event(message: Outgoing, name: Option<&'static str>) -> Event {
+    let event = match message {
+        Outgoing::Message(message) => return self::event(&message, name),
+        Outgoing::Written { json, held } => {
+            let event = Event::default().data(json);
+            drop(held);
+            event
+        }
+    };
+    match name {
+        Some(name) => event.event(name),
+        None => event,
+    }
+}
+
 /// The notification channel of a request that may send notifications (it asked for progress or
 /// log messages); requests that cannot notify get no channel at all.
-pub fn notification_channel(may_notify: bool) -> (Option<Notifier>, Option<Notifications>) {
+pub(super) fn notification_channel(may_notify: bool) -> (Option<Notifier>, Option<Notifications>) {
     if may_notify {
         let (sender, receiver) = mpsc::channel(NOTIFICATION_CAPACITY);
         (Some(sender), Some(receiver))
@@ -92,10 +109,10 @@ pub fn notification_channel(may_notify: bool) -> (Option<Notifier>, Option<Notif
 }
 
 /// The receiving end of a request's notifications.
-pub type Notifications = mpsc::Receiver<Box<Value>>;
+pub(super) type Notifications = mpsc::Receiver<Box<Outgoing>>;
 
 /// The next notification; never, without a channel.
-async fn next(notifications: &mut Option<Notifications>) -> Option<Value> {
+async fn next(notifications: &mut Option<Notifications>) -> Option<Outgoing> {
     match notifications {
         Some(receiver) => receiver.recv().await.map(|message| *message),
         None => std::future::pending().await,
@@ -103,7 +120,7 @@ async fn next(notifications: &mut Option<Notifications>) -> Option<Value> {
 }
 
 /// A notification already queued.
-fn queued(notifications: &mut Option<Notifications>) -> Option<Value> {
+fn queued(notifications: &mut Option<Notifications>) -> Option<Outgoing> {
     notifications
         .as_mut()?
         .try_recv()
@@ -114,7 +131,7 @@ fn queued(notifications: &mut Option<Notifications>) -> Option<Value> {
 /// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and
 /// whose notifications arrive on `notifications`. Without SSE support, notifications are dropped
 /// and the answer is JSON.
-pub async fn respond<F, B>(
+pub(super) async fn respond<F, B>(
     outcome: F,
     mut notifications: Option<Notifications>,
     client_accepts_sse: bool,
@@ -159,7 +176,7 @@ where
 /// The events of a streamed answer: the first notification (if one came), the rest as they
 /// come, then the response (`done` when the outcome is already known).
 fn stream<F, B>(
-    first: Option<Value>,
+    first: Option<Outgoing>,
     done: Option<B>,
     mut outcome: Pin<Box<F>>,
     mut notifications: Option<Notifications>,
@@ -170,20 +187,20 @@ where
 {
     async_stream::stream! {
         if let Some(first) = first {
-            yield Ok(event(&first, None));
+            yield Ok(outgoing_event(first, None));
         }
         let body = match done {
             Some(body) => body,
             None => loop {
                 tokio::select! {
                     biased;
-                    Some(note) = next(&mut notifications) => yield Ok(event(&note, None)),
+                    Some(note) = next(&mut notifications) => yield Ok(outgoing_event(note, None)),
                     (_, body) = &mut outcome => break body,
                 }
             },
         };
         while let Some(note) = queued(&mut notifications) {
-            yield Ok(event(&note, None));
+            yield Ok(outgoing_event(note, None));
         }
         yield Ok(event(&body, None));
     }

@@ -3,21 +3,23 @@
 //! session whose client stopped answering.
 
 use super::AppState;
-use super::reply::{Notifications, event};
+use super::reply::{Notifications, outgoing_event};
 use axum::response::sse::Event;
 use futures_util::Stream;
 use mcp_protocol::methods;
 use mcp_protocol::request;
-use mcp_server::Notifier;
 use mcp_server::sessions::Session;
+use mcp_server::{Notifier, Outgoing};
 use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 
-/// Messages a stream may buffer for a slow client before senders wait.
-const STREAM_CAPACITY: usize = 16;
+/// Messages a stream may buffer for a slow client. Notifications wait for room (up to
+/// [`STALLED_CLIENT_TIMEOUT`]); an HTTP+SSE answer that finds none ends the session. As many
+/// as a session may have requests in flight, so a reading client never fills it.
+const STREAM_CAPACITY: usize = mcp_server::sessions::MAX_IN_FLIGHT;
 
 /// A client whose stream stays full this long is not reading it: its session ends.
 const STALLED_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,7 +28,7 @@ const STALLED_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// stream would otherwise hold the session, its connection and this task forever).
 async fn deliver(state: &AppState, session: &Session, sender: &Notifier, message: Value) -> bool {
     match sender
-        .send_timeout(Box::new(message), STALLED_CLIENT_TIMEOUT)
+        .send_timeout(Outgoing::boxed(message), STALLED_CLIENT_TIMEOUT)
         .await
     {
         Ok(()) => true,
@@ -42,7 +44,7 @@ async fn deliver(state: &AppState, session: &Session, sender: &Notifier, message
 /// Opens the session's stream; `None` if one is already open. The returned receiver carries
 /// every message for the client; a background task feeds it until the client leaves, the
 /// session ends or the server shuts down.
-pub fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<Notifications> {
+pub(super) fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<Notifications> {
     let (sender, receiver) = mpsc::channel(STREAM_CAPACITY);
     if !session.attach_stream(sender.clone()) {
         return None;
@@ -53,7 +55,7 @@ pub fn open(state: &Arc<AppState>, session: &Arc<Session>) -> Option<Notificatio
 
 /// The SSE events of a stream: an optional first event (the HTTP+SSE endpoint), the 2025-11-25
 /// priming event when asked, then each message.
-pub fn events(
+pub(super) fn events(
     mut messages: Notifications,
     priming: bool,
     first: Option<Event>,
@@ -67,7 +69,7 @@ pub fn events(
             yield Ok(Event::default().id("0").retry(Duration::from_secs(3)).data(""));
         }
         while let Some(message) = messages.recv().await {
-            yield Ok(event(&message, named.then_some("message")));
+            yield Ok(outgoing_event(*message, named.then_some("message")));
         }
     }
 }
@@ -151,6 +153,6 @@ async fn ping(
 }
 
 /// A session id shortened for logs (ids are bearer-like: never log them whole).
-pub fn short(id: &str) -> &str {
+pub(super) fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }

@@ -2,12 +2,12 @@
 //! whose first event names the POST endpoint (relative, with the ingress path prefix);
 //! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
 
-use super::AppState;
 use super::authn::{self, Caller};
 use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
 use super::session_stream::{self, short};
+use super::{AppState, held};
 use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -15,19 +15,19 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use mcp_protocol::methods;
-use mcp_protocol::{Era, Incoming, LegacyVersion, McpError, parse_message, success_response};
-use mcp_server::sessions::{SessionStore, SessionTransport};
+use mcp_protocol::{Era, Incoming, LegacyVersion, McpError, parse_weighed, success_response};
+use mcp_server::Outgoing;
+use mcp_server::budget::Held;
+use mcp_server::sessions::{Session, SessionStore, SessionTransport, StreamSender};
 use serde::Deserialize;
+use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
+use tokio::sync::mpsc::error::TrySendError;
 
 const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
 
-/// How long a response may wait for room on a slow client's stream before it is dropped.
-const STREAM_SEND_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// `GET /sse`: opens a session whose life is this stream.
-pub async fn get(
+pub(super) async fn get(
     State(state): State<Arc<AppState>>,
     caller: Option<Extension<Caller>>,
 ) -> Response {
@@ -83,15 +83,17 @@ impl Drop for EndOnDrop {
 
 /// The session query of `POST /messages`.
 #[derive(Deserialize)]
-pub struct MessagesQuery {
+pub(super) struct MessagesQuery {
     #[serde(rename = "sessionId")]
     session_id: Option<String>,
 }
 
 /// `POST /messages?sessionId=…`: 202, with the JSON-RPC response sent on the session's stream.
-/// A session whose posted messages would exceed [`mcp_server::sessions::MAX_QUEUED_BYTES`] waiting
-/// or running, or whose client stops reading its stream, ends: later posts get 404.
-pub async fn post(
+/// What a session holds (its parsed requests while they run, their answers until written to
+/// the stream) counts against its byte budget and the shared one; a session whose budget is
+/// full, or whose stream has no room for an answer (its client stopped reading), ends at once:
+/// later posts get 404. A request's params are dropped before its answer is queued.
+pub(super) async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
     caller: Option<Extension<Caller>>,
@@ -115,48 +117,53 @@ pub async fn post(
         Ok(read) => read,
         Err(refusal) => return refusal,
     };
-    let Some(queued) = session.queue_bytes(body.len()) else {
-        state.sessions.end(&session.id);
-        tracing::warn!(session = %short(&session.id), "ended a session: too much posted and not yet answered");
-        return (
-            StatusCode::NOT_FOUND,
-            "session ended: too much posted and not yet answered",
-        )
-            .into_response();
+    let (weighed, held) = match held::charge(&state, &body, ERA) {
+        Ok(charged) => charged,
+        Err(refusal) => return refusal,
     };
-    let parsed = parse_message(&body);
+    let Some(held) = legacy::charge_session(&state, &session, held, weighed.bytes) else {
+        return end_full(&state, &session, "too much posted and not yet answered");
+    };
+    let parsed = parse_weighed(&body, &weighed);
     drop((body, share));
     let message = match parsed {
         Ok(message) => message,
         Err(err) => return error(None, &err, ERA),
     };
-    if let Some(Extension(caller)) = &caller
-        && let Some(refusal) = authn::item_refusal(&state, caller, &message)
-    {
-        // HTTP+SSE clients read answers from the session stream, not from the POST: without
-        // this error there, the request would wait for its timeout.
-        if let (Incoming::Request { id, .. }, Some(stream)) = (&message, session.stream()) {
-            let err = McpError::InvalidRequest(format!(
-                "refused ({refusal}): the POST was answered {} with the challenge",
-                refusal.status().as_u16()
-            ));
-            let answer = reply::error_body(Some(id), &err, ERA).0;
-            let _ = stream.try_send(Box::new(answer));
+    let request_id = match &message {
+        Incoming::Request { id, .. } => Some(id.clone()),
+        _ => None,
+    };
+    let caller = caller.map(|Extension(caller)| caller);
+    let message = match authn::authorize(&state, caller.as_ref(), message, ERA, Some(&session.id)) {
+        Ok(message) => message,
+        Err((refusal, response)) => {
+            // HTTP+SSE clients read answers from the session stream, not from the POST: without
+            // this error there, the request would wait for its timeout.
+            if let (Some(id), Some(stream)) = (&request_id, session.stream()) {
+                let err = McpError::InvalidRequest(format!(
+                    "refused ({refusal}): the POST was answered {} with the challenge",
+                    refusal.status().as_u16()
+                ));
+                let answer = reply::error_body(Some(id), &err, ERA).0;
+                let _ = stream.try_send(Outgoing::boxed(answer));
+            }
+            return response;
         }
-        return authn::refuse_item(&state, caller, &message, &refusal, ERA, Some(&session.id));
-    }
-    let origin = legacy::Origin::new(&headers, caller.map(|Extension(caller)| caller.principal));
-    let Some((id, method, params)) = legacy::take_request(&state, &session, message) else {
+    };
+    let origin = legacy::Origin::new(&headers, caller.map(|caller| caller.principal));
+    let Some((id, authorized, held)) = legacy::take_request(&state, &session, message, held) else {
         return StatusCode::ACCEPTED.into_response();
     };
     let Some(stream) = session.stream() else {
         return (StatusCode::NOT_FOUND, "session stream closed").into_response();
     };
     tokio::spawn(async move {
-        let _queued = queued;
-        let response = if method == methods::INITIALIZE {
+        let response = if authorized.request().method == methods::INITIALIZE {
             // The session opened with the stream; initialize gives it its version.
-            let (version, outcome) = state.server.initialize(&params, |version| {
+            let authorized = authorized;
+            let params = &authorized.request().params;
+            let (version, outcome) = state.server.initialize(params, |version| {
                 session.set_version(version);
                 session.set_client_capabilities(params.get("capabilities"));
                 Ok(())
@@ -170,25 +177,57 @@ pub async fn post(
                 &state,
                 &session,
                 &id,
-                &method,
-                &params,
+                authorized,
                 Some(stream.clone()),
                 origin,
             )
             .await
         };
+        // Nothing of the request is kept while its answer waits for the client (`run` consumed
+        // it; the initialize branch dropped its own).
+        drop(held);
         let Some(response) = response else {
             return; // cancelled: no response
         };
-        if stream
-            .send_timeout(Box::new(response), STREAM_SEND_TIMEOUT)
-            .await
-            .is_err()
-        {
-            // The reader stalled: everything queued behind it would wait as well.
-            state.sessions.end(&session.id);
-            tracing::warn!(session = %short(&session.id), "ended a session: the client is not reading its stream");
-        }
+        queue_answer(&state, &session, &stream, &response);
     });
     (StatusCode::ACCEPTED, "Accepted").into_response()
+}
+
+/// Puts an answer on the session's stream, written as JSON and charged (both budgets) until
+/// the stream writes it; ends the session when the budgets or the stream have no room: its
+/// client is not reading, and everything queued behind would wait as well.
+fn queue_answer(state: &AppState, session: &Session, stream: &StreamSender, response: &Value) {
+    // Only a map with non-string keys fails to serialize; no answer is built that way.
+    let json = serde_json::to_string(response).unwrap_or_else(|_| "null".to_owned());
+    let Some(global) = state.held.charge(json.len()) else {
+        state.server.metrics().budget_refused("global");
+        end_full(state, session, "no room left for its answers");
+        return;
+    };
+    let Some(held) = legacy::charge_session(state, session, Held::none().with(global), json.len())
+    else {
+        end_full(state, session, "its answers are not being read");
+        return;
+    };
+    match stream.try_send(Box::new(Outgoing::Written { json, held })) {
+        Ok(()) => {}
+        Err(TrySendError::Full(_)) => {
+            end_full(
+                state,
+                session,
+                "its stream is full: the client is not reading it",
+            );
+        }
+        // The stream ended (client gone); the session ends with it.
+        Err(TrySendError::Closed(_)) => {}
+    }
+}
+
+/// Ends a session that holds too much, and answers 404 as for an ended session.
+fn end_full(state: &AppState, session: &Session, why: &str) -> Response {
+    if state.sessions.end(&session.id) {
+        tracing::warn!(session = %short(&session.id), "ended a session: {why}");
+    }
+    (StatusCode::NOT_FOUND, format!("session ended: {why}")).into_response()
 }

@@ -2,6 +2,7 @@
 //! dispatch; `subscriptions/listen` holds a stream of change notifications open.
 
 use super::AppState;
+use super::authn::Message;
 use super::headers::{METHOD_HEADER, NAME_HEADER, VERSION_HEADER};
 use super::reply::{self, error};
 use crate::auth::Principal;
@@ -10,30 +11,33 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use mcp_declaration::LogLevel;
 use mcp_protocol::methods;
-use mcp_protocol::{Era, Incoming, MODERN_VERSION, McpError, RequestId, Success, member, meta};
-use mcp_server::{Finished, RequestContext};
+use mcp_protocol::{Era, MODERN_VERSION, McpError, RequestId, Success, member, meta};
+use mcp_server::budget::Held;
+use mcp_server::{Authorized, Finished, RequestContext};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Serves one stateless message.
-pub async fn post(
+pub(super) async fn post(
     state: Arc<AppState>,
     headers: HeaderMap,
-    message: Incoming,
+    message: Message,
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
+    held: Held,
 ) -> Response {
-    let Incoming::Request { id, method, params } = message else {
+    let Message::Request { id, authorized } = message else {
         // Notifications need no answer; closing a response stream is how 2026 clients cancel.
         return StatusCode::ACCEPTED.into_response();
     };
-    let log_level = match check(&headers, &method, &params) {
+    let (method, params) = (&authorized.request().method, &authorized.request().params);
+    let log_level = match check(&headers, method, params) {
         Ok(level) => level,
         Err(err) => {
             state
                 .server
-                .record(&method, false, std::time::Instant::now());
+                .record(method, false, std::time::Instant::now());
             return error(Some(&id), &err, Era::Modern);
         }
     };
@@ -45,16 +49,18 @@ pub async fn post(
             )
                 .into_response();
         }
-        return listen(state, id, &params);
+        return listen(state, id, &authorized);
     }
     let keepalive = state.http.keepalive;
-    let may_notify = log_level.is_some() || RequestContext::progress_token(&params).is_some();
+    let may_notify = log_level.is_some() || RequestContext::progress_token(params).is_some();
     let (notifier, notifications) = reply::notification_channel(may_notify);
-    let ctx = RequestContext::new(Era::Modern, &params, log_level, notifier)
+    let ctx = RequestContext::new(Era::Modern, params, log_level, notifier)
         .with_caller(caller)
         .with_trace_parent(mcp_server::telemetry::parent_from_headers(&headers));
     let outcome = async move {
-        match state.server.answer(&ctx, &method, &params).await {
+        // The message's charge is released with its params, once the answer is ready.
+        let _held = held;
+        match state.server.answer(&ctx, authorized).await {
             Ok(result) => (StatusCode::OK, Answer::Success(Success { id, result })),
             Err(err) => {
                 let status = StatusCode::from_u16(err.http_status(Era::Modern))
@@ -162,12 +168,14 @@ fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
 }
 
 /// `subscriptions/listen`: the server's stream of messages, as SSE events.
-fn listen(state: Arc<AppState>, id: RequestId, params: &Value) -> Response {
+fn listen(state: Arc<AppState>, id: RequestId, authorized: &Authorized) -> Response {
     let refusal_id = id.clone();
-    match state
-        .server
-        .listen(id, params, &state.listen_streams, state.shutdown.clone())
-    {
+    match state.server.listen(
+        id,
+        authorized,
+        &state.listen_streams,
+        state.shutdown.clone(),
+    ) {
         Ok(messages) => {
             let events = futures_util::StreamExt::map(messages, |message| {
                 Ok::<_, std::convert::Infallible>(reply::event(&message, None))

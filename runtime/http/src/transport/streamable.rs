@@ -1,20 +1,20 @@
 //! Legacy Streamable HTTP on `/mcp` (2025-03-26 … 2025-11-25): `initialize` opens a session,
 //! later requests carry `Mcp-Session-Id`, GET opens the server-to-client stream, DELETE ends it.
 
+use super::authn::Message;
 use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
 use super::reply::{self, error};
-use super::{AppState, session_stream};
+use super::{AppState, held, session_stream};
 use crate::auth::Principal;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcp_protocol::methods;
-use mcp_protocol::{
-    Era, Incoming, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response,
-};
+use mcp_protocol::{Era, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response};
 use mcp_server::RequestContext;
+use mcp_server::budget::Held;
 use mcp_server::sessions::{Session, SessionTransport};
 use serde_json::Value;
 use std::sync::Arc;
@@ -22,17 +22,18 @@ use std::sync::Arc;
 const ERA: Era = Era::Legacy(LATEST_LEGACY);
 
 /// Serves one legacy message.
-pub async fn post(
+pub(super) async fn post(
     state: Arc<AppState>,
     headers: HeaderMap,
-    message: Incoming,
+    message: Message,
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
+    held: Held,
 ) -> Response {
-    if let Incoming::Request { id, method, params } = &message
-        && method == methods::INITIALIZE
+    if let Message::Request { id, authorized } = &message
+        && authorized.request().method == methods::INITIALIZE
     {
-        return initialize(&state, id, params, caller.as_deref());
+        return initialize(&state, id, &authorized.request().params, caller.as_deref());
     }
     let session = match session_of(&state, &headers) {
         Ok(session) => session,
@@ -52,10 +53,19 @@ pub async fn post(
             return (StatusCode::BAD_REQUEST, reply::error_body(None, &err, ERA)).into_response();
         }
     }
-    match legacy::take_request(&state, &session, message) {
-        Some((id, method, params)) => {
+    // What the session holds counts against its own budget too.
+    let bytes = held.bytes();
+    let Some(held) = legacy::charge_session(&state, &session, held, bytes) else {
+        let id = match &message {
+            Message::Request { id, .. } => Some(id),
+            Message::Other(_) => None,
+        };
+        return held::busy(id, ERA, "this session holds its most now");
+    };
+    match legacy::take_request(&state, &session, message, held) {
+        Some(taken) => {
             let origin = legacy::Origin::new(&headers, caller);
-            request(state, session, id, method, params, accepts_sse, origin).await
+            request(state, session, taken, accepts_sse, origin).await
         }
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -113,20 +123,20 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
 async fn request(
     state: Arc<AppState>,
     session: Arc<Session>,
-    id: RequestId,
-    method: String,
-    params: Value,
+    (id, authorized, held): legacy::Taken,
     accepts_sse: bool,
     origin: legacy::Origin,
 ) -> Response {
     let keepalive = state.http.keepalive;
     // Interactive items send their requests on this stream too.
     let may_notify = session.log_level().is_some()
-        || RequestContext::progress_token(&params).is_some()
-        || state.server.may_ask(&method, &params);
+        || RequestContext::progress_token(&authorized.request().params).is_some()
+        || state.server.may_ask(authorized.request());
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let outcome = async move {
-        let response = legacy::run(&state, &session, &id, &method, &params, notifier, origin).await;
+        let response = legacy::run(&state, &session, &id, authorized, notifier, origin).await;
+        // The request is gone with its run; its charges go before the answer is written.
+        drop(held);
         // The POST still needs an HTTP answer after a cancellation; clients ignore it.
         let response = response.unwrap_or_else(|| {
             let err = McpError::InvalidRequest("request cancelled".into());
@@ -139,7 +149,7 @@ async fn request(
 
 /// `GET /mcp`: the server-to-client stream of a session (405 without a session: stateless
 /// clients have no stream).
-pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     if !headers.contains_key(SESSION_HEADER) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
@@ -173,7 +183,7 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
 }
 
 /// `DELETE /mcp`: ends a session.
-pub async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     };

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// The arguments and `body` a request body makes.
 #[derive(Debug, Default)]
-pub struct Body {
+pub(super) struct Body {
     /// Argument schemas by name.
     pub properties: Map<String, Value>,
     /// Required arguments.
@@ -24,7 +24,7 @@ pub struct Body {
 }
 
 /// The request body of `op`, if it has one.
-pub fn map(
+pub(super) fn map(
     docs: &Documents,
     converter: &mut SchemaConverter,
     names: &mut Names,

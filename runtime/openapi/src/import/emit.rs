@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// Runs the import.
-pub fn import(docs: &Documents, options: &ImportOptions) -> Result<Imported, ImportError> {
+pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Imported, ImportError> {
     security::check_options(docs, &options.secrets)?;
     let base_url = base_url(docs, options.base_url.as_deref())?;
     let info = docs.root().get("info");

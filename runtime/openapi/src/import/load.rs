@@ -206,7 +206,7 @@ fn parse_text(text: &str) -> Result<Value, String> {
     if text.trim_start().starts_with('{') {
         return serde_json::from_str(text).map_err(|err| err.to_string());
     }
-    serde_yaml_ng::from_str(text).map_err(|err| err.to_string())
+    mcp_declaration::parse_yaml_bounded(text).map_err(|err| err.to_string())
 }
 
 fn version(root: &Value) -> Result<Version, ImportError> {

@@ -12,24 +12,24 @@ const MAX_TOOL_NAME: usize = 128;
 
 /// Hands out unique names.
 #[derive(Debug, Default)]
-pub struct Names {
+pub(super) struct Names {
     taken: HashSet<String>,
 }
 
 impl Names {
     /// Marks `name` as taken.
     #[cfg(test)]
-    pub fn reserve(&mut self, name: &str) {
+    pub(super) fn reserve(&mut self, name: &str) {
         self.taken.insert(name.to_owned());
     }
 
     /// Whether `name` is still free.
-    pub fn is_free(&self, name: &str) -> bool {
+    pub(super) fn is_free(&self, name: &str) -> bool {
         !self.taken.contains(name)
     }
 
     /// A tool name for an operation: its operationId, else `method_path`, sanitised.
-    pub fn tool(&mut self, operation_id: Option<&str>, method: &str, path: &str) -> String {
+    pub(super) fn tool(&mut self, operation_id: Option<&str>, method: &str, path: &str) -> String {
         let source = match operation_id {
             Some(id) if !id.trim().is_empty() => id.to_owned(),
             _ => format!("{method}_{path}"),
@@ -58,7 +58,7 @@ impl Names {
     /// An argument name for a parameter or body property `wanted` found in `location`
     /// (`path`, `query`, `header`, `cookie`, `body`): letters, digits and `_` only, so URI
     /// templates and `$arg` paths can name it.
-    pub fn arg(&mut self, wanted: &str, location: &str) -> String {
+    pub(super) fn arg(&mut self, wanted: &str, location: &str) -> String {
         let base = arg_chars(wanted);
         if !self.taken.contains(&base) {
             self.taken.insert(base.clone());
@@ -80,7 +80,7 @@ impl Names {
 }
 
 /// `wanted` with every character an argument name cannot hold replaced by `_`.
-pub fn arg_chars(wanted: &str) -> String {
+pub(super) fn arg_chars(wanted: &str) -> String {
     let mut name: String = wanted
         .chars()
         .map(|c| {
@@ -99,7 +99,7 @@ pub fn arg_chars(wanted: &str) -> String {
 }
 
 /// `text` cut to a bounded length on a character boundary.
-pub fn clip(text: &str) -> String {
+pub(super) fn clip(text: &str) -> String {
     let text = text.trim();
     match text.char_indices().nth(MAX_TEXT) {
         Some((at, _)) => format!("{}…", &text[..at]),
@@ -108,7 +108,7 @@ pub fn clip(text: &str) -> String {
 }
 
 /// A Kubernetes object name (DNS-1123 label) from a title such as `Swagger Petstore`.
-pub fn server_name(title: &str) -> String {
+pub(super) fn server_name(title: &str) -> String {
     let mut name = String::new();
     for c in title.chars().flat_map(char::to_lowercase) {
         let c = if c.is_ascii_alphanumeric() { c } else { '-' };
@@ -127,7 +127,7 @@ pub fn server_name(title: &str) -> String {
 }
 
 /// Whether `name` is a valid DNS-1123 label.
-pub fn valid_server_name(name: &str) -> bool {
+pub(super) fn valid_server_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
         && name

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 /// What an operation became.
 #[derive(Debug)]
-pub enum Item {
+pub(super) enum Item {
     /// A tool.
     Tool(Box<Tool>),
     /// A fixed resource.
@@ -26,7 +26,7 @@ pub enum Item {
 
 /// An imported operation and what was dropped from it.
 #[derive(Debug)]
-pub struct Built {
+pub(super) struct Built {
     /// The item.
     pub item: Item,
     /// Things dropped, for the summary.
@@ -34,7 +34,7 @@ pub struct Built {
 }
 
 /// Settings shared by every operation of one import.
-pub struct Context<'a> {
+pub(super) struct Context<'a> {
     /// The documents.
     pub docs: &'a Documents,
     /// Base URL, without a trailing `/`.
@@ -48,8 +48,16 @@ pub struct Context<'a> {
 }
 
 /// Builds the item for `op`, named `name`.
-pub fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built, Reason> {
+pub(super) fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built, Reason> {
     let docs = ctx.docs;
+    // Appended to the base URL: `@evil.example.com/x` or `.evil.example.com/x` would change the
+    // host the tool calls, and send the Secret's credential there.
+    if !op.path.starts_with('/') {
+        return Err(Reason::new(
+            "path without a leading /",
+            "it would change the host of the base URL".into(),
+        ));
+    }
     let method = match op.method {
         "get" => HttpMethod::Get,
         "put" => HttpMethod::Put,

@@ -35,7 +35,7 @@ const SWAGGER_SCHEMA_FIELDS: &[&str] = &[
 
 /// The arguments and request parts that parameters make.
 #[derive(Debug, Default)]
-pub struct Mapped {
+pub(super) struct Mapped {
     /// Argument schemas by argument name, in parameter order.
     pub properties: Map<String, Value>,
     /// Required arguments.
@@ -55,11 +55,14 @@ pub struct Mapped {
 }
 
 /// A parameter object and the file it is in.
-pub type Param<'a> = (PathBuf, &'a Value);
+pub(super) type Param<'a> = (PathBuf, &'a Value);
 
 /// The operation's parameters: the path item's, overridden by the operation's own by name and
 /// location.
-pub fn collect<'a>(docs: &'a Documents, op: &Operation<'a>) -> Result<Vec<Param<'a>>, Reason> {
+pub(super) fn collect<'a>(
+    docs: &'a Documents,
+    op: &Operation<'a>,
+) -> Result<Vec<Param<'a>>, Reason> {
     let mut out: Vec<Param<'a>> = Vec::new();
     for list in [op.item.get("parameters"), op.op.get("parameters")] {
         for param in list.and_then(Value::as_array).into_iter().flatten() {
@@ -76,7 +79,7 @@ pub fn collect<'a>(docs: &'a Documents, op: &Operation<'a>) -> Result<Vec<Param<
 
 /// Maps path, query, header and cookie parameters (body and form parameters of Swagger 2.0
 /// are the body's).
-pub fn map(
+pub(super) fn map(
     docs: &Documents,
     converter: &mut SchemaConverter,
     names: &mut Names,
@@ -223,7 +226,7 @@ pub fn map(
 
 /// What a parameter's values look like, which decides how it is serialized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     /// A string, number, boolean or unknown.
     Scalar,
     /// An array.
@@ -279,7 +282,7 @@ pub(super) fn param_schema(
 }
 
 /// The kind of values a (resolved) schema describes.
-pub fn kind_of(schema: &Value) -> Kind {
+pub(super) fn kind_of(schema: &Value) -> Kind {
     let has = |t: &str| match schema.get("type") {
         Some(Value::String(s)) => s == t,
         Some(Value::Array(types)) => types.iter().any(|x| x == t),

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 /// The tool's `outputSchema` and `http.responses`.
 #[derive(Debug, Default)]
-pub struct Mapped {
+pub(super) struct Mapped {
     /// `outputSchema`, when the one success response has a JSON schema.
     pub output_schema: Option<Map<String, Value>>,
     /// Status mappings.
@@ -21,7 +21,7 @@ pub struct Mapped {
 }
 
 /// Maps `op`'s responses.
-pub fn map(docs: &Documents, op: &Operation) -> Mapped {
+pub(super) fn map(docs: &Documents, op: &Operation) -> Mapped {
     let mut mapped = Mapped::default();
     let mut converter = SchemaConverter::new(docs);
     match success_schema(docs, op) {

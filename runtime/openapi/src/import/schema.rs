@@ -46,7 +46,7 @@ const DROPPED: &[&str] = &[
 ];
 
 /// Converts the schemas of one tool, collecting the `$defs` they share.
-pub struct SchemaConverter<'d> {
+pub(super) struct SchemaConverter<'d> {
     docs: &'d Documents,
     defs: Map<String, Value>,
     names: HashMap<Location, String>,
@@ -54,7 +54,7 @@ pub struct SchemaConverter<'d> {
 
 impl<'d> SchemaConverter<'d> {
     /// A converter with no `$defs` yet.
-    pub fn new(docs: &'d Documents) -> Self {
+    pub(super) fn new(docs: &'d Documents) -> Self {
         Self {
             docs,
             defs: Map::new(),
@@ -63,7 +63,7 @@ impl<'d> SchemaConverter<'d> {
     }
 
     /// Converts a schema that becomes (part of) a root schema: a `$ref` at the top is inlined.
-    pub fn inline(&mut self, file: &Path, schema: &Value) -> Result<Value, Reason> {
+    pub(super) fn inline(&mut self, file: &Path, schema: &Value) -> Result<Value, Reason> {
         let (file, target) = self
             .docs
             .deref(file, schema)
@@ -72,7 +72,7 @@ impl<'d> SchemaConverter<'d> {
     }
 
     /// Follows a top-level `$ref` without converting (to look at an object's properties).
-    pub fn resolve<'a>(
+    pub(super) fn resolve<'a>(
         &'a self,
         file: &Path,
         schema: &'a Value,
@@ -83,7 +83,12 @@ impl<'d> SchemaConverter<'d> {
     }
 
     /// Converts `schema` found in `file`.
-    pub fn convert(&mut self, file: &Path, schema: &Value, depth: usize) -> Result<Value, Reason> {
+    pub(super) fn convert(
+        &mut self,
+        file: &Path,
+        schema: &Value,
+        depth: usize,
+    ) -> Result<Value, Reason> {
         if depth > MAX_DEPTH {
             return Err(Reason::new(
                 "unsupported schema",
@@ -229,7 +234,7 @@ impl<'d> SchemaConverter<'d> {
     }
 
     /// Puts the collected `$defs` into a root schema (an object).
-    pub fn attach_defs(&self, root: &mut Map<String, Value>) {
+    pub(super) fn attach_defs(&self, root: &mut Map<String, Value>) {
         if !self.defs.is_empty() {
             root.insert("$defs".into(), Value::Object(self.defs.clone()));
         }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 /// Credentials an operation sends.
 #[derive(Debug, Default)]
-pub struct Auth {
+pub(super) struct Auth {
     /// Headers.
     pub headers: Vec<HttpParam>,
     /// Query parameters.
@@ -31,7 +31,7 @@ fn schemes(docs: &Documents) -> Option<&Map<String, Value>> {
 }
 
 /// Refuses `--secret` mappings for schemes the spec does not define.
-pub fn check_options(
+pub(super) fn check_options(
     docs: &Documents,
     secrets: &[(String, SecretKeyRef)],
 ) -> Result<(), ImportError> {
@@ -56,7 +56,7 @@ pub fn check_options(
 
 /// The credentials `op` needs: the first alternative of its security requirement whose every
 /// scheme is mapped to a Secret (an empty alternative means no credentials).
-pub fn map(
+pub(super) fn map(
     docs: &Documents,
     op: &Operation,
     secrets: &[(String, SecretKeyRef)],

@@ -13,7 +13,7 @@ const METHODS: &[&str] = &[
 
 /// One operation of the spec.
 #[derive(Debug)]
-pub struct Operation<'a> {
+pub(super) struct Operation<'a> {
     /// Lower-case method.
     pub method: &'static str,
     /// The path as written, such as `/items/{id}`.
@@ -28,12 +28,12 @@ pub struct Operation<'a> {
 
 impl Operation<'_> {
     /// `operationId`, when present.
-    pub fn id(&self) -> Option<&str> {
+    pub(super) fn id(&self) -> Option<&str> {
         self.op.get("operationId").and_then(Value::as_str)
     }
 
     /// `GET /items/{id}`.
-    pub fn label(&self) -> String {
+    pub(super) fn label(&self) -> String {
         let id = self.id().map(|id| format!(" ({id})")).unwrap_or_default();
         format!("{} {}{id}", self.method.to_uppercase(), self.path)
     }
@@ -49,7 +49,7 @@ impl Operation<'_> {
 }
 
 /// Every operation, in document order.
-pub fn operations(docs: &Documents) -> Result<Vec<Operation<'_>>, ImportError> {
+pub(super) fn operations(docs: &Documents) -> Result<Vec<Operation<'_>>, ImportError> {
     let main = docs.main_location().file;
     let Some(paths) = docs.root().get("paths") else {
         return Ok(Vec::new());
@@ -79,7 +79,7 @@ pub fn operations(docs: &Documents) -> Result<Vec<Operation<'_>>, ImportError> {
 }
 
 /// Whether the include/exclude options keep `op`.
-pub fn selected(op: &Operation, options: &ImportOptions) -> bool {
+pub(super) fn selected(op: &Operation, options: &ImportOptions) -> bool {
     let tags: Vec<&str> = op.tags().collect();
     let has_tag = |list: &[String]| list.iter().any(|t| tags.contains(&t.as_str()));
     let path_in = |list: &[String]| list.iter().any(|g| glob(g, op.path));
@@ -94,7 +94,7 @@ pub fn selected(op: &Operation, options: &ImportOptions) -> bool {
 
 /// Glob match where `*` matches any run of characters (`/` included) and everything else
 /// matches itself.
-pub fn glob(pattern: &str, text: &str) -> bool {
+pub(super) fn glob(pattern: &str, text: &str) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;

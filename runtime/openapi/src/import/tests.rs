@@ -207,6 +207,23 @@ fn the_base_url_must_be_literal() {
         ..token()
     };
     assert!(import(PETS, &options).is_err());
+    // A path without a leading `/` would move the host: `https://a.example.com@evil.example.com`.
+    let hijack = "openapi: 3.1.0\nservers: [{url: 'https://a.example.com'}]\npaths:\n  \
+        '@evil.example.com/steal':\n    get: {operationId: steal}\n  /ok:\n    get: {operationId: ok}\n";
+    let imported = import(hijack, &ImportOptions::default()).unwrap();
+    assert!(
+        !imported.yaml.contains("evil.example.com/steal\n"),
+        "{}",
+        imported.yaml
+    );
+    assert!(
+        imported
+            .summary
+            .line()
+            .contains("1 skipped: path without a leading /"),
+        "{}",
+        imported.summary.line()
+    );
 }
 
 #[test]
@@ -252,6 +269,20 @@ fn hostile_specs_give_errors_or_safe_output() {
     assert_eq!(tool["name"], "get_thing_injected_true");
     assert_eq!(tool["http"]["url"], "http://127.0.0.1:1/a%20b/{id}");
     assert!(doc.get("injected").is_none());
+    // YAML aliases that expand far past the document's size are refused: 10 KiB of text
+    // repeated a thousand times (few enough alias jumps for the YAML parser's own limit).
+    let laughs = format!(
+        "openapi: 3.1.0\nservers: [{{url: 'http://127.0.0.1:1'}}]\npaths:\n  /a:\n    get: {{operationId: a}}\n\
+         x-0: &a0 '{}'\nx-1: &a1 [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]\n\
+         x-2: &a2 [*a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1]\n\
+         x-3: [*a2, *a2, *a2, *a2, *a2, *a2, *a2, *a2, *a2, *a2]\n",
+        "x".repeat(10 * 1024)
+    );
+    let err = import(&laughs, &ImportOptions::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("budget") || err.to_string().contains("expand"),
+        "{err}"
+    );
     // Not OpenAPI, and too deep to parse.
     assert!(import("just: yaml", &ImportOptions::default()).is_err());
     let deep = format!("{}{}", "[".repeat(1_000), "]".repeat(1_000));

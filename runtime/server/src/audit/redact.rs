@@ -7,13 +7,15 @@ use sha2::{Digest as _, Sha256};
 use std::fmt::Write as _;
 
 /// What replaces a sensitive value.
-pub const REDACTED: &str = "[redacted]";
+pub(super) const REDACTED: &str = "[redacted]";
 /// How deep schemas and arguments are followed (bounds `$ref` cycles and hostile nesting).
 const MAX_DEPTH: usize = 32;
 
 /// `args` with the fields `schema` marks sensitive replaced, and the JSON pointers of those
-/// fields. Subschemas are found through `properties`, `additionalProperties`, `items`,
-/// `prefixItems`, `allOf`/`anyOf`/`oneOf` and local `$ref`s.
+/// fields. Subschemas are found through `properties`, `patternProperties` (a pattern the regex
+/// engine cannot read applies to every member: the safe side),
+/// `additionalProperties`, `items`, `prefixItems`, `allOf`/`anyOf`/`oneOf`, `if`/`then`/`else`
+/// (either branch), `dependentSchemas` and local `$ref`s.
 pub fn redact(schema: &Value, args: &Value) -> (Value, Vec<String>) {
     let mut paths = Vec::new();
     let value = walk(schema, &[schema], args, "", 0, &mut paths);
@@ -37,8 +39,7 @@ fn walk(
             let mut out = Map::new();
             for (key, field) in fields {
                 let pointer = format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"));
-                let children: Vec<&Value> =
-                    schemas.iter().filter_map(|s| property(s, key)).collect();
+                let children: Vec<&Value> = schemas.iter().flat_map(|s| property(s, key)).collect();
                 out.insert(
                     key.clone(),
                     visit(root, &children, field, pointer, depth, paths),
@@ -108,6 +109,20 @@ fn expand<'a>(root: &'a Value, schemas: &[&'a Value], depth: usize) -> Vec<&'a V
                 todo.push((branch, level + 1));
             }
         }
+        // Conditional and dependent subschemas may apply: both branches are followed.
+        for key in ["if", "then", "else"] {
+            if let Some(branch) = schema.get(key).filter(|b| b.is_object()) {
+                todo.push((branch, level + 1));
+            }
+        }
+        for branch in schema
+            .get("dependentSchemas")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(Map::values)
+        {
+            todo.push((branch, level + 1));
+        }
     }
     out
 }
@@ -117,11 +132,25 @@ fn sensitive(schema: &Value) -> bool {
     flag("writeOnly") || flag("x-sensitive")
 }
 
-fn property<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
-    schema
-        .get("properties")
-        .and_then(|p| p.get(key))
-        .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
+fn property<'a>(schema: &'a Value, key: &str) -> Vec<&'a Value> {
+    let mut found: Vec<&Value> = schema
+        .get("patternProperties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(pattern, _)| {
+            regex::RegexBuilder::new(pattern)
+                .size_limit(1 << 20)
+                .build()
+                .map_or(true, |re| re.is_match(key))
+        })
+        .map(|(_, subschema)| subschema)
+        .collect();
+    match schema.get("properties").and_then(|p| p.get(key)) {
+        Some(declared) => found.push(declared),
+        None => found.extend(schema.get("additionalProperties").filter(|a| a.is_object())),
+    }
+    found
 }
 
 fn item_schema(schema: &Value, index: usize) -> Option<&Value> {
@@ -178,6 +207,27 @@ fn canonical(value: &Value, out: &mut String) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn follows_pattern_conditional_and_dependent_subschemas() {
+        let schema = json!({
+            "type": "object",
+            "patternProperties": {"^secret_": {"type": "string", "writeOnly": true}},
+            "properties": {"kind": {"type": "string"}, "plain": {"type": "string"}},
+            "if": {"properties": {"kind": {"const": "token"}}},
+            "then": {"properties": {"value": {"x-sensitive": true}}},
+            "else": {"properties": {"other": {"x-sensitive": true}}},
+            "dependentSchemas": {"user": {"properties": {"pin": {"writeOnly": true}}}}
+        });
+        let args = json!({"kind": "token", "value": "tok-1", "other": "oth-2",
+            "secret_a": "sec-3", "user": "ada", "pin": "pin-4"});
+        let (value, paths) = redact(&schema, &args);
+        let text = value.to_string();
+        for secret in ["tok-1", "oth-2", "sec-3", "pin-4"] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+        assert_eq!(paths.len(), 4, "{paths:?}");
+    }
 
     #[test]
     fn redacts_fields_marked_sensitive_wherever_they_are() {

@@ -2,13 +2,15 @@
 //! (`elicitation/create`, `sampling/createMessage`, `roots/list`) sent on the request's stream
 //! (Streamable HTTP: the POST's SSE response; HTTP+SSE: the session stream), answered by the
 //! client with a JSON-RPC response posted to the session. Each round's requests go out
-//! together; every wait is bounded; a cancelled call drops its waits. Does I/O through the
+//! together; every wait is bounded; a cancelled call drops its waits. The answers keep their
+//! budget charges (global and session) as long as the call keeps them. Does I/O through the
 //! request's notifier.
 
 use super::{Outcome, Plan, Templates, count_answer, count_asked, plan};
-use crate::RequestContext;
+use crate::budget::Held;
 use crate::metrics::Metrics;
 use crate::sessions::Session;
+use crate::{Outgoing, RequestContext};
 use futures_util::future::join_all;
 use mcp_declaration::CompiledInteraction;
 use mcp_protocol::{McpError, request};
@@ -24,7 +26,7 @@ const MAX_ROUNDS: usize = 8;
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Asks over the session until the call is ready, declined, or the client cannot answer.
-pub async fn resolve(
+pub(crate) async fn resolve(
     metrics: &Metrics,
     ctx: &RequestContext,
     interaction: &CompiledInteraction,
@@ -37,6 +39,8 @@ pub async fn resolve(
         .ok_or_else(|| McpError::Internal("a legacy request without its session".into()))?;
     let caps = session.client_capabilities();
     let mut answers = Map::new();
+    // The bytes of the answers kept, charged until the call ends.
+    let mut held = Held::none();
     for _ in 0..MAX_ROUNDS {
         let ask = match plan(interaction, templates, args, &answers, &caps)? {
             Plan::Ready(vars) => return Ok(Outcome::Ready(vars)),
@@ -49,9 +53,10 @@ pub async fn resolve(
             .map(|(key, input)| async move { (key, ask_one(ctx, session, &input).await) });
         for (key, answer) in join_all(asked).await {
             match answer? {
-                Ok(result) => {
+                Ok((result, charges)) => {
                     count_answer(metrics, &key, Some(&result));
                     answers.insert(key, result);
+                    held.join(charges);
                 }
                 Err(refusal) => {
                     count_answer(metrics, &key, None);
@@ -77,13 +82,14 @@ impl Drop for Waiting<'_> {
     }
 }
 
-/// Sends one input request (`{method, params}`) and waits for its answer: `Ok(result)`, or
-/// `Err(text)` when the client answered with an error (the user refused, or it cannot).
+/// Sends one input request (`{method, params}`) and waits for its answer: `Ok(result)` with
+/// the charges its bytes hold, or `Err(text)` when the client answered with an error (the user
+/// refused, or it cannot).
 async fn ask_one(
     ctx: &RequestContext,
     session: &Session,
     input: &Value,
-) -> Result<Result<Value, String>, McpError> {
+) -> Result<Result<(Value, Held), String>, McpError> {
     let method = input["method"].as_str().unwrap_or_default();
     let id = Value::String(format!(
         "kube-mcp-input-{}",
@@ -100,7 +106,7 @@ async fn ask_one(
         ));
     };
     let message = request(&id, method, input["params"].clone());
-    if tokio::time::timeout(ANSWER_TIMEOUT, notifier.send(Box::new(message)))
+    if tokio::time::timeout(ANSWER_TIMEOUT, notifier.send(Outgoing::boxed(message)))
         .await
         .map_or(true, |sent| sent.is_err())
     {
@@ -108,7 +114,7 @@ async fn ask_one(
             "cannot ask the client for input: its stream for this request is closed (accept text/event-stream)".into(),
         ));
     }
-    let response = tokio::select! {
+    let (response, held) = tokio::select! {
         answered = tokio::time::timeout(ANSWER_TIMEOUT, answer) => match answered {
             Ok(Ok(response)) => response,
             Ok(Err(_)) => return Err(McpError::Internal("the session ended".into())),
@@ -122,7 +128,7 @@ async fn ask_one(
         () = session.ended.cancelled() => return Err(McpError::Internal("the session ended".into())),
     };
     match (response.get("result"), response.get("error")) {
-        (Some(result), None) if result.is_object() => Ok(Ok(result.clone())),
+        (Some(result), None) if result.is_object() => Ok(Ok((result.clone(), held))),
         (_, Some(error)) => Ok(Err(format!(
             "The client refused {method}: {}; nothing was done.",
             error

@@ -1,9 +1,13 @@
 //! 2026-07-28 multi round-trip: answers travel in `inputResponses`; the answers of earlier rounds
 //! travel back and forth in `requestState`, sealed (ChaCha20-Poly1305) with the key all replicas
-//! share and bound to the method, a digest of the original params, the caller's principal and a
-//! short expiry. Any replica continues any round; nothing is stored. Pure (clock aside).
+//! share and bound to the method, a digest of the original params, the caller's principal, the
+//! questions that round asked, a nonce and a short expiry. An answer counts only for a question
+//! the state says was asked (a first call carrying answers is asked anyway), and a state opens
+//! once ([`Rounds::redeem`]). Any replica continues any round. Pure (clock and the table of used
+//! nonces aside).
 
 use super::knows;
+use super::replay::Rounds;
 use crate::sessions::{Sealer, unix_now};
 use base64::Engine as _;
 use mcp_declaration::CompiledInteraction;
@@ -15,7 +19,7 @@ use sha2::{Digest, Sha256};
 /// Purpose a `requestState` is sealed for: a session id never opens as one, nor the reverse.
 const STATE_AAD: &[u8] = b"kube-mcp requestState v1";
 /// How long a round may take: a person reads and answers the question in this time.
-pub const STATE_TTL_SECS: u64 = 600;
+pub(crate) const STATE_TTL_SECS: u64 = 600;
 /// Longest `requestState` accepted or produced (answers of earlier rounds, sampling text
 /// included).
 const MAX_STATE_LEN: usize = 512 * 1024;
@@ -33,20 +37,29 @@ struct State {
     e: u64,
     /// Answers of earlier rounds, by input-request key.
     a: Map<String, Value>,
+    /// The input-request keys this round asked: the only answers the next request may give.
+    q: Vec<String>,
+    /// Makes the state single-use.
+    n: String,
 }
 
-/// The answers so far: those sealed in `requestState` (checked) plus this round's
-/// `inputResponses` (only the keys this item asks; others are ignored).
-pub fn answers(
-    sealer: &Sealer,
+/// The answers so far: those sealed in `requestState` (checked, and the state used up) plus
+/// this round's `inputResponses` to the questions the state says were asked (others, and any
+/// without a state, are ignored: those questions are asked).
+pub(crate) fn answers(
+    rounds: &Rounds,
     principal: Option<&str>,
     method: &str,
     params: &Value,
     interaction: &CompiledInteraction,
 ) -> Result<Map<String, Value>, McpError> {
-    let mut answers = match params.get("requestState") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::String(token)) => open(sealer, principal, method, params, token)?,
+    let (mut answers, asked) = match params.get("requestState") {
+        None | Some(Value::Null) => (Map::new(), Vec::new()),
+        Some(Value::String(token)) => {
+            let state = open(&rounds.sealer, principal, method, params, token)?;
+            rounds.redeem(&state.n, state.e)?;
+            (state.a, state.q)
+        }
         Some(_) => {
             return Err(McpError::InvalidParams(
                 "`requestState` must be a string".into(),
@@ -57,7 +70,7 @@ pub fn answers(
         None => {}
         Some(Value::Object(responses)) => {
             for (key, response) in responses {
-                if !knows(interaction, key) {
+                if !knows(interaction, key) || !asked.contains(key) {
                     continue;
                 }
                 if !response.is_object() {
@@ -79,7 +92,7 @@ pub fn answers(
 
 /// The `input_required` result for `plan`'s input requests, carrying `answers` (minus those
 /// asked again) sealed in `requestState`.
-pub fn input_required(
+pub(crate) fn input_required(
     sealer: &Sealer,
     principal: Option<&str>,
     method: &str,
@@ -94,6 +107,8 @@ pub fn input_required(
         p: principal.map(str::to_owned),
         e: unix_now() + STATE_TTL_SECS,
         a: answers,
+        q: ask.keys().cloned().collect(),
+        n: Rounds::nonce(),
     };
     let plain = serde_json::to_vec(&state).map_err(|err| McpError::Internal(err.to_string()))?;
     let token = sealer.seal_bytes(STATE_AAD, &plain);
@@ -111,7 +126,7 @@ fn open(
     method: &str,
     params: &Value,
     token: &str,
-) -> Result<Map<String, Value>, McpError> {
+) -> Result<State, McpError> {
     let refused = |why: &str| McpError::InvalidParams(format!("requestState refused: {why}"));
     let plain = sealer
         .open_bytes(STATE_AAD, token, MAX_STATE_LEN)
@@ -127,7 +142,7 @@ fn open(
     if state.p.as_deref() != principal {
         return Err(refused("it belongs to another caller"));
     }
-    Ok(state.a)
+    Ok(state)
 }
 
 /// SHA-256 of the params that define the request (not the round's answers, state or `_meta`),
@@ -204,8 +219,8 @@ mod tests {
     fn state_round_trips_on_any_replica_with_the_key() {
         let token = issued(&Sealer::new(&[1; KEY_LEN]), Some("alice"));
         let other = Sealer::new(&[1; KEY_LEN]);
-        let answers = open(&other, Some("alice"), "tools/call", &params(None), &token).unwrap();
-        assert_eq!(answers["k"], json!({"action": "accept"}));
+        let state = open(&other, Some("alice"), "tools/call", &params(None), &token).unwrap();
+        assert_eq!(state.a["k"], json!({"action": "accept"}));
     }
 
     #[test]
@@ -214,7 +229,8 @@ mod tests {
         let token = issued(&sealer, Some("alice"));
         let check = |sealer: &Sealer, principal: Option<&str>, method: &str, p: &Value, t: &str| {
             open(sealer, principal, method, p, t)
-                .unwrap_err()
+                .err()
+                .unwrap()
                 .to_string()
         };
         let tampered = format!("{token}-TAMPERED");
@@ -260,9 +276,13 @@ mod tests {
             p: None,
             e: unix_now() - 1,
             a: Map::new(),
+            q: Vec::new(),
+            n: Rounds::nonce(),
         };
         let token = sealer.seal_bytes(STATE_AAD, &serde_json::to_vec(&state).unwrap());
-        let err = open(&sealer, None, "tools/call", &params(None), &token).unwrap_err();
+        let err = open(&sealer, None, "tools/call", &params(None), &token)
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("expired"));
     }
 

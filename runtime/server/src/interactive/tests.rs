@@ -55,7 +55,7 @@ fn params(mut params: Value, caps: &str) -> Value {
 
 async fn call(server: &Server, method: &str, params: &Value) -> Result<Value, McpError> {
     let ctx = RequestContext::new(Era::Modern, params, None, None);
-    server.handle(&ctx, method, params).await
+    crate::tests::serve(server, &ctx, method, params).await
 }
 
 fn accept(content: Value) -> Value {
@@ -97,6 +97,16 @@ async fn asks_missing_values_then_confirms_then_runs_over_three_rounds() {
     assert!(done.get("isError").is_none());
 }
 
+/// `first` asked, then `first` again carrying `answers` and the state the first round sealed.
+async fn answered(server: &Server, first: &Value, answers: Value) -> Value {
+    let round = call(server, "tools/call", first).await.unwrap();
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    let mut next = first.clone();
+    next["inputResponses"] = answers;
+    next["requestState"] = round["requestState"].clone();
+    next
+}
+
 #[tokio::test]
 async fn declined_confirmation_calls_nothing_and_says_so() {
     let server = server();
@@ -105,11 +115,11 @@ async fn declined_confirmation_calls_nothing_and_says_so() {
         (accept(json!({"confirm": false})), "did not confirm"),
         (json!({"action": "cancel"}), "cancelled"),
     ] {
-        let p = params(
-            json!({"name": "delete_issue", "arguments": {"id": 1, "project": "alpha"},
-                "inputResponses": {"confirm": answer}}),
+        let first = params(
+            json!({"name": "delete_issue", "arguments": {"id": 1, "project": "alpha"}}),
             ALL,
         );
+        let p = answered(&server, &first, json!({"confirm": answer})).await;
         let result = call(&server, "tools/call", &p).await.unwrap();
         assert_eq!(result["isError"], true);
         assert!(
@@ -124,19 +134,45 @@ async fn declined_confirmation_calls_nothing_and_says_so() {
 #[tokio::test]
 async fn invalid_or_missing_answers_are_asked_again_and_garbage_is_refused() {
     let server = server();
-    let p = params(
-        json!({"name": "delete_issue", "arguments": {"id": 1},
-            "inputResponses": {"project": accept(json!({"project": "gamma"})), "extra": 1}}),
-        ALL,
-    );
+    let first = params(json!({"name": "delete_issue", "arguments": {"id": 1}}), ALL);
+    let answers = json!({"project": accept(json!({"project": "gamma"})), "extra": 1});
+    let p = answered(&server, &first, answers).await;
     let again = call(&server, "tools/call", &p).await.unwrap();
     assert!(again["inputRequests"].get("project").is_some());
-    let p = params(
-        json!({"name": "delete_issue", "arguments": {"id": 1}, "inputResponses": {"project": 5}}),
-        ALL,
-    );
+    let p = answered(&server, &first, json!({"project": 5})).await;
     let err = call(&server, "tools/call", &p).await.unwrap_err();
     assert_eq!(err.code(Era::Modern), -32602);
+}
+
+#[tokio::test]
+async fn answers_count_only_for_questions_asked_and_a_state_opens_once() {
+    let server = server();
+    let confirmed = json!({"confirm": accept(json!({"confirm": true}))});
+    // A first call that brings its own confirmation is asked anyway.
+    let mut eager = params(
+        json!({"name": "delete_issue", "arguments": {"id": 3, "project": "alpha"}}),
+        ALL,
+    );
+    eager["inputResponses"] = confirmed.clone();
+    let asked = call(&server, "tools/call", &eager).await.unwrap();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert!(asked["inputRequests"].get("confirm").is_some());
+    // A round that asked only for the project: a confirmation sent along does not count.
+    let first = params(json!({"name": "delete_issue", "arguments": {"id": 3}}), ALL);
+    let mut both = confirmed.clone();
+    both["project"] = accept(json!({"project": "beta"}));
+    let second = answered(&server, &first, both).await;
+    let round2 = call(&server, "tools/call", &second).await.unwrap();
+    assert_eq!(round2["resultType"], "input_required", "{round2}");
+    assert!(round2["inputRequests"].get("confirm").is_some());
+    // Confirmed once, run once: the same state and answers again are refused.
+    let mut third = first.clone();
+    third["inputResponses"] = confirmed;
+    third["requestState"] = round2["requestState"].clone();
+    let done = call(&server, "tools/call", &third).await.unwrap();
+    assert_eq!(done["content"][0]["text"], "deleted 3 in beta");
+    let replay = call(&server, "tools/call", &third).await.unwrap_err();
+    assert!(replay.to_string().contains("used already"), "{replay}");
 }
 
 #[tokio::test]
@@ -226,7 +262,7 @@ async fn call_as(
 ) -> Result<Value, McpError> {
     let ctx =
         RequestContext::new(Era::Modern, params, None, None).with_caller(subject.and_then(caller));
-    server.handle(&ctx, "tools/call", params).await
+    crate::tests::serve(server, &ctx, "tools/call", params).await
 }
 
 #[tokio::test]
@@ -266,6 +302,7 @@ async fn state_opens_only_for_its_caller_and_elicited_values_meet_allow() {
     let done = call_as(&server, Some("alice"), &next).await.unwrap();
     assert_eq!(done["content"][0]["text"], "dropped mine");
     // `allow` passed on the empty call; the elicited value is checked again.
+    let round1 = call_as(&server, Some("alice"), &first).await.unwrap();
     let refused = answered(&round1["requestState"], "theirs");
     let done = call_as(&server, Some("alice"), &refused).await.unwrap();
     assert_eq!(done["isError"], true, "{done}");
@@ -348,11 +385,14 @@ async fn legacy_call(
         0,
     ));
     session.set_client_capabilities(Some(&caps));
-    let (notifier, mut requests) = tokio::sync::mpsc::channel::<Box<Value>>(8);
+    let (notifier, mut requests) = tokio::sync::mpsc::channel::<Box<crate::Outgoing>>(8);
     let client = session.clone();
     let answering = tokio::spawn(async move {
         let mut seen = Vec::new();
         while let Some(request) = requests.recv().await {
+            let crate::Outgoing::Message(request) = *request else {
+                panic!("questions are messages");
+            };
             let method = request["method"].as_str().unwrap().to_owned();
             let result = answer(&method, &request["params"]);
             let response = if result.get("error").is_some() {
@@ -360,7 +400,7 @@ async fn legacy_call(
             } else {
                 json!({"result": result})
             };
-            assert!(client.deliver_answer(&request["id"], response));
+            assert!(client.deliver_answer(&request["id"], response, crate::budget::Held::none()));
             seen.push(method);
         }
         seen
@@ -372,7 +412,7 @@ async fn legacy_call(
         Some(notifier),
     )
     .in_session(session);
-    let result = server.handle(&ctx, method, &params).await;
+    let result = crate::tests::serve(server, &ctx, method, &params).await;
     drop(ctx);
     (result, answering.await.unwrap())
 }

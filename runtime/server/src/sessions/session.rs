@@ -1,11 +1,12 @@
 //! One session's state on this replica: version, log level, subscriptions, in-flight requests,
 //! the server-to-client stream and outstanding pings. Each lock is per session, never global.
 
+use crate::budget::{Budget, Held};
 use mcp_declaration::LogLevel;
 use mcp_protocol::{LegacyVersion, McpError};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -13,14 +14,15 @@ use tokio_util::sync::CancellationToken;
 
 /// The sending end of a session's server-to-client stream (the same type as
 /// `server::Notifier`; boxed messages keep the channel small, see there).
-pub type StreamSender = mpsc::Sender<Box<Value>>;
+pub type StreamSender = mpsc::Sender<Box<crate::Outgoing>>;
 
 /// Most requests one session may have running at once (HTTP+SSE answers 202 before running a
 /// request, so nothing else would bound them).
 pub const MAX_IN_FLIGHT: usize = 64;
 
-/// Most bytes of posted messages one HTTP+SSE session may have waiting or running at once.
-pub const MAX_QUEUED_BYTES: usize = 8 << 20;
+/// Most bytes one session holds by default: its requests' parsed messages while they run,
+/// the client's answers to its questions, and HTTP+SSE answers not yet written to its stream.
+pub const DEFAULT_SESSION_BYTES: usize = 8 << 20;
 
 /// A registered in-flight request; dropping it forgets the request.
 pub struct InFlight<'a> {
@@ -33,20 +35,6 @@ pub struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.session.state().in_flight.remove(&self.key);
-    }
-}
-
-/// Bytes counted by [`Session::queue_bytes`], released when dropped.
-pub struct Queued {
-    session: Arc<Session>,
-    bytes: usize,
-}
-
-impl Drop for Queued {
-    fn drop(&mut self) {
-        self.session
-            .queued_bytes
-            .fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -81,10 +69,13 @@ pub struct Session {
     pub created: u64,
     /// Digest of the principal that opened it (authenticated servers): no one else may use it.
     pub principal: Option<[u8; 16]>,
+    /// What the session holds in memory: parsed requests while they run, answers to its
+    /// questions, HTTP+SSE answers not yet written ([`DEFAULT_SESSION_BYTES`] unless the store
+    /// sets another).
+    pub budget: Arc<Budget>,
     epoch: Instant,
     last_seen_ms: AtomicU64,
     used: AtomicBool,
-    queued_bytes: AtomicUsize,
     state: Mutex<State>,
 }
 
@@ -97,7 +88,7 @@ struct State {
     in_flight: HashMap<String, CancellationToken>,
     pings: HashMap<String, oneshot::Sender<()>>,
     client_capabilities: Value,
-    asks: HashMap<String, oneshot::Sender<Value>>,
+    asks: HashMap<String, oneshot::Sender<(Value, Held)>>,
 }
 
 impl Session {
@@ -117,11 +108,11 @@ impl Session {
             transport,
             created,
             principal: None,
+            budget: Budget::new(DEFAULT_SESSION_BYTES),
             ended: CancellationToken::new(),
             epoch: Instant::now(),
             last_seen_ms: AtomicU64::new(0),
             used: AtomicBool::new(false),
-            queued_bytes: AtomicUsize::new(0),
             state: Mutex::new(state),
         }
     }
@@ -145,22 +136,6 @@ impl Session {
     /// Whether the session served a request after the one that opened it.
     pub fn used(&self) -> bool {
         self.used.load(Ordering::Relaxed)
-    }
-
-    /// Counts `bytes` of a posted message against [`MAX_QUEUED_BYTES`] until the returned
-    /// guard drops; `None` when they would not fit.
-    pub fn queue_bytes(self: &Arc<Self>, bytes: usize) -> Option<Queued> {
-        self.queued_bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
-                queued
-                    .checked_add(bytes)
-                    .filter(|total| *total <= MAX_QUEUED_BYTES)
-            })
-            .ok()?;
-        Some(Queued {
-            session: self.clone(),
-            bytes,
-        })
     }
 
     /// Time since the last activity.
@@ -319,20 +294,21 @@ impl Session {
     }
 
     /// Registers a request the server is about to send; the receiver gets the client's
-    /// response message (`{result}` or `{error}`).
-    pub fn expect_answer(&self, id: &Value) -> oneshot::Receiver<Value> {
+    /// response message (`{result}` or `{error}`) and the budget charges its bytes hold.
+    pub fn expect_answer(&self, id: &Value) -> oneshot::Receiver<(Value, Held)> {
         let (sender, receiver) = oneshot::channel();
         self.state().asks.insert(id.to_string(), sender);
         receiver
     }
 
-    /// Delivers the client's response to a request the server sent; `false` when none waits
-    /// under this id (it may be a ping's answer).
-    pub fn deliver_answer(&self, id: &Value, response: Value) -> bool {
+    /// Delivers the client's response to a request the server sent, with the charges its
+    /// bytes hold (the call keeps them as long as it keeps the answer); `false` when none
+    /// waits under this id (it may be a ping's answer).
+    pub fn deliver_answer(&self, id: &Value, response: Value, held: Held) -> bool {
         match self.state().asks.remove(&id.to_string()) {
             Some(sender) => {
                 // The waiter may have given up already.
-                let _ = sender.send(response);
+                let _ = sender.send((response, held));
                 true
             }
             None => false,
@@ -373,13 +349,21 @@ mod tests {
     }
 
     #[test]
-    fn queued_bytes_are_bounded_and_released() {
-        let session = Arc::new(Session::new("s".into(), SessionTransport::Sse, None, 0));
-        let first = session.queue_bytes(MAX_QUEUED_BYTES - 10).unwrap();
-        assert!(session.queue_bytes(11).is_none());
-        let second = session.queue_bytes(10).unwrap();
-        drop(first);
-        assert!(session.queue_bytes(MAX_QUEUED_BYTES - 10).is_some());
-        drop(second);
+    fn an_answer_arrives_with_its_charges() {
+        let session = Session::new("s".into(), SessionTransport::Sse, None, 0);
+        let waiting = session.expect_answer(&json!("q"));
+        let held = Held::none().with(session.budget.charge(100).unwrap());
+        assert!(session.deliver_answer(&json!("q"), json!({"result": {}}), held));
+        let (answer, held) = waiting.blocking_recv().unwrap();
+        assert_eq!(
+            (answer, session.budget.used()),
+            (json!({"result": {}}), 100)
+        );
+        drop(held);
+        assert_eq!(session.budget.used(), 0);
+        // Nobody waits under another id: the answer and its charges are dropped.
+        let stray = Held::none().with(session.budget.charge(10).unwrap());
+        assert!(!session.deliver_answer(&json!("x"), json!({}), stray));
+        assert_eq!(session.budget.used(), 0);
     }
 }

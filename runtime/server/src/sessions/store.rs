@@ -4,6 +4,7 @@
 
 use super::seal::{SealedSession, Sealer, unix_now};
 use super::session::{Session, SessionTransport};
+use crate::budget::Budget;
 use crate::metrics::Metrics;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 /// The longest a session lives, however active: its sealed id is refused after that on every
 /// replica, which bounds how long a leaked id can be replayed and how long tombstones are kept.
-pub const MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
+pub(super) const MAX_SESSION_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// Most ended ids remembered. Past it (a flood of short sessions) the table is replaced by a
 /// floor: no id sealed at or before the newest forgotten one is adopted from another replica
@@ -44,6 +45,9 @@ pub struct SessionSettings {
     pub ping_interval: Option<Duration>,
     /// How long a ping may go unanswered before the session ends.
     pub ping_timeout: Duration,
+    /// Most bytes one session holds: parsed requests while they run, answers to its
+    /// questions, HTTP+SSE answers not yet written to its stream.
+    pub max_session_bytes: usize,
 }
 
 impl Default for SessionSettings {
@@ -54,6 +58,7 @@ impl Default for SessionSettings {
             max_sessions: 10_000,
             ping_interval: Some(Duration::from_secs(30)),
             ping_timeout: Duration::from_secs(10),
+            max_session_bytes: super::DEFAULT_SESSION_BYTES,
         }
     }
 }
@@ -155,6 +160,7 @@ impl SessionStore {
         let id = self.sealer.seal(&sealed);
         let mut session = Session::new(id, transport, version, sealed.created);
         session.principal = principal;
+        session.budget = self.session_budget();
         self.insert(Arc::new(session))
     }
 
@@ -182,6 +188,14 @@ impl SessionStore {
         }
         let owner: SocketAddr = sealed.owner?.parse().ok()?;
         (owner != me).then_some(owner)
+    }
+
+    /// A new session's byte budget, counted in the `session` gauge.
+    fn session_budget(&self) -> Arc<Budget> {
+        Budget::with_gauge(
+            self.settings.max_session_bytes,
+            Some(self.metrics.held_gauge("session")),
+        )
     }
 
     /// Inserts `session`, or returns the one a concurrent request already inserted under its id
@@ -235,6 +249,7 @@ impl SessionStore {
             sealed.created,
         );
         session.principal = sealed_principal(&sealed);
+        session.budget = self.session_budget();
         session.mark_used();
         self.insert(Arc::new(session)).map(Some)
     }

@@ -13,14 +13,14 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// Sends export requests through reqwest on the serving runtime.
 #[derive(Debug)]
-pub struct ExportClient {
+pub(super) struct ExportClient {
     client: reqwest::Client,
     runtime: tokio::runtime::Handle,
 }
 
 impl ExportClient {
     /// A client whose requests run on `runtime`.
-    pub fn new(runtime: tokio::runtime::Handle) -> Result<Self, reqwest::Error> {
+    pub(super) fn new(runtime: tokio::runtime::Handle) -> Result<Self, reqwest::Error> {
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())

@@ -1,10 +1,12 @@
 //! Redaction: an upstream may echo a credential back (in a body, an error page, a header), so
 //! every string a call returns is scrubbed of the secret values it sent. The runtime sends a
 //! secret raw (headers, JSON bodies), percent-encoded (URL templates) and form-encoded (query
-//! strings, form bodies); an echo may add JSON escapes (`\/`, `\uXXXX`), HTML entities, other
-//! letter case in percent escapes, or base64. A match is found by decoding the text one escape
-//! at a time against the secret, so any mix of these forms is caught; base64 is matched at each
-//! of its three alignments. Pure.
+//! strings, form bodies); an echo may add JSON escapes (`\/`, `\uXXXX`), HTML entities, percent
+//! escapes encoded again (`%2541`), other letter case (in escapes or in the secret itself), or
+//! base64, or echo only part of it. A match is found by decoding the text one escape at a time
+//! against the secret, so any mix of these forms is caught; base64 is matched at each of its
+//! three alignments; a literal run of at least half the secret (and [`MIN_PARTIAL_LEN`]) counts
+//! as an echo too. Pure.
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
@@ -13,7 +15,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 
 /// What a secret value is replaced with.
-pub const REDACTED: &str = "[redacted]";
+pub(super) const REDACTED: &str = "[redacted]";
 
 /// Values shorter than this are not scrubbed (they would mangle ordinary text).
 const MIN_SECRET_LEN: usize = 4;
@@ -21,8 +23,14 @@ const MIN_SECRET_LEN: usize = 4;
 /// Base64 runs shorter than this are not scrubbed (short runs occur in ordinary text).
 const MIN_BASE64_LEN: usize = 6;
 
+/// The shortest part of a secret scrubbed when echoed alone (a truncated or masked echo).
+const MIN_PARTIAL_LEN: usize = 8;
+
+/// How many times a percent escape may have been encoded again (`%25` for `%`).
+const MAX_PERCENT_LEVELS: usize = 3;
+
 /// Replaces every occurrence of a secret in `text`, in any of the forms above.
-pub fn text(text: &str, secrets: &[Secret]) -> String {
+pub(super) fn text(text: &str, secrets: &[Secret]) -> String {
     let secrets: Vec<&[u8]> = secrets
         .iter()
         .map(|s| s.expose().as_bytes())
@@ -65,8 +73,26 @@ pub fn text(text: &str, secrets: &[Secret]) -> String {
                 out = out.replace(&core, REDACTED);
             }
         }
+        for part in partials(secret) {
+            if out.contains(part) {
+                out = out.replace(part, REDACTED);
+            }
+        }
     }
     out
+}
+
+/// The literal runs of `secret` that count as an echo of it alone: each of length
+/// max(half the secret, [`MIN_PARTIAL_LEN`]), when the secret is longer than that.
+fn partials(secret: &[u8]) -> Vec<&str> {
+    let len = (secret.len() / 2).max(MIN_PARTIAL_LEN);
+    if secret.len() <= len {
+        return Vec::new();
+    }
+    secret
+        .windows(len)
+        .filter_map(|window| std::str::from_utf8(window).ok())
+        .collect()
 }
 
 /// The parts of the base64 of `secret` that do not depend on what surrounds it, for each of
@@ -114,61 +140,116 @@ impl<'a> Matcher<'a> {
     /// Where a match starting at `at` ends, if one does.
     fn at(&mut self, at: usize) -> Option<usize> {
         let first = *self.text.get(at)?;
-        if first != self.secret[0] && !matches!(first, b'%' | b'+' | b'\\' | b'&') {
+        if !first.eq_ignore_ascii_case(&self.secret[0])
+            && !matches!(first, b'%' | b'+' | b'\\' | b'&')
+        {
             return None;
         }
         self.from(at, 0)
     }
 
+    /// Where a match of `secret[j..]` starting at `text[i..]` ends. Plain bytes are followed
+    /// in a loop; where an escape starts, each of its readings (and the literal byte) is tried.
     fn from(&mut self, mut i: usize, mut j: usize) -> Option<usize> {
-        while j < self.secret.len() {
-            let decoded = decode(self.text, i);
-            let literal = self.text.get(i) == Some(&self.secret[j]);
-            match decoded {
-                Some((len, ref bytes)) if self.secret[j..].starts_with(bytes) => {
-                    if literal {
-                        // Both readings fit (a `%` in the secret, say): try the escape first,
-                        // then the literal byte.
-                        if !self.dead.contains(&(i, j))
-                            && let Some(end) = self.from(i + len, j + bytes.len())
-                        {
-                            return Some(end);
-                        }
-                        self.dead.insert((i, j));
-                        i += 1;
-                        j += 1;
-                    } else {
-                        i += len;
-                        j += bytes.len();
-                    }
-                }
-                _ if literal => {
-                    i += 1;
-                    j += 1;
-                }
-                _ => return None,
+        loop {
+            if j == self.secret.len() {
+                return Some(i);
             }
+            // Letter case may differ: an upstream may upper- or lower-case what it echoes.
+            let literal = self
+                .text
+                .get(i)
+                .is_some_and(|b| b.eq_ignore_ascii_case(&self.secret[j]));
+            let readings = decode(self.text, i);
+            if readings.is_empty() {
+                if !literal {
+                    return None;
+                }
+                i += 1;
+                j += 1;
+                continue;
+            }
+            if self.dead.contains(&(i, j)) {
+                return None;
+            }
+            for (len, bytes) in readings {
+                let fits = self
+                    .secret
+                    .get(j..j + bytes.len())
+                    .is_some_and(|want| want.eq_ignore_ascii_case(&bytes));
+                if fits && let Some(end) = self.from(i + len, j + bytes.len()) {
+                    return Some(end);
+                }
+            }
+            if literal && let Some(end) = self.from(i + 1, j + 1) {
+                return Some(end);
+            }
+            self.dead.insert((i, j));
+            return None;
         }
-        Some(i)
     }
 }
 
-/// The escape at `text[at..]`, if any: how many bytes it spans and the bytes it stands for.
-fn decode(text: &[u8], at: usize) -> Option<(usize, Vec<u8>)> {
-    let rest = text.get(at..)?;
-    match rest.first()? {
-        b'%' => Some((3, vec![hex_byte(rest.get(1..3)?)?])),
-        b'+' => Some((1, vec![b' '])),
-        b'\\' => json_escape(rest),
-        b'&' => html_entity(rest),
+/// The readings of the escape at `text[at..]`, if one starts there: how many bytes each spans
+/// and the bytes it stands for (a percent escape encoded again has one per level).
+fn decode(text: &[u8], at: usize) -> Vec<(usize, Vec<u8>)> {
+    let Some(rest) = text.get(at..) else {
+        return Vec::new();
+    };
+    let one = match rest.first() {
+        Some(b'%') => {
+            return percent(rest, 0)
+                .into_iter()
+                .map(|(len, byte)| (len, vec![byte]))
+                .collect();
+        }
+        Some(b'+') => Some((1, vec![b' '])),
+        Some(b'\\') => json_escape(rest),
+        Some(b'&') => html_entity(rest),
         _ => None,
-    }
+    };
+    one.into_iter().collect()
 }
 
-/// Two hex digits, either case.
-fn hex_byte(digits: &[u8]) -> Option<u8> {
-    let text = std::str::from_utf8(digits).ok()?;
-    u8::from_str_radix(text, 16).ok()
+/// The readings of a percent escape at the start of `rest` (which starts with `%`): its
+/// length and byte, and when that byte is `%` itself followed by two more digits (an escape
+/// encoded again: `%2541`, or `%25%34%31` with each digit escaped too), the inner reading.
+fn percent(rest: &[u8], level: usize) -> Vec<(usize, u8)> {
+    let Some((high_len, high)) = hex_digit(rest, 1, level) else {
+        return Vec::new();
+    };
+    let Some((low_len, low)) = hex_digit(rest, 1 + high_len, level) else {
+        return Vec::new();
+    };
+    let len = 1 + high_len + low_len;
+    let byte = (high << 4) | low;
+    let mut readings = vec![(len, byte)];
+    if byte == b'%'
+        && level < MAX_PERCENT_LEVELS
+        && let Some(after) = rest.get(len..)
+    {
+        let inner = [b"%".as_slice(), after].concat();
+        readings.extend(
+            percent(&inner, level + 1)
+                .into_iter()
+                .map(|(inner_len, inner_byte)| (len + inner_len - 1, inner_byte)),
+        );
+    }
+    readings
+}
+
+/// A hex digit at `rest[at..]`: literal, or (in an escape encoded again) itself an escape.
+fn hex_digit(rest: &[u8], at: usize, level: usize) -> Option<(usize, u8)> {
+    let first = *rest.get(at)?;
+    if let Some(digit) = (first as char).to_digit(16) {
+        return Some((1, u8::try_from(digit).ok()?));
+    }
+    if first == b'%' && level < MAX_PERCENT_LEVELS {
+        let (len, byte) = *percent(rest.get(at..)?, level + 1).first()?;
+        let digit = (byte as char).to_digit(16)?;
+        return Some((len, u8::try_from(digit).ok()?));
+    }
+    None
 }
 
 fn utf8(c: char) -> Vec<u8> {
@@ -233,7 +314,7 @@ fn html_entity(rest: &[u8]) -> Option<(usize, Vec<u8>)> {
 }
 
 /// Replaces every occurrence of a secret in the strings (and keys) of `value`.
-pub fn value(value: &mut Value, secrets: &[Secret]) {
+pub(super) fn value(value: &mut Value, secrets: &[Secret]) {
     if secrets.is_empty() {
         return;
     }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// A request ready to send (and to send again on retry).
 #[derive(Debug)]
-pub struct Prepared {
+pub(super) struct Prepared {
     /// Full URL.
     pub url: Url,
     /// Headers.
@@ -26,7 +26,7 @@ struct Resolved {
 }
 
 /// Builds the request for `args`.
-pub fn prepare(
+pub(super) fn prepare(
     http: &CompiledHttp,
     templates: &Templates,
     args: &Value,

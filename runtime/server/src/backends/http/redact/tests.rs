@@ -19,6 +19,40 @@ fn scrubs_encoded_echoes() {
 }
 
 #[test]
+fn scrubs_double_encoded_case_changed_and_partial_echoes() {
+    let secret = "Tok3n-Secr3t-ValUE-0042";
+    let secrets = [Secret::new(secret.into())];
+    let double: String = secret.bytes().map(|b| format!("%25{b:02X}")).collect();
+    // `%25`, then each hex digit of the byte escaped as well.
+    let each_digit: String = secret
+        .bytes()
+        .map(|b| {
+            let digits = format!("{b:02X}");
+            let escaped: String = digits.bytes().map(|d| format!("%{d:02X}")).collect();
+            format!("%25{escaped}")
+        })
+        .collect();
+    for echo in [
+        double,
+        each_digit,
+        secret.to_ascii_lowercase(),
+        secret.to_ascii_uppercase(),
+        // Truncated and masked echoes: more than half of it, literally.
+        secret[..14].to_owned(),
+        format!("****{}", &secret[10..]),
+    ] {
+        let scrubbed = text(&format!("echo: {echo}!"), &secrets);
+        assert!(scrubbed.contains(REDACTED), "{echo} -> {scrubbed}");
+        assert!(
+            !scrubbed.to_ascii_lowercase().contains("secr3t-val"),
+            "{echo} -> {scrubbed}"
+        );
+    }
+    // Short shared fragments of ordinary text stay.
+    assert_eq!(text("the Tok3n was", &secrets), "the Tok3n was");
+}
+
+#[test]
 fn scrubs_the_forms_the_runtime_sends_and_common_echoes() {
     let secret = "s3cr et~/ü\"x";
     let secrets = [Secret::new(secret.into())];

@@ -1,0 +1,162 @@
+//! A request parsed once (the `Command::from_frame` shape): its method, its params, and its
+//! **target**, the item it names, resolved once against the compiled declaration the request will
+//! be served from. Authorization, dispatch, caching, subscriptions, metrics and audit all read the
+//! target; nothing later reads a name back out of the JSON or matches a URI again. Pure.
+
+use super::Served;
+use super::params::{CallTool, Complete, CompletionRef, GetPrompt, ResourceUri};
+use mcp_declaration::{Access, Compiled, ResolvedUri, UriItem};
+use mcp_protocol::{McpError, methods};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Most resource URIs one listen stream (or one legacy session) may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 100;
+
+/// One request, parsed and resolved.
+pub struct Request {
+    /// The JSON-RPC method.
+    pub method: String,
+    /// Its params.
+    pub params: Value,
+    /// The item it names.
+    pub target: Target,
+    /// The declaration `target` was resolved against, and that serves the request (a reload
+    /// between authorization and dispatch cannot change which item either sees).
+    pub(crate) decl: Arc<Served>,
+}
+
+/// The item a request names.
+#[derive(Debug)]
+pub enum Target {
+    /// The method names no item (lists, `ping`, `server/discover`, ...).
+    Nothing,
+    /// `tools/call` of a declared tool (index into `Compiled::tools`).
+    Tool(usize),
+    /// `prompts/get`, or a `completion/complete` of a prompt argument.
+    Prompt(usize),
+    /// `resources/read`, `resources/subscribe` or `resources/unsubscribe` of a URI this server
+    /// serves, in its canonical spelling.
+    Resource(ResolvedUri),
+    /// A `completion/complete` of a resource template's variable.
+    Template(usize),
+    /// `subscriptions/listen`: every resource its filter names that this server serves (the
+    /// first [`MAX_SUBSCRIPTIONS`]; past that the method refuses the request anyway).
+    Resources(Vec<ResolvedUri>),
+    /// The request names an item wrongly (missing or not declared): the method answers this.
+    Invalid(McpError),
+}
+
+impl Request {
+    /// Parses `method` and `params` and resolves the item they name against `decl`.
+    pub fn from_message(decl: Arc<Served>, method: String, params: Value) -> Self {
+        let target = resolve(&decl, &method, &params);
+        Self {
+            method,
+            params,
+            target,
+            decl,
+        }
+    }
+
+    /// The declaration this request is served from.
+    pub fn declaration(&self) -> &Arc<Served> {
+        &self.decl
+    }
+
+    /// The access rules of each item the request names (none for [`Target::Nothing`] and
+    /// [`Target::Invalid`]), with the arguments an `allow` condition reads.
+    pub(crate) fn accesses(&self) -> Vec<(&Access, Value)> {
+        let decl: &Compiled = &self.decl;
+        let args = || {
+            self.params
+                .get("arguments")
+                .filter(|a| a.is_object())
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Default::default()))
+        };
+        match &self.target {
+            Target::Nothing | Target::Invalid(_) => Vec::new(),
+            Target::Tool(i) => vec![(&decl.tools[*i].access, args())],
+            Target::Prompt(i) => vec![(&decl.prompts[*i].access, args())],
+            Target::Template(i) => vec![(&decl.resource_templates[*i].access, Value::Null)],
+            Target::Resource(resolved) => vec![uri_access(decl, resolved)],
+            Target::Resources(all) => all.iter().map(|r| uri_access(decl, r)).collect(),
+        }
+    }
+}
+
+/// The rules of the item serving a resolved URI; a template's `args` are the URI's variables.
+fn uri_access<'d>(decl: &'d Compiled, resolved: &ResolvedUri) -> (&'d Access, Value) {
+    match &resolved.item {
+        UriItem::Resource(i) => (
+            &decl.resources[*i].access,
+            Value::Object(Default::default()),
+        ),
+        UriItem::Template(i, vars) => (&decl.resource_templates[*i].access, vars.clone()),
+    }
+}
+
+fn resolve(decl: &Compiled, method: &str, params: &Value) -> Target {
+    match method {
+        methods::TOOLS_CALL => match CallTool::parse(params) {
+            Ok(call) => match decl.tool_index(call.name) {
+                Some(i) => Target::Tool(i),
+                None => unknown(format!("unknown tool: {}", call.name)),
+            },
+            Err(err) => Target::Invalid(err),
+        },
+        methods::PROMPTS_GET => match GetPrompt::parse(params) {
+            Ok(get) => prompt(decl, get.name),
+            Err(err) => Target::Invalid(err),
+        },
+        methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            match ResourceUri::parse(params) {
+                Ok(ResourceUri { uri }) => match decl.resolve_uri(uri) {
+                    Some(resolved) => Target::Resource(resolved),
+                    None => Target::Invalid(McpError::ResourceNotFound {
+                        uri: uri.to_owned(),
+                    }),
+                },
+                Err(err) => Target::Invalid(err),
+            }
+        }
+        methods::SUBSCRIPTIONS_LISTEN => Target::Resources(
+            params
+                .pointer("/notifications/resourceSubscriptions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .take(MAX_SUBSCRIPTIONS)
+                .filter_map(Value::as_str)
+                .filter_map(|uri| decl.resolve_uri(uri))
+                .collect(),
+        ),
+        methods::COMPLETION_COMPLETE => match Complete::parse(params) {
+            Ok(Complete {
+                reference: CompletionRef::Prompt(name),
+                ..
+            }) => prompt(decl, name),
+            Ok(Complete {
+                reference: CompletionRef::Resource(uri_template),
+                ..
+            }) => match decl.resource_template(uri_template) {
+                Some(i) => Target::Template(i),
+                None => unknown(format!("unknown resource template: {uri_template}")),
+            },
+            Err(err) => Target::Invalid(err),
+        },
+        _ => Target::Nothing,
+    }
+}
+
+fn prompt(decl: &Compiled, name: &str) -> Target {
+    match decl.prompt_index(name) {
+        Some(i) => Target::Prompt(i),
+        None => unknown(format!("unknown prompt: {name}")),
+    }
+}
+
+fn unknown(message: String) -> Target {
+    Target::Invalid(McpError::InvalidParams(message))
+}
