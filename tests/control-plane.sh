@@ -24,6 +24,8 @@
 #   KUBE_MCP_TEST_RUN     run dir (default /tmp/kube-mcp-cp): PKI, kubeconfigs, data, logs, pid files
 #   KUBE_MCP_TEST_TIMEOUT seconds to wait for each start-up step (default 180)
 #   KUBE_MCP_TEST_APISERVER_ARGS  extra kube-apiserver flags, split on whitespace (e.g. feature gates)
+#   KUBE_MCP_TEST_CONTROLLER_MANAGER_ARGS  extra kube-controller-manager flags, the same way
+#                         (e.g. a higher --kube-api-qps for benchmarks with thousands of objects)
 #   KUBE_MCP_TEST_STORAGE etcd (default) or kine: kine is only the fallback for when etcd cannot be
 #                         built; forcing it lets that path be tried before it is needed
 #
@@ -456,7 +458,9 @@ start_apiserver() {
 }
 
 start_controller_manager() {
-  local p=$RUN/pki
+  local p=$RUN/pki extra=()
+  # shellcheck disable=SC2206 # a space-separated list of extra flags
+  [[ -n ${KUBE_MCP_TEST_CONTROLLER_MANAGER_ARGS:-} ]] && extra=($KUBE_MCP_TEST_CONTROLLER_MANAGER_ARGS)
   # --secure-port=0: no listener at all (its default would be 0.0.0.0:10257).
   # --use-service-account-credentials: each controller acts as its own ServiceAccount, as in a
   # real cluster, so RBAC problems show up here and not only in production.
@@ -465,7 +469,7 @@ start_controller_manager() {
     --use-service-account-credentials --service-account-private-key-file="$p/sa.key" \
     --root-ca-file="$p/ca.crt" --cluster-signing-cert-file="$p/ca.crt" \
     --cluster-signing-key-file="$p/ca.key" --cluster-name=kube-mcp-test --controllers='*' \
-    --profiling=false
+    --profiling=false "${extra[@]}"
   # The ServiceAccount controller creates each namespace's `default` ServiceAccount; until it has,
   # Pods (which default to it) are refused, so a test starting right away would flake.
   wait_for kube-controller-manager "default/default ServiceAccount" \

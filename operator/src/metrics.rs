@@ -118,7 +118,7 @@ impl Metrics {
             Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16)));
         registry.register(
             "reconcile_step_duration_seconds",
-            "Time each step of a reconcile takes: validate, build, apply, status",
+            "Time each step of a reconcile takes: validate, build, apply, verify, status",
             step_duration.clone(),
         );
         let leader = Gauge::default();

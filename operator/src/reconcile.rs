@@ -239,7 +239,11 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         pod.namespace().as_deref() == Some(namespace.as_str())
             && pod.labels().get(SERVER_LABEL) == Some(&name)
     });
+    // The verify step only reads what the verifier found; it is timed like the others, so the
+    // dashboards' per-step panels keep their series.
+    let step = Instant::now();
     let (verified, verify_recheck) = verified_step(ctx, server, &verdict, &old, &applied);
+    ctx.metrics.observe_step("verify", step.elapsed());
     let step = Instant::now();
     let seen = Observation {
         verdict: verdict.as_ref(),

@@ -2,7 +2,7 @@
 //! clocks of its own (callers pass `now`), so every rule is a plain test.
 //!
 //! A pod is asked when it becomes Ready or changes IP, when the operator expects a new
-//! declaration hash of its server, after a failure (backoff 5 s doubling to 5 min), while it
+//! declaration hash of its server, after a failure (backoff 1 s doubling to 5 min), while it
 //! still serves another hash than the expected one (2 s doubling to 1 min), and otherwise on a
 //! slow re-check (5 min). Every wait is jittered by +-20 % so pods started together spread out.
 
@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 /// Re-check of a pod that serves the expected declaration.
 pub const RECHECK: Duration = Duration::from_secs(300);
 /// First wait after a failed question; doubles per failure in a row, up to [`MAX_BACKOFF`].
-pub const FIRST_BACKOFF: Duration = Duration::from_secs(5);
+/// Short, so that an unreachable pod is known as such ([`UNREACHABLE_AFTER`]) about when its
+/// Deployment reports it available: both land in one reconcile and one status write.
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// Longest wait after failures.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// First wait for a pod that still serves another hash (a ConfigMap update takes up to about a
@@ -83,6 +85,15 @@ struct Entry {
 struct Server {
     want: Option<(String, Instant)>,
     pods: BTreeSet<String>,
+}
+
+/// What of a pod's answers the `Verified` condition can see: an answer, or a failure once it
+/// counts ([`UNREACHABLE_AFTER`]); a first failure looks like no answer yet.
+fn visible(entry: &Entry) -> Option<&Result<Report, String>> {
+    entry
+        .result
+        .as_ref()
+        .filter(|r| r.is_ok() || entry.failures >= UNREACHABLE_AFTER)
 }
 
 /// Every Ready pod's state and the queue of questions due.
@@ -277,7 +288,7 @@ impl Schedule {
             .get(&server)
             .and_then(|s| s.want.as_ref())
             .map(|(hash, _)| hash.clone());
-        let before = (entry.result.clone(), entry.failures >= UNREACHABLE_AFTER);
+        let before = visible(entry).cloned();
         let wait = match &result {
             Err(_) => {
                 entry.failures = entry.failures.saturating_add(1);
@@ -298,7 +309,7 @@ impl Schedule {
         if result.is_ok() || entry.failures >= UNREACHABLE_AFTER || entry.result.is_none() {
             entry.result = Some(result);
         }
-        let after = (entry.result.clone(), entry.failures >= UNREACHABLE_AFTER);
+        let after = visible(entry).cloned();
         self.set_due(&key, now + jitter(wait));
         (before != after).then_some(server)
     }
@@ -395,7 +406,7 @@ mod tests {
             news,
             [false, true, false, false, false, false, false, false]
         );
-        let nominal = [5, 10, 20, 40, 80, 160, 300, 300];
+        let nominal = [1, 2, 4, 8, 16, 32, 64, 128];
         for (wait, secs) in waits.iter().zip(nominal) {
             assert!(
                 in_range(*wait, Duration::from_secs(secs)),
@@ -405,6 +416,22 @@ mod tests {
         let view = s.view(&server());
         assert_eq!(view.pods[0].failures, 8);
         assert_eq!(view.pods[0].result, Some(Err("refused".into())));
+    }
+
+    #[test]
+    fn a_first_failure_of_a_new_pod_is_not_news_but_a_second_is() {
+        let mut s = Schedule::default();
+        let t0 = Instant::now();
+        s.observe(pod("a", Some("10.0.0.1")), t0);
+        let target = s.take_due(t0).unwrap();
+        assert_eq!(s.record(&target, Err("refused".into()), t0), None);
+        let next = s.next_due().unwrap();
+        assert!(in_range(next - t0, FIRST_BACKOFF));
+        let target = s.take_due(next).unwrap();
+        assert_eq!(
+            s.record(&target, Err("refused".into()), next),
+            Some(server())
+        );
     }
 
     #[test]
