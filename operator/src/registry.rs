@@ -5,7 +5,8 @@
 //!
 //! `settings` decides what is published and how it is named, `entry` maps one MCPServer to its
 //! `server.json` and `_meta`, `catalog` holds entries and tombstones, `query` parses list
-//! parameters, `routes` answers HTTP, `page` renders the catalog page, `watch` feeds the catalog.
+//! parameters, `state` is what handlers share, `routes` answers HTTP, `page` renders the catalog page,
+//! `watch` feeds the catalog.
 
 mod catalog;
 mod entry;
@@ -13,15 +14,17 @@ mod page;
 mod query;
 mod routes;
 mod settings;
+mod state;
 mod watch;
 
 pub use catalog::Catalog;
 pub use entry::{KUBE_MCP_META, NAME_ANNOTATION, OFFICIAL_META, SERVER_SCHEMA};
-pub use routes::{MAX_IN_FLIGHT, RegistryState, router};
+pub use routes::router;
 pub use settings::{
     DEFAULT_PAGE, DEFAULT_TOMBSTONES, MAX_PAGE, RegistryConfig, Settings, SettingsError,
     parse_label, parse_prefix,
 };
+pub use state::{MAX_IN_FLIGHT, RegistryState};
 
 use kube::Client;
 use std::net::SocketAddr;

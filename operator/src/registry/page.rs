@@ -7,8 +7,8 @@
 use super::catalog::Catalog;
 use super::entry::{KUBE_MCP_META, OFFICIAL_META};
 use super::query::{self, ListQuery, encode_cursor};
-use super::routes::RegistryState;
 use super::settings::MAX_PAGE;
+use super::state::RegistryState;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

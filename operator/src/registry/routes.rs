@@ -6,6 +6,7 @@ use super::catalog::Catalog;
 use super::entry::Entry;
 use super::page;
 use super::query::{self, Page, QueryError, encode_cursor};
+use super::state::RegistryState;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -13,35 +14,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use serde_json::{Value, json};
-use std::sync::{Arc, PoisonError, RwLock};
-use tokio::sync::Semaphore;
-
-/// Requests served at once; more are answered 503 at once instead of queueing.
-pub const MAX_IN_FLIGHT: usize = 64;
-
-/// What the routes read.
-#[derive(Clone)]
-pub struct RegistryState {
-    /// The catalog the watch keeps.
-    pub catalog: Arc<RwLock<Catalog>>,
-    /// Permits for requests in flight.
-    pub in_flight: Arc<Semaphore>,
-}
-
-impl RegistryState {
-    /// State over `catalog`.
-    pub fn new(catalog: Catalog) -> Self {
-        Self {
-            catalog: Arc::new(RwLock::new(catalog)),
-            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-        }
-    }
-
-    pub(super) fn read<T>(&self, f: impl FnOnce(&Catalog) -> T) -> T {
-        // A panic while writing leaves a catalog that is still a valid map of entries.
-        f(&self.catalog.read().unwrap_or_else(PoisonError::into_inner))
-    }
-}
 
 /// The routes.
 pub fn router(state: RegistryState) -> Router {
@@ -262,6 +234,7 @@ mod tests {
     use super::*;
     use crate::registry::catalog::tests::{catalog_of, server};
     use crate::registry::settings::Settings;
+    use crate::registry::state::MAX_IN_FLIGHT;
     use axum::body::Body;
     use tower::ServiceExt as _;
 
