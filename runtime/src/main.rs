@@ -74,6 +74,10 @@ struct ServeArgs {
     /// with spec.auth.
     #[arg(long, value_name = "URL")]
     public_url: Option<String>,
+    /// Serve the server card (SEP-2127, a draft) at <mcp path>/server-card: public, any origin
+    /// may read it; its remotes are under --public-url.
+    #[arg(long)]
+    server_card: bool,
     /// Largest accepted request body, in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = HttpSettings::default().max_body_bytes)]
     max_body_bytes: usize,
@@ -264,6 +268,7 @@ fn config(args: ServeArgs) -> RunConfig {
         http: HttpSettings {
             origins,
             path_prefix: args.path_prefix,
+            server_card: args.server_card,
             max_body_bytes: args.max_body_bytes,
             max_held_bytes: args.max_held_bytes,
             keepalive: args.sse_keepalive.into(),

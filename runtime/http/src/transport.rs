@@ -4,6 +4,7 @@
 
 mod authn;
 mod body;
+mod card;
 mod forward;
 mod gate;
 mod guard;
@@ -20,7 +21,7 @@ mod streamable;
 use crate::auth::AuthState;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use mcp_server::sessions::SessionStore;
 use mcp_server::{ListenLimit, Server};
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use authn::Caller;
 pub use body::BodyBudget;
+pub use card::{CARD_META, CARD_SCHEMA, CARD_TYPE, card};
 pub use forward::Forwarder;
 pub use guard::OriginPolicy;
 
@@ -55,6 +57,8 @@ pub struct HttpSettings {
     /// Bytes held for clients at once, across all of them: parsed messages (weighed before
     /// parsing) while their requests run, and HTTP+SSE answers not yet written. Over it, 503.
     pub max_held_bytes: usize,
+    /// `--server-card`: serve the server card (SEP-2127, a draft) at `<mcp path>/server-card`.
+    pub server_card: bool,
 }
 
 impl Default for HttpSettings {
@@ -70,6 +74,7 @@ impl Default for HttpSettings {
             body_timeout: Duration::from_secs(30),
             // A quarter of the default 256Mi pod limit; room for the largest body's weight.
             max_held_bytes: 64 * 1024 * 1024,
+            server_card: false,
         }
     }
 }
@@ -123,6 +128,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         bases.push(state.http.path_prefix.clone());
     }
     let mut router = Router::new();
+    let mut cards = Router::new();
     for base in bases {
         router = router
             .route(
@@ -133,6 +139,9 @@ pub fn router(state: Arc<AppState>) -> Router {
             )
             .route(&format!("{base}/sse"), get(sse::get))
             .route(&format!("{base}/messages"), post(sse::post));
+        if state.http.server_card {
+            cards = cards.route(&format!("{base}/mcp/server-card"), any(card::serve));
+        }
     }
     router
         // After authentication: a request is forwarded to the replica owning its session only
@@ -154,6 +163,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(authn::metadata)
         .layer(gate::EdgeLayer(state.clone()))
         .layer(DefaultBodyLimit::max(max_body))
+        // The server card is public and any origin may read it: outside authentication and the
+        // Origin check (it checks the Host itself).
+        .merge(cards)
         .with_state(state)
 }
 

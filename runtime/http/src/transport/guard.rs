@@ -89,6 +89,26 @@ pub(super) fn edge_check(
     headers: &HeaderMap,
     uri: &axum::http::Uri,
 ) -> Result<(), &'static str> {
+    host_check(policy, headers, uri)?;
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    let origin = origins.next();
+    if origins.next().is_some() {
+        return Err("more than one Origin header");
+    }
+    if let Some(origin) = origin
+        && !origin.to_str().is_ok_and(|o| policy.allows_origin(o))
+    {
+        return Err("origin not allowed");
+    }
+    Ok(())
+}
+
+/// The Host half of [`edge_check`], for public documents any origin may read (the server card).
+pub(super) fn host_check(
+    policy: &OriginPolicy,
+    headers: &HeaderMap,
+    uri: &axum::http::Uri,
+) -> Result<(), &'static str> {
     let mut hosts = headers.get_all(header::HOST).iter();
     let host = hosts.next();
     if hosts.next().is_some() {
@@ -105,16 +125,6 @@ pub(super) fn edge_check(
         && !policy.allows_host(authority.as_str())
     {
         return Err("host not allowed");
-    }
-    let mut origins = headers.get_all(header::ORIGIN).iter();
-    let origin = origins.next();
-    if origins.next().is_some() {
-        return Err("more than one Origin header");
-    }
-    if let Some(origin) = origin
-        && !origin.to_str().is_ok_and(|o| policy.allows_origin(o))
-    {
-        return Err("origin not allowed");
     }
     Ok(())
 }
