@@ -91,6 +91,10 @@ struct RunArgs {
     /// This replica's name (default: the host name).
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
+    /// Have every runtime serve its server card (SEP-2127, a draft) at `<mcp url>/server-card`,
+    /// and the registry list each host's cards at `/.well-known/ai-catalog.json`.
+    #[arg(long, env = "MCP_OPERATOR_SERVER_CARDS", default_value_t = false, action = clap::ArgAction::Set)]
+    server_cards: bool,
     #[command(flatten)]
     registry: RegistryArgs,
     /// How `Verified` asks each Ready pod which declaration it serves (`GET /declaration` on the
@@ -141,7 +145,7 @@ struct RegistryArgs {
 }
 
 impl RegistryArgs {
-    fn config(self) -> Option<registry::RegistryConfig> {
+    fn config(self, server_cards: bool) -> Option<registry::RegistryConfig> {
         let listen = self.registry_listen?;
         let mut namespaces = self.registry_publish_namespace;
         namespaces.retain(|n| !n.is_empty());
@@ -152,6 +156,7 @@ impl RegistryArgs {
                 namespaces,
                 labels: self.registry_publish_label,
                 max_tombstones: usize::from(self.registry_tombstones),
+                server_cards,
             },
         })
     }
@@ -236,6 +241,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             runtime_image: args.runtime_image,
             image_pull_policy: args.runtime_image_pull_policy,
             cluster_domain: args.cluster_domain,
+            server_cards: args.server_cards,
             network: NetworkConfig {
                 enabled: args.network_policies,
                 ingress_namespaces: args.ingress_namespace,
@@ -250,7 +256,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         admin_listen: args.admin_listen,
         lease,
         instance,
-        registry: args.registry.config(),
+        registry: args.registry.config(args.server_cards),
         verify: match args.verify {
             Verify::Pods => verifier::Mode::Pods,
             Verify::ApiserverProxy => verifier::Mode::ApiServerProxy,

@@ -6,8 +6,9 @@
 //! `settings` decides what is published and how it is named, `entry` maps one MCPServer to its
 //! `server.json` and `_meta`, `catalog` holds entries and tombstones, `query` parses list
 //! parameters, `state` is what handlers share, `routes` answers HTTP, `page` renders the catalog page,
-//! `watch` feeds the catalog.
+//! `watch` feeds the catalog, `ai_catalog` lists each host's server cards.
 
+mod ai_catalog;
 mod catalog;
 mod entry;
 mod page;

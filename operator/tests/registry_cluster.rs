@@ -221,6 +221,45 @@ async fn registry_over_http_on_the_control_plane() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(latest["server"]["name"], name.as_str());
 
+    // Server cards are on (`--server-cards`): the AI Catalog of the servers' host lists the
+    // three with a URL there, each pointing at its runtime's card; another host lists none.
+    let (http, url) = (&env.http, &env.url);
+    let catalog = |host: &'static str| async move {
+        let response = http
+            .get(format!("{url}/.well-known/ai-catalog.json"))
+            .header("Host", host)
+            .header("Origin", "https://vscode.dev")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["access-control-allow-origin"], "*");
+        response.json::<Value>().await.unwrap()
+    };
+    let listed = catalog("mcp.e2e.example.com").await;
+    let cards: Vec<(String, String)> = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            assert_eq!(e["type"], "application/mcp-server-card+json");
+            (
+                e["identifier"].as_str().unwrap().to_owned(),
+                e["url"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let wanted: Vec<(String, String)> = (0..3)
+        .map(|i| {
+            (
+                env.name(&format!("alpha-{i}")),
+                format!("https://mcp.e2e.example.com/alpha-{i}/mcp/server-card"),
+            )
+        })
+        .collect();
+    assert_eq!(cards, wanted);
+    assert_eq!(catalog("elsewhere.example.com").await["entries"], json!([]));
+
     // Pages of four walk every entry once, in order.
     let mut walked = Vec::new();
     let mut query = "?limit=4".to_owned();

@@ -8,7 +8,8 @@
 # Verified as the controller would and watch the registry follow. The registry still answers:
 # it serves on every replica. Then:
 #   - operator/tests/registry_cluster.rs (Rust, kube::Api + HTTP): pagination, search, version
-#     filters, name encoding, CORS preflight, status changes, updated_since with a deletion,
+#     filters, name encoding, CORS preflight, each host's ai-catalog.json, status changes,
+#     updated_since with a deletion,
 #     501 for writes, every answer validated against the published OpenAPI and server.json;
 #   - tests/e2e/catalog_page.py (Playwright for Python driving Debian's Chromium): the page.
 #
@@ -82,6 +83,16 @@ check "an Ingress without a host is refused" bash -c \
   "! helm template x '$CHART' --set registry.enabled=true --set registry.ingress.enabled=true 2>$E2E/host.err; grep -q 'registry.ingress.host is required' $E2E/host.err"
 check "the registry is off by default: no Service, no flag" bash -c \
   "! helm template x '$CHART' | grep -E -q -- '^  name: x-kube-mcp-registry|- --registry-listen'"
+cards_chart() {
+  helm template x "$CHART" "${REGISTRY_VALUES[@]}" --set serverCards.enabled=true \
+    --set 'serverCards.catalogHosts={mcp.e2e.example.com}' >"$E2E/cards.yaml" &&
+    grep -q -- '- --server-cards=true' "$E2E/cards.yaml" &&
+    grep -q 'host: "mcp.e2e.example.com"' "$E2E/cards.yaml" &&
+    grep -q 'path: /.well-known/ai-catalog.json' "$E2E/cards.yaml" &&
+    kubectl apply --dry-run=server -f "$E2E/cards.yaml" >/dev/null
+}
+check "server cards: the operator is told, the catalog hosts are routed to the registry" cards_chart
+check "server cards are off by default" bash -c "! grep -q -- '--server-cards' $E2E/chart.yaml"
 check "helm install with the registry on" helm install "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e \
   --set registry.enabled=true --set registry.namespace=$PREFIX --set registry.ingress.enabled=true \
   --set registry.ingress.host=mcp-registry.example.com
@@ -112,7 +123,7 @@ REGISTRY_PORT=$(runtime_free_port)
 KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-registry \
   "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name "$LEASE" \
   --registry-listen "$REGISTRY_PORT" --registry-namespace "$PREFIX" \
-  --registry-publish-label catalog.example.com/listed=yes --log-format json \
+  --registry-publish-label catalog.example.com/listed=yes --server-cards true --log-format json \
   --log-level info,mcp_operator=debug >"$E2E/operator.log" 2>&1 &
 OPERATOR_PID=$!
 REGISTRY=http://127.0.0.1:$REGISTRY_PORT
@@ -128,7 +139,7 @@ run_cluster_test() {
   # One test ran and passed (a filter that matches nothing would pass silently).
   grep -q 'test result: ok. 1 passed' "$E2E/registry_cluster.log"
 }
-check "list, pages, search, versions, encoding, CORS, status, updated_since, 501 (validated)" run_cluster_test
+check "list, pages, search, versions, encoding, CORS, ai-catalog, status, updated_since, 501 (validated)" run_cluster_test
 
 log "the catalog page in Chromium (tests/e2e/catalog_page.py)"
 kubectl create namespace e2e-catalog >/dev/null

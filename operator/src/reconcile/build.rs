@@ -39,6 +39,8 @@ pub struct BuildConfig {
     pub image_pull_policy: Option<String>,
     /// The cluster's DNS domain, for the in-cluster URL and allowed hosts.
     pub cluster_domain: String,
+    /// Have the runtimes serve their server cards (`--server-card`).
+    pub server_cards: bool,
     /// Who may reach the servers' pods (their NetworkPolicies).
     pub network: NetworkConfig,
 }
@@ -49,6 +51,7 @@ impl Default for BuildConfig {
             runtime_image: "ghcr.io/kube-mcp/kube-mcp:latest".into(),
             image_pull_policy: None,
             cluster_domain: "cluster.local".into(),
+            server_cards: false,
             network: NetworkConfig::default(),
         }
     }
@@ -104,10 +107,10 @@ pub fn children(
         config_map,
         deployment: deployment(server, config),
         service: service(server),
-        ingress: ingress(server),
+        ingress: ingress(server, config),
         pod_disruption_budget: pod_disruption_budget(server),
         network_policy: network_policy(server, config),
-        http_route: http_route(server),
+        http_route: http_route(server, config),
     }
 }
 
@@ -304,6 +307,39 @@ mod tests {
         assert_eq!(path_names(&server), ["/mcp", "/sse", "/messages"]);
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--public-url".to_owned()));
+    }
+
+    #[test]
+    fn with_server_cards_the_runtime_serves_its_card_and_the_ingress_routes_it() {
+        let server = weather();
+        let config = BuildConfig {
+            server_cards: true,
+            ..BuildConfig::default()
+        };
+        let accepted = validate(&server).unwrap();
+        let built = children(&server, &accepted.manifest_yaml, &accepted.hash, &config);
+        let args = runtime_args(&built);
+        assert!(args.contains(&"--server-card".to_owned()), "{args:?}");
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--public-url", "https://mcp.example.com/weather"]),
+            "{args:?}"
+        );
+        let names: Vec<String> = paths(&built.ingress.unwrap())
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        assert!(
+            names.contains(&"/weather/mcp/server-card".to_owned()),
+            "{names:?}"
+        );
+        // Off by default: neither the flag nor the path.
+        assert!(!runtime_args(&build(&server)).contains(&"--server-card".to_owned()));
+        assert!(
+            !path_names(&server)
+                .iter()
+                .any(|p| p.ends_with("server-card"))
+        );
     }
 
     #[test]

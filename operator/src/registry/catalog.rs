@@ -253,6 +253,11 @@ impl Catalog {
             .or_else(|| self.tombstones.get(name).filter(|_| include_deleted))
     }
 
+    /// The live entries, in name order.
+    pub fn live(&self) -> impl Iterator<Item = &Entry> {
+        self.live.values()
+    }
+
     /// How many entries are live and buried.
     pub fn counts(&self) -> (usize, usize) {
         (self.live.len(), self.tombstones.len())

@@ -2,6 +2,7 @@
 //! version; writes answered 501), CORS for browser clients and organisation policy checks, and
 //! the catalog page. `router(state)` is tested with `oneshot`; no I/O of its own.
 
+use super::ai_catalog;
 use super::catalog::Catalog;
 use super::entry::Entry;
 use super::page;
@@ -21,6 +22,7 @@ pub fn router(state: RegistryState) -> Router {
         .route("/", get(page::catalog_page))
         .route("/catalog.css", get(page::stylesheet))
         .route("/catalog.js", get(page::script))
+        .route("/.well-known/ai-catalog.json", get(ai_catalog::serve))
         .route("/v0.1/servers", get(list))
         .route("/v0.1/servers/{*rest}", any(server_routes))
         .route("/v0.1/publish", any(not_supported))

@@ -33,6 +33,8 @@ pub struct Settings {
     pub labels: Vec<(String, String)>,
     /// Deleted entries remembered, oldest forgotten first.
     pub max_tombstones: usize,
+    /// The runtimes serve server cards: `/.well-known/ai-catalog.json` lists them.
+    pub server_cards: bool,
 }
 
 impl Default for Settings {
@@ -42,6 +44,7 @@ impl Default for Settings {
             namespaces: Vec::new(),
             labels: Vec::new(),
             max_tombstones: DEFAULT_TOMBSTONES,
+            server_cards: false,
         }
     }
 }

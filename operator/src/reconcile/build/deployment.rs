@@ -256,8 +256,9 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
             flag("--path-prefix", prefix.to_owned());
         }
     }
-    if server.spec.declaration.auth.is_some() {
-        // The resource tokens are issued for: the URL clients reach, path prefix included.
+    if server.spec.declaration.auth.is_some() || config.server_cards {
+        // The resource tokens are issued for, and the base of the card's remotes: the URL
+        // clients reach, path prefix included.
         flag("--public-url", public_url(server, config));
     }
     flag("--session-key-file", format!("{SESSION_KEY_DIR}/key"));
@@ -291,6 +292,9 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         "--log-level",
         spec.log_level.map_or("info", |level| level.as_str()).into(),
     );
+    if config.server_cards {
+        args.push("--server-card".into());
+    }
     args
 }
 

@@ -68,7 +68,7 @@ pub fn service(server: &MCPServer) -> Service {
 /// The Ingress, when the spec declares one (and no gateway). The runtime serves its endpoints
 /// under the path prefix itself, so the paths are exact and nothing is rewritten: any ingress
 /// controller routes them the same way, and no regex mode leaks onto other Ingresses of the host.
-pub fn ingress(server: &MCPServer) -> Option<Ingress> {
+pub fn ingress(server: &MCPServer, config: &BuildConfig) -> Option<Ingress> {
     if server.spec.deployment.exposure == Some(Exposure::Gateway) {
         return None;
     }
@@ -89,7 +89,7 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
     };
     let auth = server.spec.declaration.auth.is_some();
     let prefix = path_prefix(declared);
-    let paths = endpoint_paths(prefix)
+    let paths = endpoint_paths(prefix, config.server_cards)
         .into_iter()
         // With `spec.auth`, the protected resource metadata clients look up is routed too.
         .chain(auth.then(|| metadata_paths(prefix)).into_iter().flatten())
@@ -122,12 +122,18 @@ pub fn ingress(server: &MCPServer) -> Option<Ingress> {
     })
 }
 
-/// The MCP endpoints under `prefix`: `/weather/mcp`, `/weather/sse`, `/weather/messages`.
-pub fn endpoint_paths(prefix: Option<&str>) -> Vec<String> {
-    ENDPOINTS
+/// The MCP endpoints under `prefix`: `/weather/mcp`, `/weather/sse`, `/weather/messages`, and
+/// `/weather/mcp/server-card` when the runtimes serve their cards.
+pub fn endpoint_paths(prefix: Option<&str>, server_cards: bool) -> Vec<String> {
+    let prefix = prefix.unwrap_or_default();
+    let mut paths: Vec<String> = ENDPOINTS
         .iter()
-        .map(|endpoint| format!("{}/{endpoint}", prefix.unwrap_or_default()))
-        .collect()
+        .map(|endpoint| format!("{prefix}/{endpoint}"))
+        .collect();
+    if server_cards {
+        paths.push(format!("{prefix}/mcp/server-card"));
+    }
+    paths
 }
 
 /// Where the runtime serves the protected resource metadata (RFC 9728) of the server under

@@ -5,6 +5,7 @@
 //! metadata typed, its spec free-form) so the operator watches, caches and applies it like its
 //! other children. Pure.
 
+use super::BuildConfig;
 use super::exposure::{SERVICE_PORT, endpoint_paths, metadata_paths, public_endpoint};
 use super::meta::child_meta;
 use crate::resource::{Exposure, MCPServer};
@@ -63,13 +64,13 @@ impl Resource for HttpRoute {
 }
 
 /// The `HTTPRoute` of `server`, when it is exposed through a gateway.
-pub fn http_route(server: &MCPServer) -> Option<HttpRoute> {
+pub fn http_route(server: &MCPServer, config: &BuildConfig) -> Option<HttpRoute> {
     if server.spec.deployment.exposure != Some(Exposure::Gateway) {
         return None;
     }
     let gateway = server.spec.deployment.gateway.as_ref()?;
     let endpoint = public_endpoint(server)?;
-    let mut paths = endpoint_paths(endpoint.prefix);
+    let mut paths = endpoint_paths(endpoint.prefix, config.server_cards);
     if server.spec.declaration.auth.is_some() {
         // The protected resource metadata (RFC 9728) clients look up before authenticating.
         paths.extend(metadata_paths(endpoint.prefix));
