@@ -5,8 +5,7 @@
 
 use super::catalog::Catalog;
 use super::entry::Entry;
-use super::routes::error;
-use super::state::RegistryState;
+use super::state::{RegistryState, error};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -7,7 +7,7 @@ use super::catalog::Catalog;
 use super::entry::Entry;
 use super::page;
 use super::query::{self, Page, QueryError, encode_cursor};
-use super::state::RegistryState;
+use super::state::{RegistryState, error};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -30,11 +30,6 @@ pub fn router(state: RegistryState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(middleware::from_fn(cors))
         .with_state(state)
-}
-
-/// A JSON error body as the API documents it: `{"error": "..."}`.
-pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
 
 fn bad_query(problem: &QueryError) -> Response {

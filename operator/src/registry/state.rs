@@ -1,7 +1,10 @@
-//! What the registry's handlers share: the catalog behind a lock and the permits bounding
-//! requests in flight. Pure data; no I/O.
+//! What the registry's handlers share: the catalog behind a lock, the permits bounding
+//! requests in flight, and the shape of an error answer. Pure data; no I/O.
 
 use super::catalog::Catalog;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
 use std::sync::{Arc, PoisonError, RwLock};
 use tokio::sync::Semaphore;
 
@@ -30,4 +33,9 @@ impl RegistryState {
         // A panic while writing leaves a catalog that is still a valid map of entries.
         f(&self.catalog.read().unwrap_or_else(PoisonError::into_inner))
     }
+}
+
+/// A JSON error body as the API documents it: `{"error": "..."}`.
+pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
