@@ -71,18 +71,16 @@ async fn cors(request: Request, next: Next) -> Response {
         HeaderValue::from_static("*"),
     );
     if preflight {
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("GET, OPTIONS"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_HEADERS,
-            HeaderValue::from_static("Authorization, Content-Type"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_MAX_AGE,
-            HeaderValue::from_static("86400"),
-        );
+        for (name, value) in [
+            (header::ACCESS_CONTROL_ALLOW_METHODS, "GET, OPTIONS"),
+            (
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                "Authorization, Content-Type",
+            ),
+            (header::ACCESS_CONTROL_MAX_AGE, "86400"),
+        ] {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
     }
     response
 }

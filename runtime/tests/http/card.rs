@@ -19,12 +19,7 @@ async fn the_card_is_cacheable_public_and_follows_reloads() {
     let first_hash = served_hash(&runtime.admin).await;
 
     // A page of another site may read it.
-    let response = client
-        .get(&card_url)
-        .header(header::ORIGIN, "https://elsewhere.example")
-        .send()
-        .await
-        .unwrap();
+    let response = get_with(&card_url, header::ORIGIN, "https://elsewhere.example").await;
     assert_eq!(response.status(), 200);
     let headers = response.headers().clone();
     assert_eq!(
@@ -60,12 +55,7 @@ async fn the_card_is_cacheable_public_and_follows_reloads() {
 
     // Revalidation: unchanged, 304 without a body.
     let etag = headers[header::ETAG].to_str().unwrap().to_owned();
-    let response = client
-        .get(&card_url)
-        .header(header::IF_NONE_MATCH, &etag)
-        .send()
-        .await
-        .unwrap();
+    let response = get_with(&card_url, header::IF_NONE_MATCH, &etag).await;
     assert_eq!(response.status(), 304);
     assert_eq!(response.headers()[header::ETAG], etag.as_str());
     assert_eq!(response.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
@@ -101,12 +91,7 @@ async fn the_card_is_cacheable_public_and_follows_reloads() {
         )
         .await;
     assert_eq!(refused.status(), 403);
-    let refused = client
-        .get(&card_url)
-        .header(header::HOST, "evil.example")
-        .send()
-        .await
-        .unwrap();
+    let refused = get_with(&card_url, header::HOST, "evil.example").await;
     assert_eq!(refused.status(), 403);
 
     // A reload changes the declaration, hence the tag: the old one no longer matches.
@@ -114,12 +99,7 @@ async fn the_card_is_cacheable_public_and_follows_reloads() {
     let mut changed = None;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let response = client
-            .get(&card_url)
-            .header(header::IF_NONE_MATCH, &etag)
-            .send()
-            .await
-            .unwrap();
+        let response = get_with(&card_url, header::IF_NONE_MATCH, &etag).await;
         if response.status() == 200 {
             changed = Some(response);
             break;
@@ -152,4 +132,14 @@ async fn without_the_flag_there_is_no_card() {
 async fn served_hash(admin: &str) -> String {
     let report = body_json(reqwest::get(format!("{admin}/declaration")).await.unwrap()).await;
     report["hash"].as_str().unwrap().to_owned()
+}
+
+/// `GET url` with one extra header.
+async fn get_with(url: &str, name: header::HeaderName, value: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .get(url)
+        .header(name, value)
+        .send()
+        .await
+        .unwrap()
 }
