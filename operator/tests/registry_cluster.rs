@@ -236,19 +236,20 @@ async fn registry_over_http_on_the_control_plane() {
         assert_eq!(response.headers()["access-control-allow-origin"], "*");
         response.json::<Value>().await.unwrap()
     };
-    let listed = catalog("mcp.e2e.example.com").await;
-    let cards: Vec<(String, String)> = listed["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            assert_eq!(e["type"], "application/mcp-server-card+json");
-            (
-                e["identifier"].as_str().unwrap().to_owned(),
-                e["url"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let cards = |listed: Value| -> Vec<(String, String)> {
+        listed["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                assert_eq!(e["type"], "application/mcp-server-card+json");
+                (
+                    e["identifier"].as_str().unwrap().to_owned(),
+                    e["url"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
     let wanted: Vec<(String, String)> = (0..3)
         .map(|i| {
             (
@@ -257,7 +258,13 @@ async fn registry_over_http_on_the_control_plane() {
             )
         })
         .collect();
-    assert_eq!(cards, wanted);
+    // The status writes that gave them their URLs may still be on their way to the watch.
+    eventually(
+        30,
+        "the host's ai-catalog lists its three cards",
+        || async { cards(catalog("mcp.e2e.example.com").await) == wanted },
+    )
+    .await;
     assert_eq!(catalog("elsewhere.example.com").await["entries"], json!([]));
 
     // Pages of four walk every entry once, in order.
