@@ -84,7 +84,7 @@ check "an Ingress without a host is refused" bash -c \
 check "the registry is off by default: no Service, no flag" bash -c \
   "! helm template x '$CHART' | grep -E -q -- '^  name: x-kube-mcp-registry|- --registry-listen'"
 cards_chart() {
-  helm template x "$CHART" "${REGISTRY_VALUES[@]}" --set serverCards.enabled=true \
+  helm template --skip-tests "$RELEASE" "$CHART" -n "$SYSTEM_NS" "${REGISTRY_VALUES[@]}" --set serverCards.enabled=true \
     --set 'serverCards.catalogHosts={mcp.e2e.example.com}' >"$E2E/cards.yaml" &&
     grep -q -- '- --server-cards=true' "$E2E/cards.yaml" &&
     grep -q 'host: "mcp.e2e.example.com"' "$E2E/cards.yaml" &&
