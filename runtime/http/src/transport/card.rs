@@ -37,10 +37,11 @@ pub fn card(decl: &Compiled, public_url: Option<&str>) -> Value {
     let base = public_url
         .and_then(|u| url::Url::parse(u).ok())
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
-    let namespace = base
-        .as_ref()
-        .and_then(|u| u.host_str())
-        .map_or_else(|| "local".to_owned(), reverse_dns);
+    // A name's namespace is reverse DNS: a host name, not an address or `localhost`.
+    let namespace = match base.as_ref().and_then(url::Url::host) {
+        Some(url::Host::Domain(domain)) if domain != "localhost" => reverse_dns(domain),
+        _ => "local".to_owned(),
+    };
     let mut card = json!({
         "$schema": CARD_SCHEMA,
         "name": format!("{namespace}/{}", name_part(server)),
@@ -73,8 +74,8 @@ pub fn card(decl: &Compiled, public_url: Option<&str>) -> Value {
     card
 }
 
-/// `mcp.example.com` as `com.example.mcp`; characters a registry name does not allow (an IPv6
-/// literal's `:` and brackets) become `-`.
+/// `mcp.example.com` as `com.example.mcp`; characters a registry name does not allow become
+/// `-`.
 fn reverse_dns(host: &str) -> String {
     let reversed: Vec<&str> = host.split('.').rev().collect();
     reversed
@@ -239,8 +240,21 @@ mod tests {
         assert_eq!(card["name"], "local/tracker");
         assert!(card.get("remotes").is_none());
         assert!(card.get("title").is_none());
-        assert_eq!(reverse_dns("[::1]"), "1");
-        assert_eq!(reverse_dns("127.0.0.1"), "1.0.0.127");
+        for local in [
+            "http://127.0.0.1:8080",
+            "http://[::1]:8080",
+            "http://localhost:8080",
+        ] {
+            let card = super::card(&compiled("  tools: []\n"), Some(local));
+            assert_eq!(card["name"], "local/tracker", "{local}");
+            assert!(
+                card["remotes"][0]["url"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(local)
+            );
+        }
+        assert_eq!(reverse_dns("a.b_c.example"), "example.b-c.a");
         assert_eq!(name_part("a b/c"), "a-b-c");
     }
 
