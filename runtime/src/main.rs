@@ -129,9 +129,9 @@ struct ServeArgs {
     /// Longest wait for open connections and streams after SIGTERM.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     shutdown_timeout: Duration,
-    /// Close a kept-alive connection that sends no new request this long (both ports). Keep it
-    /// longer than any proxy in front keeps idle upstream connections, so that the proxy closes
-    /// them first.
+    /// Close a kept-alive connection that sends no new request this long (both ports; HTTP/2:
+    /// no stream open this long). Keep it longer than any proxy in front keeps idle upstream
+    /// connections, so that the proxy closes them first.
     #[arg(long, value_name = "DURATION", default_value_t = mcp_http::listener::DEFAULT_IDLE_TIMEOUT.into(), value_parser = positive_duration)]
     connection_idle_timeout: humantime::Duration,
     /// Items per page of list results.
