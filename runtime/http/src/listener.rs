@@ -22,6 +22,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use slots::{Slot, Slots};
 use sniff::{Protocol, sniff};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,7 +85,7 @@ pub async fn serve(
     let builders = Arc::new((h1, h2));
     let slots = Slots::new(limits.max_connections);
     loop {
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -104,6 +105,7 @@ pub async fn serve(
         };
         tokio::spawn(connection(
             stream,
+            peer,
             slot,
             app.clone(),
             builders.clone(),
@@ -120,6 +122,7 @@ pub async fn serve(
 /// shuts down (then its current requests finish first).
 async fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
     slot: Arc<Slot>,
     app: Router,
     builders: Arc<(http1::Builder, http2::Builder<TokioExecutor>)>,
@@ -135,7 +138,7 @@ async fn connection(
     let Some(protocol) = protocol else {
         return;
     };
-    let service = tracked::Tracked::new(app, slot.clone());
+    let service = tracked::Tracked::new(app, slot.clone(), peer);
     let reads = idle::ReadCount::default();
     let stream = idle::CountReads::new(stream, reads.clone());
     let io = TokioIo::new(write_stall::WriteStallLimit::new(

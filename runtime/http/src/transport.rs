@@ -4,6 +4,7 @@
 
 mod authn;
 mod body;
+mod client;
 mod forward;
 mod gate;
 mod guard;
@@ -55,6 +56,12 @@ pub struct HttpSettings {
     /// Bytes held for clients at once, across all of them: parsed messages (weighed before
     /// parsing) while their requests run, and HTTP+SSE answers not yet written. Over it, 503.
     pub max_held_bytes: usize,
+    /// Proxies whose `X-Forwarded-For` names the client, for its shares of the limits (empty:
+    /// the connection's peer is the client).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Most 2026-07-28 `subscriptions/listen` streams one client holds open (of as many as
+    /// there may be sessions).
+    pub max_listen_streams_per_client: usize,
 }
 
 impl Default for HttpSettings {
@@ -70,6 +77,10 @@ impl Default for HttpSettings {
             body_timeout: Duration::from_secs(30),
             // A quarter of the default 256Mi pod limit; room for the largest body's weight.
             max_held_bytes: 64 * 1024 * 1024,
+            trusted_proxies: Vec::new(),
+            max_listen_streams_per_client: mcp_server::clients::default_share(
+                mcp_server::sessions::SessionSettings::default().max_sessions,
+            ),
         }
     }
 }
@@ -100,7 +111,8 @@ pub struct AppState {
     pub http: HttpSettings,
     /// Cancelled on shutdown: open streams end.
     pub shutdown: CancellationToken,
-    /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
+    /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit),
+    /// in all and per client.
     pub listen_streams: ListenLimit,
     /// Who may call, when the declaration has `spec.auth`.
     pub auth: Arc<AuthState>,

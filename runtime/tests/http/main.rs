@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod bodies;
 mod budgets;
+mod clients;
 mod forwarding;
 mod jq;
 // The token issuer of the auth tests, for the forwarding tests' authenticated replicas.

@@ -1,13 +1,16 @@
 //! The router as one connection's hyper service, marking each request in progress on the
 //! connection's slot from its start until its answer's body was written or dropped, so the
-//! slot table knows which connections are idle. No I/O.
+//! slot table knows which connections are idle, and handing each request its connection's peer
+//! address (as axum's `ConnectInfo`). No I/O.
 
 use super::slots::{InFlight, Slot};
 use axum::Router;
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use hyper::body::{Frame, Incoming, SizeHint};
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -18,11 +21,12 @@ use tower_service::Service;
 pub(super) struct Tracked {
     app: Router,
     slot: Arc<Slot>,
+    peer: SocketAddr,
 }
 
 impl Tracked {
-    pub(super) fn new(app: Router, slot: Arc<Slot>) -> Self {
-        Self { app, slot }
+    pub(super) fn new(app: Router, slot: Arc<Slot>, peer: SocketAddr) -> Self {
+        Self { app, slot, peer }
     }
 }
 
@@ -31,8 +35,9 @@ impl hyper::service::Service<http::Request<Incoming>> for Tracked {
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
-    fn call(&self, request: http::Request<Incoming>) -> Self::Future {
+    fn call(&self, mut request: http::Request<Incoming>) -> Self::Future {
         let guard = self.slot.begin();
+        request.extensions_mut().insert(ConnectInfo(self.peer));
         let mut app = self.app.clone();
         Box::pin(async move {
             // A router is always ready (axum's `poll_ready` is `Ready(Ok(()))`).

@@ -13,6 +13,7 @@ use mcp_declaration::LogLevel;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, MODERN_VERSION, McpError, RequestId, Success, member, meta};
 use mcp_server::budget::Held;
+use mcp_server::clients::ClientKey;
 use mcp_server::{Authorized, Finished, RequestContext};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -26,6 +27,7 @@ pub(super) async fn post(
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
     held: Held,
+    client: ClientKey,
 ) -> Response {
     let Message::Request { id, authorized } = message else {
         // Notifications need no answer; closing a response stream is how 2026 clients cancel.
@@ -49,7 +51,7 @@ pub(super) async fn post(
             )
                 .into_response();
         }
-        return listen(state, id, &authorized);
+        return listen(state, id, &authorized, client);
     }
     let keepalive = state.http.keepalive;
     let may_notify = log_level.is_some() || RequestContext::progress_token(params).is_some();
@@ -167,13 +169,20 @@ fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-/// `subscriptions/listen`: the server's stream of messages, as SSE events.
-fn listen(state: Arc<AppState>, id: RequestId, authorized: &Authorized) -> Response {
+/// `subscriptions/listen`: the server's stream of messages, as SSE events (in `client`'s
+/// share of the streams).
+fn listen(
+    state: Arc<AppState>,
+    id: RequestId,
+    authorized: &Authorized,
+    client: ClientKey,
+) -> Response {
     let refusal_id = id.clone();
     match state.server.listen(
         id,
         authorized,
         &state.listen_streams,
+        client,
         state.shutdown.clone(),
     ) {
         Ok(messages) => {
