@@ -36,12 +36,15 @@ impl Table {
         self.open.len().saturating_sub(self.evicted)
     }
 
-    /// The connection idle the longest, among those not told to close yet.
+    /// The connection idle the longest, among those not told to close yet; of two idle since
+    /// the same millisecond, the one opened first (without that tie-break, the map's order
+    /// chose, and a connection idle for a moment could be closed before an older one).
     fn oldest_idle(&self) -> Option<&Arc<Conn>> {
         self.open
-            .values()
-            .filter(|conn| !conn.evict.is_cancelled() && conn.idle())
-            .min_by_key(|conn| conn.idle_since.load(Ordering::Acquire))
+            .iter()
+            .filter(|(_, conn)| !conn.evict.is_cancelled() && conn.idle())
+            .min_by_key(|(id, conn)| (conn.idle_since.load(Ordering::Acquire), **id))
+            .map(|(_, conn)| conn)
     }
 }
 
@@ -224,5 +227,21 @@ mod tests {
         // Every live one busy: no room until one ends.
         let _busy = (first.begin(), fourth.begin());
         assert!(slots.try_admit().is_none());
+    }
+
+    #[test]
+    fn of_two_idle_since_the_same_moment_the_older_connection_makes_room() {
+        for _ in 0..20 {
+            let slots = Slots::new(2);
+            let (older, newer) = (slots.try_admit().unwrap(), slots.try_admit().unwrap());
+            // Both idle since the same millisecond, as after two quick requests.
+            let now = slots.now();
+            for slot in [&older, &newer] {
+                slot.conn.idle_since.store(now, Ordering::Release);
+            }
+            let _third = slots.try_admit().unwrap();
+            assert!(older.conn.evict.is_cancelled());
+            assert!(!newer.conn.evict.is_cancelled());
+        }
     }
 }
