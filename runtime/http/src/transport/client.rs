@@ -6,6 +6,7 @@
 
 use super::AppState;
 use super::authn::Caller;
+use crate::auth::Principal;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{Extensions, HeaderMap};
@@ -25,7 +26,7 @@ const MAX_HOPS: usize = 16;
 /// The address of the client that sent a request: its peer, or what trusted proxies forwarded.
 /// A request that did not come through the listener (a router driven in-process) has no peer:
 /// all such requests are one unknown client.
-fn address(state: &AppState, extensions: &Extensions, headers: &HeaderMap) -> IpAddr {
+pub(super) fn address(state: &AppState, extensions: &Extensions, headers: &HeaderMap) -> IpAddr {
     let Some(ConnectInfo(peer)) = extensions.get::<ConnectInfo<SocketAddr>>() else {
         return UNKNOWN_ADDRESS;
     };
@@ -71,9 +72,15 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
 
 /// Who sent a request: its authenticated principal (the authentication layer put the
 /// [`Caller`] there), else its address.
-pub(super) fn key(state: &AppState, extensions: &Extensions, headers: &HeaderMap) -> ClientKey {
+fn key(state: &AppState, extensions: &Extensions, headers: &HeaderMap) -> ClientKey {
     let principal = extensions.get::<Caller>().map(|c| c.principal.digest());
     ClientKey::new(principal, address(state, extensions, headers))
+}
+
+/// The key of a caller (`None` without `spec.auth`) at `address`. Computed only where a share
+/// is taken: a principal's digest is a hash, which stateless requests need not pay for.
+pub(super) fn key_of(caller: Option<&Principal>, address: IpAddr) -> ClientKey {
+    ClientKey::new(caller.map(Principal::digest), address)
 }
 
 /// Who sent a request (see [`key`]), for handlers that extract their arguments.

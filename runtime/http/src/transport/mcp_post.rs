@@ -18,7 +18,7 @@ use std::sync::Arc;
 pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
     // The headers are taken apart rather than extracted as a `HeaderMap`, which would copy them.
     let (mut parts, body) = request.into_parts();
-    let client = client::key(&state, &parts.extensions, &parts.headers);
+    let address = client::address(&state, &parts.extensions, &parts.headers);
     let caller = parts.extensions.remove::<Caller>();
     let headers = parts.headers;
     if let Err(refusal) = check_content_type(&headers) {
@@ -57,9 +57,9 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
     };
     let caller = caller.map(|c| c.principal);
     if modern {
-        stateless::post(state, headers, message, accepts.sse, caller, held, client).await
+        stateless::post(state, headers, message, accepts.sse, caller, held, address).await
     } else {
-        streamable::post(state, headers, message, accepts.sse, caller, held, client).await
+        streamable::post(state, headers, message, accepts.sse, caller, held, address).await
     }
 }
 

@@ -1,10 +1,10 @@
 //! The 2026-07-28 stateless path: header and `_meta` checks in the order clients rely on, then
 //! dispatch; `subscriptions/listen` holds a stream of change notifications open.
 
-use super::AppState;
 use super::authn::Message;
 use super::headers::{METHOD_HEADER, NAME_HEADER, VERSION_HEADER};
 use super::reply::{self, error};
+use super::{AppState, client};
 use crate::auth::Principal;
 use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -17,6 +17,7 @@ use mcp_server::clients::ClientKey;
 use mcp_server::{Authorized, Finished, RequestContext};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Serves one stateless message.
@@ -27,7 +28,7 @@ pub(super) async fn post(
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
     held: Held,
-    client: ClientKey,
+    address: IpAddr,
 ) -> Response {
     let Message::Request { id, authorized } = message else {
         // Notifications need no answer; closing a response stream is how 2026 clients cancel.
@@ -51,6 +52,7 @@ pub(super) async fn post(
             )
                 .into_response();
         }
+        let client = client::key_of(caller.as_deref(), address);
         return listen(state, id, &authorized, client);
     }
     let keepalive = state.http.keepalive;

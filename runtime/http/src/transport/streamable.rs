@@ -2,7 +2,7 @@
 //! later requests carry `Mcp-Session-Id`, GET opens the server-to-client stream, DELETE ends it.
 
 use super::authn::Message;
-use super::client::Client;
+use super::client::{self, Client};
 use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
@@ -19,6 +19,7 @@ use mcp_server::budget::Held;
 use mcp_server::clients::ClientKey;
 use mcp_server::sessions::{Session, SessionTransport};
 use serde_json::Value;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 const ERA: Era = Era::Legacy(LATEST_LEGACY);
@@ -31,8 +32,9 @@ pub(super) async fn post(
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
     held: Held,
-    client: ClientKey,
+    address: IpAddr,
 ) -> Response {
+    let client = client::key_of(caller.as_deref(), address);
     if let Message::Request { id, authorized } = &message
         && authorized.request().method == methods::INITIALIZE
     {
