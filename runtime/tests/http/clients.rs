@@ -198,3 +198,43 @@ async fn forwarded_for_names_the_client_only_from_a_trusted_proxy() {
         429
     );
 }
+
+#[tokio::test]
+async fn under_spec_auth_a_client_is_its_principal_wherever_it_connects_from() {
+    use super::issuer::{self, Published, RSA_A, SigningKey};
+    use mcp_server::sessions::unix_now;
+    use std::sync::Arc;
+    const PUBLIC: &str = "http://127.0.0.1:8080/mcp";
+    let signer = SigningKey::rsa("a", RSA_A);
+    let published = Arc::new(Published::default());
+    published.keys.lock().unwrap().push(signer.jwk());
+    let issuer = issuer::serve(published).await;
+    let bearer = |sub: &str| {
+        let token = signer.sign(&json!({"iss": issuer, "sub": sub, "aud": PUBLIC,
+            "exp": unix_now() + 300, "iat": unix_now(), "scope": "mcp"}));
+        format!("Bearer {token}")
+    };
+    let manifest = format!(
+        "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: shares}}\nspec:\n  auth: {{issuer: \"{issuer}\", requiredScopes: [mcp]}}\n  tools:\n    - {{name: greet, content: [{{type: text, text: hi}}]}}\n"
+    );
+    let rt = start(&manifest, |c| {
+        c.sessions.max_sessions_per_client = 1;
+        c.auth.public_url = Some(PUBLIC.into());
+    })
+    .await;
+    let (alice, bob) = (bearer("alice"), bearer("bob"));
+    let auth = |value: &str| [("authorization", value.to_owned())];
+    let open = |client: reqwest::Client, value: String| {
+        let rt = &rt;
+        async move {
+            let headers = auth(&value);
+            let extra: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            initialize(rt, &client, &extra).await.0
+        }
+    };
+    assert_eq!(open(from(A), alice.clone()).await, 200);
+    // Another address does not make alice another client.
+    assert_eq!(open(from(B), alice.clone()).await, 429);
+    // Another principal at the same address is.
+    assert_eq!(open(from(A), bob.clone()).await, 200);
+}
