@@ -8,6 +8,7 @@ use crate::metrics::Metrics;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use mcp_protocol::McpError;
+use prometheus_client::metrics::gauge::Gauge;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
@@ -101,6 +102,8 @@ pub struct ClientShares {
     share: usize,
     held: DashMap<ClientKey, usize>,
     metrics: Arc<Metrics>,
+    /// The table's entries, as `mcp_client_share_clients{limit}` shows them.
+    clients: Gauge,
 }
 
 impl ClientShares {
@@ -110,6 +113,7 @@ impl ClientShares {
             limit,
             share: share.max(1),
             held: DashMap::new(),
+            clients: metrics.share_clients_gauge(limit.label()),
             metrics,
         })
     }
@@ -131,14 +135,19 @@ impl ClientShares {
 
     /// One more place for `client`, or the refusal naming the limit (counted).
     pub fn take(self: &Arc<Self>, client: ClientKey) -> Result<ClientPlace, McpError> {
-        let mut held = self.held.entry(client).or_insert(0);
-        if *held >= self.share {
-            drop(held);
-            self.metrics.client_share_refused(self.limit.label());
-            return Err(self.refusal());
+        match self.held.entry(client) {
+            // A share is at least one.
+            Entry::Vacant(slot) => {
+                slot.insert(1);
+                self.clients.inc();
+            }
+            Entry::Occupied(held) if *held.get() >= self.share => {
+                drop(held);
+                self.metrics.client_share_refused(self.limit.label());
+                return Err(self.refusal());
+            }
+            Entry::Occupied(mut held) => *held.get_mut() += 1,
         }
-        *held += 1;
-        drop(held);
         Ok(ClientPlace {
             shares: self.clone(),
             client,
@@ -169,6 +178,7 @@ impl ClientShares {
             *held.get_mut() = held.get().saturating_sub(1);
             if *held.get() == 0 {
                 held.remove();
+                self.clients.dec();
             }
         }
     }
@@ -234,8 +244,10 @@ mod tests {
             .map(|n| shares.take(address(n % 7)).unwrap())
             .collect();
         assert_eq!(shares.clients(), 7);
+        assert_eq!(shares.clients.get(), 7);
         drop(places);
         assert_eq!(shares.clients(), 0);
+        assert_eq!(shares.clients.get(), 0);
         assert_eq!(shares.held_by(&address(1)), 0);
     }
 

@@ -109,7 +109,7 @@ pub struct BudgetLabel {
     pub budget: &'static str,
 }
 
-/// Labels of `mcp_client_share_refusals_total`.
+/// Labels of `mcp_client_share_refusals_total` and `mcp_client_share_clients`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ShareLabel {
     /// `sessions`, `listen_streams` or `polled_resources`.
@@ -136,6 +136,7 @@ pub struct Metrics {
     held_bytes: Family<BudgetLabel, Gauge>,
     budget_refusals: Family<BudgetLabel, Counter>,
     share_refusals: Family<ShareLabel, Counter>,
+    share_clients: Family<ShareLabel, Gauge>,
     /// Handles on each method's series (by its index in `methods::ALL`, then `other`).
     by_method: Box<[MethodSeries]>,
 }
@@ -258,6 +259,15 @@ impl Default for Metrics {
         for limit in ["sessions", "listen_streams", "polled_resources"] {
             let _ = share_refusals.get_or_create(&ShareLabel { limit });
         }
+        let share_clients = Family::<ShareLabel, Gauge>::default();
+        registry.register(
+            "mcp_client_share_clients",
+            "Clients holding at least one session or listen stream (each within its share), by limit",
+            share_clients.clone(),
+        );
+        for limit in ["sessions", "listen_streams"] {
+            let _ = share_clients.get_or_create(&ShareLabel { limit });
+        }
         let declaration = Family::<HashLabel, Gauge>::default();
         registry.register(
             "mcp_runtime_declaration_info",
@@ -289,6 +299,7 @@ impl Default for Metrics {
             held_bytes,
             budget_refusals,
             share_refusals,
+            share_clients,
             by_method: (0..=mcp_protocol::methods::ALL.len())
                 .map(|_| MethodSeries::default())
                 .collect(),
@@ -357,6 +368,13 @@ impl Metrics {
         self.share_refusals
             .get_or_create(&ShareLabel { limit })
             .inc();
+    }
+
+    /// The gauge of clients holding a place of `limit` (a fixed label).
+    pub fn share_clients_gauge(&self, limit: &'static str) -> Gauge {
+        self.share_clients
+            .get_or_create(&ShareLabel { limit })
+            .clone()
     }
 
     /// Counts a refused request (`reason` is one of a fixed set; never a token).
