@@ -6,6 +6,7 @@ use mcp_http::app::{RunConfig, run};
 use mcp_http::auth::{AuthSettings, KeySettings};
 use mcp_http::transport::{HttpSettings, OriginPolicy, check_path_prefix};
 use mcp_server::ServerSettings;
+use mcp_server::clients::default_share;
 use mcp_server::sessions::SessionSettings;
 use mcp_server::{audit, telemetry};
 use std::net::{IpAddr, SocketAddr};
@@ -101,6 +102,26 @@ struct ServeArgs {
     /// more are refused with 503.
     #[arg(long, value_name = "N", default_value_t = SessionSettings::default().max_sessions)]
     max_sessions: usize,
+    /// Most legacy sessions one client holds at once (a client: its principal under
+    /// spec.auth, else its address, see --trusted-proxy); more are refused with 429 naming
+    /// this flag. Default: a quarter of --max-sessions.
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    max_sessions_per_client: Option<usize>,
+    /// Most 2026-07-28 subscriptions/listen streams one client holds open; more are refused
+    /// with 429 naming this flag. Default: a quarter of --max-sessions.
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    max_listen_streams_per_client: Option<usize>,
+    /// Most upstream-backed resources polled at once for one client's subscriptions (of 256
+    /// per replica); past it a subscription is kept but not polled. Default: a quarter of 256.
+    #[arg(long, value_name = "N", default_value_t = ServerSettings::default().max_polled_per_client, value_parser = at_least_one)]
+    max_polled_per_client: usize,
+    /// A proxy in front of this server, such as the ingress controller's pod network
+    /// 10.244.0.0/16 (repeatable, or comma-separated): for a connection from one, the client
+    /// is the rightmost X-Forwarded-For address that is not a trusted proxy. Default: none
+    /// (the connection's peer is the client; X-Forwarded-For is ignored). Behind a proxy
+    /// without this, all its clients share one client's shares.
+    #[arg(long = "trusted-proxy", value_name = "CIDR", value_delimiter = ',')]
+    trusted_proxies: Vec<ipnet::IpNet>,
     /// Interval of server pings on open session streams (0s disables).
     #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().ping_interval.unwrap_or_default().into())]
     ping_interval: humantime::Duration,
@@ -133,9 +154,9 @@ struct ServeArgs {
     /// Longest wait for open connections and streams after SIGTERM.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     shutdown_timeout: Duration,
-    /// Close a kept-alive connection that sends no new request this long (both ports). Keep it
-    /// longer than any proxy in front keeps idle upstream connections, so that the proxy closes
-    /// them first.
+    /// Close a kept-alive connection that sends no new request this long (both ports; HTTP/2:
+    /// no stream open this long). Keep it longer than any proxy in front keeps idle upstream
+    /// connections, so that the proxy closes them first.
     #[arg(long, value_name = "DURATION", default_value_t = mcp_http::listener::DEFAULT_IDLE_TIMEOUT.into(), value_parser = positive_duration)]
     connection_idle_timeout: humantime::Duration,
     /// Items per page of list results.
@@ -272,12 +293,19 @@ fn config(args: ServeArgs) -> RunConfig {
             max_body_bytes: args.max_body_bytes,
             max_held_bytes: args.max_held_bytes,
             keepalive: args.sse_keepalive.into(),
+            trusted_proxies: args.trusted_proxies,
+            max_listen_streams_per_client: args
+                .max_listen_streams_per_client
+                .unwrap_or_else(|| default_share(args.max_sessions)),
             ..HttpSettings::default()
         },
         sessions: SessionSettings {
             idle_timeout: args.session_idle_timeout.into(),
             unused_timeout: args.session_unused_timeout.into(),
             max_sessions: args.max_sessions,
+            max_sessions_per_client: args
+                .max_sessions_per_client
+                .unwrap_or_else(|| default_share(args.max_sessions)),
             ping_interval: (!args.ping_interval.is_zero()).then_some(args.ping_interval.into()),
             ping_timeout: args.ping_timeout.into(),
             max_session_bytes: args.max_session_bytes,
@@ -290,6 +318,7 @@ fn config(args: ServeArgs) -> RunConfig {
         replica_networks: args.replica_networks,
         server: ServerSettings {
             page_size: args.page_size,
+            max_polled_per_client: args.max_polled_per_client,
         },
         compile: CompileOptions {
             template_fuel: args.template_fuel,
@@ -340,6 +369,14 @@ fn advertise_address(value: &str) -> Result<Advertised, String> {
         return Err("other replicas cannot connect to this address".into());
     }
     Ok(parsed)
+}
+
+/// A count of at least one.
+fn at_least_one(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number of at least 1".into()),
+    }
 }
 
 /// A page size: 1 to 65535 items.

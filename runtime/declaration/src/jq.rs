@@ -2,11 +2,16 @@
 //! run per response. Filters that read the environment, further inputs or print to stderr
 //! (`env`, `$ENV`, `input`, `debug`, `stderr`, ...) are not available, and `halt` is an error
 //! (jaq's own helper would exit the process). Each run lives on its own thread under a step,
-//! stack-depth and output budget and stops when its call ends (see `budget`). Pure.
+//! stack-depth, built-bytes and output budget and stops when its call ends (see `budget`); the
+//! program is rewritten so that what one step builds is weighed first (`rewrite`, `built`).
+//! Pure.
 
 mod budget;
+mod built;
+mod rewrite;
 
 use budget::{Budgeted, MAX_STEPS, Stop};
+use jaq_core::load::parse::Def;
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars};
 use serde_json::Value;
@@ -52,44 +57,43 @@ impl std::fmt::Debug for JqProgram {
 impl JqProgram {
     /// Compiles `source`; the error says what is wrong, and where.
     pub fn compile(source: &str) -> Result<Self, String> {
-        let metered = jaq_core::load::parse(METERED_DEFS, |p| p.defs()).unwrap_or_default();
-        let defs = jaq_core::defs()
-            .chain(jaq_std::defs())
-            .chain(jaq_json::defs())
-            .chain(metered);
-        let funs = jaq_core::funs()
-            .chain(jaq_std::funs())
-            .chain(jaq_json::funs())
-            .filter(|(name, _, _)| !DENIED.contains(name));
-        let loader = Loader::new(defs);
+        // Loaded once as written, for its errors (with their places in the source)...
         let arena = Arena::default();
         let program = File {
             code: source,
             path: (),
         };
-        let modules = loader.load(&arena, program).map_err(|errors| {
-            let mut messages = Vec::new();
-            for (_, error) in errors {
-                match error {
-                    jaq_core::load::Error::Io(items) => {
-                        messages.extend(items.into_iter().map(|(_, message)| message));
-                    }
-                    jaq_core::load::Error::Lex(items) => messages.extend(
-                        items
-                            .into_iter()
-                            .map(|(expect, at)| describe(expect.as_str(), source, at)),
-                    ),
-                    jaq_core::load::Error::Parse(items) => {
-                        messages.extend(
-                            items
-                                .into_iter()
-                                .map(|(expect, at)| describe(expect.as_str(), source, at)),
-                        );
-                    }
-                }
-            }
-            format!("invalid jq program: {}", messages.join("; "))
-        })?;
+        Loader::new(standard_defs().map(shorter))
+            .load(&arena, program)
+            .map_err(|errors| load_errors(errors, source))?;
+        // ...then compiled rewritten, as the body of a definition the program calls.
+        let body = jaq_core::load::parse(source, |p| p.term())
+            .ok_or_else(|| "invalid jq program: modules are not available".to_owned())?;
+        let main = Def {
+            name: MAIN,
+            args: Vec::new(),
+            body: rewrite::term(body),
+        };
+        let defs = rewrite::defs(standard_defs().map(shorter).chain([main]));
+        let funs = jaq_core::funs()
+            .chain(jaq_std::funs())
+            .chain(jaq_json::funs())
+            .filter(|(name, _, _)| !DENIED.contains(name))
+            .map(|(name, arity, native)| match name {
+                "tojson" => ("__tojson", arity, native),
+                _ => (name, arity, native),
+            })
+            .chain(built::funs());
+        let arena = Arena::default();
+        let modules = Loader::new(defs)
+            .load(
+                &arena,
+                File {
+                    code: MAIN,
+                    path: (),
+                },
+            )
+            .map_err(|errors| load_errors(errors, MAIN))?;
         let filter = Compiler::default()
             .with_funs(funs)
             .compile(modules)
@@ -153,6 +157,49 @@ impl JqProgram {
         .map_err(|stop: Stop| stop.to_string())??;
         serde_json::from_str(&text).map_err(|err| format!("the jq output is not JSON: {err}"))
     }
+}
+
+/// The name the rewritten program is defined under.
+const MAIN: &str = "__kube_mcp_main";
+
+/// The definitions a program sees: jaq's, with the weighed `tojson` first (those after it call
+/// it) and the metered `range` last (it replaces jaq's).
+fn standard_defs() -> impl Iterator<Item = Def<&'static str>> {
+    let parse = |defs| jaq_core::load::parse(defs, |p| p.defs()).unwrap_or_default();
+    parse(built::DEFS)
+        .into_iter()
+        .chain(jaq_core::defs())
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs())
+        .chain(parse(METERED_DEFS))
+}
+
+/// `def`, as living only as long as a program's source (to chain it with the program).
+fn shorter<'s>(def: Def<&'static str>) -> Def<&'s str> {
+    def
+}
+
+/// The loader's errors as one message.
+fn load_errors(errors: jaq_core::load::Errors<&str, ()>, source: &str) -> String {
+    let mut messages = Vec::new();
+    for (_, error) in errors {
+        match error {
+            jaq_core::load::Error::Io(items) => {
+                messages.extend(items.into_iter().map(|(_, message)| message));
+            }
+            jaq_core::load::Error::Lex(items) => messages.extend(
+                items
+                    .into_iter()
+                    .map(|(expect, at)| describe(expect.as_str(), source, at)),
+            ),
+            jaq_core::load::Error::Parse(items) => messages.extend(
+                items
+                    .into_iter()
+                    .map(|(expect, at)| describe(expect.as_str(), source, at)),
+            ),
+        }
+    }
+    format!("invalid jq program: {}", messages.join("; "))
 }
 
 /// "expected X" with the offending text, shortened.
@@ -292,5 +339,85 @@ mod tests {
         );
         let program = JqProgram::compile("reduce range(100) as $i (0; [.]) | length").unwrap();
         assert_eq!(program.run(b"null", &GO).unwrap(), json!(1));
+    }
+
+    #[test]
+    fn values_built_in_one_step_are_weighed_first() {
+        // Each of these allocated gigabytes (or aborted the process) within a few steps.
+        for source in [
+            "\"x\" * 1e9",
+            "\"x\" * 1000000000",
+            "\"x\" * 1000000000000",
+            "\"x\" | until(length > 1e9; . + .) | length",
+            "[1] | until(length > 1e9; . + .) | length",
+            "\"x\" | until(length > 1e9; \"\\(.)\\(.)\") | length",
+            "(\"x\" * 1000000) as $s | [range(1000) | $s] | tojson | length",
+            "(\"x\" * 1000000) as $s | [range(1000) | $s] | tostring | length",
+            "(\"x\" * 1000000) as $s | [range(1000) | $s] | \"\\(.)\" | length",
+            "(\"x\" * 1000000) as $s | [range(1000) | $s] | join(\",\") | length",
+            "[range(100) | \"x\" * 1000000] | length",
+            "{a: \"x\"} | until(.a | length > 1e9; .a += .a) | 1",
+            "(\"<\" * 4000000) as $s | [range(10) | $s | @html] | length",
+            "(\"x\" * 2000000) as $s | [range(10) | $s | explode] | length",
+        ] {
+            let program = JqProgram::compile(source).unwrap();
+            let err = program.run(b"null", &GO).unwrap_err();
+            assert!(err.contains("32 MiB of values"), "{source}: {err}");
+        }
+        // Copies of a large upstream array (2 MB of `[0,0,...]`, a million values).
+        let zeros = format!("[{}0]", "0,".repeat(1_000_000));
+        let program = JqProgram::compile(". as $a | [range(40) | $a | reverse] | length").unwrap();
+        let err = program.run(zeros.as_bytes(), &GO).unwrap_err();
+        assert!(err.contains("32 MiB of values"), "{err}");
+    }
+
+    #[test]
+    fn weighed_operators_answer_as_before() {
+        let program = JqProgram::compile(
+            "[(1,2) + (10,20)], [(\"a\",\"b\") * (1,2)], ({a:{b:1}} * {a:{c:2}}), \
+             (.x += 1 | .x), (.s *= 2 | .s), \"n=\\(1 + 1) \\([1])\", \
+             ([range(10000) | tostring] | join(\"\") | length), \
+             (reduce range(20000) as $i (\"\"; . + \"ab\") | length), @json \"\\(\"q\")\", \
+             ([1,2] | tojson), (null + 1), ([1] + [2]), ({a:1} + {b:2}), \
+             (\"<a>\" | @html), (\"ab\" | explode), ([3,1,2] | sort)",
+        )
+        .unwrap();
+        let out = budget_outputs(&program, br#"{"x": 1, "s": "ab"}"#);
+        assert_eq!(
+            out,
+            vec![
+                json!([11, 21, 12, 22]),
+                json!(["a", "aa", "b", "bb"]),
+                json!({"a": {"b": 1, "c": 2}}),
+                json!(2),
+                json!("abab"),
+                json!("n=2 [1]"),
+                json!(38890),
+                json!(40000),
+                json!("\"q\""),
+                json!("[1,2]"),
+                json!(1),
+                json!([1, 2]),
+                json!({"a": 1, "b": 2}),
+                json!("&lt;a&gt;"),
+                json!([97, 98]),
+                json!([1, 2, 3]),
+            ]
+        );
+    }
+
+    /// Every output of `program` over `input` (the public `run` wants exactly one).
+    fn budget_outputs(program: &JqProgram, input: &[u8]) -> Vec<Value> {
+        let input = jaq_json::read::parse_single(input).unwrap();
+        let filter = &program.filter;
+        budget::run_metered(&filter.lut, MAX_STEPS, &GO, move |data| {
+            let ctx = Ctx::<Budgeted>::new(data, Vars::new([]));
+            filter
+                .id
+                .run((ctx, input))
+                .map(|out| serde_json::from_str(&out.unwrap().to_string()).unwrap())
+                .collect()
+        })
+        .unwrap()
     }
 }

@@ -125,7 +125,7 @@ pub async fn serve(
         );
     }
     let sessions = Arc::new(
-        SessionStore::new(sealer, config.sessions.clone(), metrics)
+        SessionStore::new(sealer, config.sessions.clone(), metrics.clone())
             .with_owner(config.advertise_address),
     );
     let state = Arc::new(AppState {
@@ -133,7 +133,11 @@ pub async fn serve(
         sessions,
         http: config.http.clone(),
         shutdown: shutdown.clone(),
-        listen_streams: ListenLimit::new(config.sessions.max_sessions),
+        listen_streams: ListenLimit::new(
+            config.sessions.max_sessions,
+            config.http.max_listen_streams_per_client,
+            metrics.clone(),
+        ),
         auth,
         bodies: BodyBudget::new(&config.http),
         held,

@@ -5,6 +5,7 @@
 mod authn;
 mod body;
 mod card;
+mod client;
 mod forward;
 mod gate;
 mod guard;
@@ -59,6 +60,12 @@ pub struct HttpSettings {
     pub max_held_bytes: usize,
     /// `--server-card`: serve the server card (SEP-2127, a draft) at `<mcp path>/server-card`.
     pub server_card: bool,
+    /// Proxies whose `X-Forwarded-For` names the client, for its shares of the limits (empty:
+    /// the connection's peer is the client).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Most 2026-07-28 `subscriptions/listen` streams one client holds open (of as many as
+    /// there may be sessions).
+    pub max_listen_streams_per_client: usize,
 }
 
 impl Default for HttpSettings {
@@ -75,6 +82,10 @@ impl Default for HttpSettings {
             // A quarter of the default 256Mi pod limit; room for the largest body's weight.
             max_held_bytes: 64 * 1024 * 1024,
             server_card: false,
+            trusted_proxies: Vec::new(),
+            max_listen_streams_per_client: mcp_server::clients::default_share(
+                mcp_server::sessions::SessionSettings::default().max_sessions,
+            ),
         }
     }
 }
@@ -105,7 +116,8 @@ pub struct AppState {
     pub http: HttpSettings,
     /// Cancelled on shutdown: open streams end.
     pub shutdown: CancellationToken,
-    /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit).
+    /// Bounds open 2026-07-28 `subscriptions/listen` streams (sized like the session limit),
+    /// in all and per client.
     pub listen_streams: ListenLimit,
     /// Who may call, when the declaration has `spec.auth`.
     pub auth: Arc<AuthState>,

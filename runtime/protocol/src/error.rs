@@ -43,6 +43,19 @@ pub enum McpError {
     /// The server is at its limit of sessions (or of open subscription streams).
     #[error("too many sessions: the server holds its maximum of {0}; try again later")]
     TooManySessions(usize),
+    /// One client holds its share of a replica's limit (sessions, listen streams, polled
+    /// resources): `limit` names it, `flag` the setting that sizes the share.
+    #[error(
+        "too many {limit} for one client: each may hold at most {max} ({flag}); end one or try again later"
+    )]
+    ClientShare {
+        /// What is limited, such as `sessions`.
+        limit: &'static str,
+        /// The share.
+        max: usize,
+        /// The command-line flag that sets it.
+        flag: &'static str,
+    },
     /// A session has its maximum of requests running.
     #[error("too many requests in flight: this session already runs {0}")]
     TooManyRequests(usize),
@@ -69,7 +82,10 @@ impl McpError {
             Self::HeaderMismatch(_) => -32020,
             Self::MissingCapability(_) => -32021,
             Self::UnsupportedVersion { .. } => -32022,
-            Self::TooManySessions(_) | Self::TooManyRequests(_) | Self::Overloaded(_) => -32000,
+            Self::TooManySessions(_)
+            | Self::ClientShare { .. }
+            | Self::TooManyRequests(_)
+            | Self::Overloaded(_) => -32000,
             Self::Internal(_) => -32603,
         }
     }
@@ -85,6 +101,9 @@ impl McpError {
             Self::UnsupportedVersion { requested } => {
                 error["data"] = json!({"supported": SUPPORTED_VERSIONS, "requested": requested})
             }
+            Self::ClientShare { limit, max, flag } => {
+                error["data"] = json!({"limit": limit, "max": max, "flag": flag})
+            }
             _ => {}
         }
         error
@@ -95,6 +114,8 @@ impl McpError {
         match (self, era) {
             (Self::Parse(_) | Self::InvalidRequest(_), _) => 400,
             (Self::TooManySessions(_) | Self::Overloaded(_), _) => 503,
+            // This client's own share is taken; others are still served.
+            (Self::ClientShare { .. }, _) => 429,
             (Self::MethodNotFound(_), Era::Modern) => 404,
             (Self::InvalidMeta(_) | Self::HeaderMismatch(_) | Self::MissingCapability(_), _) => 400,
             (Self::UnsupportedVersion { .. }, _) => 400,
@@ -127,6 +148,25 @@ mod tests {
         assert_eq!(
             err.http_status(Era::Legacy(LegacyVersion::V2025_11_25)),
             200
+        );
+    }
+
+    #[test]
+    fn a_client_share_refusal_names_its_limit() {
+        let err = McpError::ClientShare {
+            limit: "sessions",
+            max: 3,
+            flag: "--max-sessions-per-client",
+        };
+        assert_eq!(err.http_status(Era::Modern), 429);
+        let json = err.to_json(Era::Modern);
+        assert_eq!(json["code"], -32000);
+        assert_eq!(json["data"]["limit"], "sessions");
+        assert!(
+            json["message"]
+                .as_str()
+                .unwrap()
+                .contains("--max-sessions-per-client")
         );
     }
 

@@ -14,6 +14,7 @@
 pub mod audit;
 pub mod backends;
 pub mod budget;
+pub mod clients;
 pub mod metrics;
 pub mod sessions;
 pub mod telemetry;
@@ -38,6 +39,7 @@ mod served;
 mod subscriptions;
 mod tools;
 
+use crate::clients::ClientKey;
 use crate::metrics::Metrics;
 use crate::sessions::{Sealer, Session};
 use arc_swap::ArcSwap;
@@ -195,11 +197,17 @@ impl RequestContext {
 pub struct ServerSettings {
     /// Items per page of list results.
     pub page_size: usize,
+    /// Most upstream-backed resources one client's subscribers may have polled at once (of
+    /// [`MAX_POLLED`] per replica).
+    pub max_polled_per_client: usize,
 }
 
 impl Default for ServerSettings {
     fn default() -> Self {
-        Self { page_size: 100 }
+        Self {
+            page_size: 100,
+            max_polled_per_client: clients::default_share(MAX_POLLED),
+        }
     }
 }
 
@@ -226,6 +234,7 @@ impl Server {
             metrics.clone(),
             changes.clone(),
             cache.clone(),
+            settings.max_polled_per_client,
         );
         Self {
             current,
@@ -328,23 +337,25 @@ impl Server {
 
     /// `subscriptions/listen` (2026-07-28): the stream's messages (acknowledgement, change
     /// notifications, and the result when `until` is cancelled), or the refusal. `limit`
-    /// bounds the listen streams open at once.
+    /// bounds the listen streams open at once, and those of `client`.
     pub fn listen(
         &self,
         id: RequestId,
         authorized: &Authorized,
         limit: &ListenLimit,
+        client: ClientKey,
         until: CancellationToken,
     ) -> Result<impl Stream<Item = Value> + Send + 'static, McpError> {
         let started = Instant::now();
         let permit = refusal(authorized)
             .map_or(Ok(()), Err)
             .and_then(|()| subscriptions::check_listen(&authorized.request.params))
-            .and_then(|filter| Ok((filter, limit.try_acquire()?)));
+            .and_then(|filter| Ok((filter, limit.try_acquire(client)?)));
         self.record(methods::SUBSCRIPTIONS_LISTEN, permit.is_ok(), started);
         let (filter, permit) = permit?;
         Ok(subscriptions::listen_stream(
             &self.poller,
+            client,
             self.subscribe_changes(),
             id,
             filter,

@@ -109,6 +109,13 @@ pub struct BudgetLabel {
     pub budget: &'static str,
 }
 
+/// Labels of `mcp_client_share_refusals_total` and `mcp_client_share_clients`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShareLabel {
+    /// `sessions`, `listen_streams` or `polled_resources`.
+    pub limit: &'static str,
+}
+
 /// Every metric the runtime exports.
 pub struct Metrics {
     registry: Registry,
@@ -128,6 +135,8 @@ pub struct Metrics {
     session_forwards: Family<ForwardOutcome, Counter>,
     held_bytes: Family<BudgetLabel, Gauge>,
     budget_refusals: Family<BudgetLabel, Counter>,
+    share_refusals: Family<ShareLabel, Counter>,
+    share_clients: Family<ShareLabel, Gauge>,
     /// Handles on each method's series (by its index in `methods::ALL`, then `other`).
     by_method: Box<[MethodSeries]>,
 }
@@ -241,6 +250,24 @@ impl Default for Metrics {
             let _ = held_bytes.get_or_create(&BudgetLabel { budget });
             let _ = budget_refusals.get_or_create(&BudgetLabel { budget });
         }
+        let share_refusals = Family::<ShareLabel, Counter>::default();
+        registry.register(
+            "mcp_client_share_refusals",
+            "Sessions, listen streams and polled resources refused because one client held its share, by limit",
+            share_refusals.clone(),
+        );
+        for limit in ["sessions", "listen_streams", "polled_resources"] {
+            let _ = share_refusals.get_or_create(&ShareLabel { limit });
+        }
+        let share_clients = Family::<ShareLabel, Gauge>::default();
+        registry.register(
+            "mcp_client_share_clients",
+            "Clients holding at least one session or listen stream (each within its share), by limit",
+            share_clients.clone(),
+        );
+        for limit in ["sessions", "listen_streams"] {
+            let _ = share_clients.get_or_create(&ShareLabel { limit });
+        }
         let declaration = Family::<HashLabel, Gauge>::default();
         registry.register(
             "mcp_runtime_declaration_info",
@@ -271,6 +298,8 @@ impl Default for Metrics {
             session_forwards,
             held_bytes,
             budget_refusals,
+            share_refusals,
+            share_clients,
             by_method: (0..=mcp_protocol::methods::ALL.len())
                 .map(|_| MethodSeries::default())
                 .collect(),
@@ -332,6 +361,20 @@ impl Metrics {
     /// Counts a refused session.
     pub fn session_refused(&self) {
         self.session_refusals.inc();
+    }
+
+    /// Counts a refusal because one client held its share of `limit` (a fixed label).
+    pub fn client_share_refused(&self, limit: &'static str) {
+        self.share_refusals
+            .get_or_create(&ShareLabel { limit })
+            .inc();
+    }
+
+    /// The gauge of clients holding a place of `limit` (a fixed label).
+    pub fn share_clients_gauge(&self, limit: &'static str) -> Gauge {
+        self.share_clients
+            .get_or_create(&ShareLabel { limit })
+            .clone()
     }
 
     /// Counts a refused request (`reason` is one of a fixed set; never a token).

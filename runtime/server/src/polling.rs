@@ -1,12 +1,13 @@
 //! The poller that turns changes of subscribed upstream-backed resources into
 //! `notifications/resources/updated`. Only URIs someone
-//! subscribed to are polled, at most [`MAX_POLLED`] at once, one task each, ending when the last
-//! subscriber leaves. The poll tasks do network I/O.
+//! subscribed to are polled, at most [`MAX_POLLED`] at once and a share of them per client, one
+//! task each, ending when the last subscriber leaves. The poll tasks do network I/O.
 
 use super::Changes;
 use super::Served;
 use super::read_cache::ReadCache;
 use super::resources;
+use crate::clients::{ClientKey, ClientLimit};
 use crate::metrics::Metrics;
 use arc_swap::ArcSwap;
 use serde_json::Value;
@@ -18,21 +19,38 @@ use tokio_util::sync::CancellationToken;
 
 /// Most resources polled at once per replica.
 pub const MAX_POLLED: usize = 256;
-/// Most polled resources one subscriber (session) may start, so one client cannot take every
-/// polling slot.
-pub(crate) const MAX_POLLED_PER_WATCHER: usize = MAX_POLLED / 16;
 
-/// Who watches a polled URI: each subscriber's token, cancelled when it goes away.
-type Watchers = HashMap<String, CancellationToken>;
+/// Who watches a polled URI: each subscriber's token, cancelled when it goes away, and the
+/// client it belongs to.
+type Watchers = HashMap<String, (CancellationToken, ClientKey)>;
 
-/// Whether `watcher` may start polling one more URI: under the replica's limit and under its
-/// own share.
-fn may_poll_another(watched: &HashMap<String, Watchers>, watcher: &str) -> bool {
+/// Why another URI is not polled.
+#[derive(Debug, PartialEq)]
+enum Full {
+    /// The replica polls [`MAX_POLLED`].
+    Replica,
+    /// The client's subscribers watch its share.
+    Client,
+}
+
+/// Whether `client` may start polling one more URI: under the replica's limit and under its
+/// share (the polled URIs any of its live subscribers watches).
+fn may_poll_another(
+    watched: &HashMap<String, Watchers>,
+    client: &ClientKey,
+    share: usize,
+) -> Result<(), Full> {
+    if watched.len() >= MAX_POLLED {
+        return Err(Full::Replica);
+    }
     let own = watched
         .values()
-        .filter(|w| w.get(watcher).is_some_and(|t| !t.is_cancelled()))
+        .filter(|w| w.values().any(|(t, c)| c == client && !t.is_cancelled()))
         .count();
-    watched.len() < MAX_POLLED && own < MAX_POLLED_PER_WATCHER
+    if own >= share {
+        return Err(Full::Client);
+    }
+    Ok(())
 }
 
 /// Polls subscribed upstream resources.
@@ -42,15 +60,19 @@ pub(crate) struct Poller {
     changes: broadcast::Sender<Arc<Changes>>,
     cache: Arc<ReadCache>,
     watched: Arc<Mutex<HashMap<String, Watchers>>>,
+    /// Most polled URIs one client's subscribers may watch.
+    per_client: usize,
 }
 
 impl Poller {
-    /// A poller over the served declaration.
+    /// A poller over the served declaration, polling at most `per_client` URIs for one
+    /// client's subscribers.
     pub(crate) fn new(
         current: Arc<ArcSwap<Served>>,
         metrics: Arc<Metrics>,
         changes: broadcast::Sender<Arc<Changes>>,
         cache: Arc<ReadCache>,
+        per_client: usize,
     ) -> Self {
         Self {
             current,
@@ -58,29 +80,52 @@ impl Poller {
             changes,
             cache,
             watched: Arc::default(),
+            per_client: per_client.max(1),
         }
     }
 
-    /// Starts watching `uri` for `watcher` until `until` is cancelled or [`Poller::unwatch`].
-    /// URIs that are not upstream-backed need no polling (reloads report their changes).
-    pub(crate) fn watch(&self, uri: &str, watcher: &str, until: CancellationToken) {
+    /// Starts watching `uri` for `watcher` (a subscriber of `client`) until `until` is
+    /// cancelled or [`Poller::unwatch`]. URIs that are not upstream-backed need no polling
+    /// (reloads report their changes). Past a limit the subscription stands but is not polled.
+    pub(crate) fn watch(
+        &self,
+        uri: &str,
+        watcher: &str,
+        client: ClientKey,
+        until: CancellationToken,
+    ) {
         let Some(every) = resources::poll_interval(&self.current.load(), uri) else {
             return;
         };
         let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(watchers) = watched.get_mut(uri) {
-            watchers.insert(watcher.to_owned(), until);
+            watchers.insert(watcher.to_owned(), (until, client));
             return;
         }
-        if !may_poll_another(&watched, watcher) {
-            tracing::warn!(
-                limit = MAX_POLLED,
-                per_subscriber = MAX_POLLED_PER_WATCHER,
-                "not polling another subscribed resource: at the limit"
-            );
-            return;
+        match may_poll_another(&watched, &client, self.per_client) {
+            Ok(()) => {}
+            Err(Full::Replica) => {
+                tracing::warn!(
+                    limit = MAX_POLLED,
+                    "not polling another subscribed resource: the replica polls its most"
+                );
+                return;
+            }
+            Err(Full::Client) => {
+                let limit = ClientLimit::PolledResources;
+                self.metrics.client_share_refused(limit.label());
+                tracing::warn!(
+                    share = self.per_client,
+                    flag = limit.flag(),
+                    "not polling another subscribed resource: its client's subscribers watch their share"
+                );
+                return;
+            }
         }
-        watched.insert(uri.to_owned(), HashMap::from([(watcher.to_owned(), until)]));
+        watched.insert(
+            uri.to_owned(),
+            HashMap::from([(watcher.to_owned(), (until, client))]),
+        );
         tokio::spawn(self.poll(uri.to_owned(), every));
     }
 
@@ -109,7 +154,7 @@ impl Poller {
                 {
                     let mut watched = watched.lock().unwrap_or_else(PoisonError::into_inner);
                     let watchers = watched.entry(uri.clone()).or_default();
-                    watchers.retain(|_, token| !token.is_cancelled());
+                    watchers.retain(|_, (token, _)| !token.is_cancelled());
                     if watchers.is_empty() {
                         watched.remove(&uri);
                         return;
@@ -139,21 +184,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_subscriber_cannot_take_every_polling_slot() {
+    fn one_client_cannot_take_every_polling_slot_with_many_subscribers() {
+        let greedy = ClientKey::Address([10, 0, 0, 1].into());
+        let other = ClientKey::Address([10, 0, 0, 2].into());
+        let share = 16;
         let mut watched: HashMap<String, Watchers> = HashMap::new();
         let mut started = 0;
         for n in 0..MAX_POLLED {
-            // Before, every one of these was polled: all 256 slots to one session.
-            if may_poll_another(&watched, "greedy") {
-                let token = CancellationToken::new();
+            // Before, each of its sessions had a share of its own: 16 sessions took all 256.
+            if may_poll_another(&watched, &greedy, share).is_ok() {
+                let watcher = (CancellationToken::new(), greedy);
                 watched.insert(
                     format!("a://{n}"),
-                    HashMap::from([("greedy".into(), token)]),
+                    HashMap::from([(format!("session-{n}"), watcher)]),
                 );
                 started += 1;
             }
         }
-        assert_eq!(started, MAX_POLLED_PER_WATCHER);
-        assert!(may_poll_another(&watched, "other"));
+        assert_eq!(started, share);
+        assert_eq!(
+            may_poll_another(&watched, &greedy, share),
+            Err(Full::Client)
+        );
+        assert_eq!(may_poll_another(&watched, &other, share), Ok(()));
+        // Subscribers that went away no longer count.
+        for watchers in watched.values() {
+            watchers.values().for_each(|(token, _)| token.cancel());
+        }
+        assert_eq!(may_poll_another(&watched, &greedy, share), Ok(()));
     }
 }

@@ -6,6 +6,8 @@
 use super::polling::Poller;
 use super::request::{MAX_SUBSCRIPTIONS, Target};
 use super::{Changes, RequestContext};
+use crate::clients::{ClientKey, ClientLimit, ClientPlace, ClientShares};
+use crate::metrics::Metrics;
 use crate::sessions::Session;
 use futures_util::Stream;
 use mcp_declaration::canonical_uri;
@@ -44,7 +46,7 @@ pub(crate) fn subscribe(
             )));
         }
         session.subscribe(uri, true);
-        poller.watch(uri, &session.id, session.ended.clone());
+        poller.watch(uri, &session.id, session.client, session.ended.clone());
     }
     Ok(json!({}))
 }
@@ -108,27 +110,40 @@ pub(crate) fn session_notifications(session: &Session, changes: Option<&Changes>
     out
 }
 
-/// Bounds the `subscriptions/listen` streams open at once (sized like the session limit).
+/// Bounds the `subscriptions/listen` streams open at once (sized like the session limit), and
+/// how many of them one client holds.
 pub struct ListenLimit {
     permits: Arc<Semaphore>,
     max: usize,
+    shares: Arc<ClientShares>,
 }
 
 impl ListenLimit {
-    /// At most `max` streams.
-    pub fn new(max: usize) -> Self {
+    /// At most `max` streams, `per_client` of them for one client.
+    pub fn new(max: usize, per_client: usize, metrics: Arc<Metrics>) -> Self {
         Self {
             permits: Arc::new(Semaphore::new(max)),
             max,
+            shares: ClientShares::new(ClientLimit::ListenStreams, per_client, metrics),
         }
     }
 
-    /// A permit for one more stream, held while it is open.
-    pub(super) fn try_acquire(&self) -> Result<OwnedSemaphorePermit, McpError> {
-        self.permits
+    /// Streams `client` holds open.
+    pub fn held_by(&self, client: &ClientKey) -> usize {
+        self.shares.held_by(client)
+    }
+
+    /// A permit for one more stream of `client`, held while it is open.
+    pub(super) fn try_acquire(
+        &self,
+        client: ClientKey,
+    ) -> Result<(OwnedSemaphorePermit, ClientPlace), McpError> {
+        let permit = self
+            .permits
             .clone()
             .try_acquire_owned()
-            .map_err(|_| McpError::TooManySessions(self.max))
+            .map_err(|_| McpError::TooManySessions(self.max))?;
+        Ok((permit, self.shares.take(client)?))
     }
 }
 
@@ -231,6 +246,7 @@ pub(crate) fn check_listen(params: &Value) -> Result<Filter, McpError> {
 /// held as long (the transport's stream permit).
 pub(crate) fn listen_stream<K: Send + 'static>(
     poller: &Poller,
+    client: ClientKey,
     mut changes: broadcast::Receiver<Arc<Changes>>,
     id: RequestId,
     filter: Filter,
@@ -241,7 +257,7 @@ pub(crate) fn listen_stream<K: Send + 'static>(
     let watching = CancellationToken::new();
     let watcher = format!("listen:{}", rand::random::<u64>());
     for uri in &filter.watched {
-        poller.watch(uri, &watcher, watching.clone());
+        poller.watch(uri, &watcher, client, watching.clone());
     }
     let stop_watching = watching.drop_guard();
     async_stream::stream! {

@@ -1,7 +1,7 @@
 //! A property test of the budgets against one real process: random sequences of HTTP+SSE
 //! sessions that read or stall, posts of megabyte reads and dense bodies, and disconnects.
-//! After each sequence (its clients gone) the session table and both byte budgets return to
-//! zero, and the server's RSS settles within [`SETTLED`] of where it started.
+//! After each sequence (its clients gone) the session table, the per-client session counts and
+//! both byte budgets return to zero, and the server's RSS settles within [`SETTLED`] of where it started.
 
 use super::harness::{Server, dense_call, mib};
 use proptest::prelude::*;
@@ -176,6 +176,7 @@ fn sessions_and_budgets_return_to_idle_after_any_churn() {
         "mcp_sessions_active{transport=\"sse\"}",
         "mcp_held_bytes{budget=\"global\"}",
         "mcp_held_bytes{budget=\"session\"}",
+        "mcp_client_share_clients{limit=\"sessions\"}",
     ];
     let result = runner.run(&proptest::collection::vec(op(), 4..24), |ops| {
         tokio.block_on(run(&server, ops));

@@ -169,3 +169,24 @@ async fn subscription_streams_are_bounded() {
     }
     assert!(reopened, "closing a stream frees its place");
 }
+
+/// 256 idle connections used to take every admin slot, so kubelet's probes failed and the pod
+/// was restarted: a probe now closes the connection idle the longest instead of waiting.
+#[tokio::test]
+async fn idle_connections_do_not_keep_probes_off_the_admin_port() {
+    let rt = start(MANIFEST, |_| {}).await;
+    let admin = rt.admin.trim_start_matches("http://").to_owned();
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        idle.push(tokio::net::TcpStream::connect(&admin).await.unwrap());
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let probe = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(2))
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let answer = probe.get(format!("{}/healthz", rt.admin)).send().await;
+        assert_eq!(answer.expect("probe not answered").status(), 200);
+    }
+}

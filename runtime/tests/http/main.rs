@@ -7,7 +7,9 @@
 mod bodies;
 mod budgets;
 mod card;
+mod clients;
 mod forwarding;
+mod jq;
 // The token issuer of the auth tests, for the forwarding tests' authenticated replicas.
 #[allow(dead_code)]
 #[path = "../auth/issuer.rs"]

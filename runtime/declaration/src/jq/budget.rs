@@ -1,5 +1,6 @@
 //! The budget a jq run gets: a step count (fuel), a stack depth and a cancellation flag, all
-//! checked by jaq itself. jaq looks up its term table once per term it evaluates, through the
+//! checked by jaq itself, and the bytes it may build (charged by the natives of `built.rs`
+//! before they build). jaq looks up its term table once per term it evaluates, through the
 //! data type a filter is compiled for; that data type here is a [`Metered`] table, whose lookup
 //! counts the step and measures how much of the thread's stack is in use. When a budget runs out
 //! the lookup unwinds (without the panic hook) to [`run_metered`], which turns it into an error.
@@ -19,6 +20,9 @@ const STACK_BYTES: usize = 64 << 20;
 /// Stack a run may use before it is stopped: the rest is headroom for frames between two
 /// checks and for dropping what the run built.
 const MAX_STACK_BYTES: usize = 24 << 20;
+/// Bytes a run may build with `+`, `*` and printing, in all (what it builds in one step, which
+/// the step budget cannot bound). Eight times the largest output.
+pub(crate) const MAX_BUILT_BYTES: usize = 32 << 20;
 /// How often (in steps) the cancellation flag is read.
 const CANCEL_EVERY: u64 = 1024;
 
@@ -37,6 +41,23 @@ pub(crate) struct Metered<'a> {
     meter: &'a Meter<'a>,
 }
 
+impl Metered<'_> {
+    /// Charges `bytes` about to be built; stops the run when they exceed its budget.
+    pub(crate) fn charge(&self, bytes: usize) {
+        let meter = self.meter;
+        let built = meter.built.get().saturating_add(bytes);
+        if built > MAX_BUILT_BYTES {
+            resume_unwind(Box::new(Stop::Bytes));
+        }
+        meter.built.set(built);
+    }
+
+    /// Bytes the run may still build.
+    pub(crate) fn left(&self) -> usize {
+        MAX_BUILT_BYTES.saturating_sub(self.meter.built.get())
+    }
+}
+
 impl<'a> HasLut<'a, Budgeted> for Metered<'a> {
     fn lut(&self) -> &'a Lut<Budgeted> {
         self.meter.step();
@@ -51,6 +72,8 @@ pub(crate) enum Stop {
     Steps,
     /// Recursion deeper than the stack allows.
     Depth,
+    /// Values larger in all than [`MAX_BUILT_BYTES`].
+    Bytes,
     /// The call the run belongs to ended.
     Cancelled,
     /// jaq itself panicked (it does on a few absurd sizes).
@@ -62,6 +85,7 @@ impl std::fmt::Display for Stop {
         f.write_str(match self {
             Stop::Steps => "the jq program took more than its step budget",
             Stop::Depth => "the jq program recursed too deeply",
+            Stop::Bytes => "the jq program built more than its 32 MiB of values",
             Stop::Cancelled => "the jq program was stopped (its call ended)",
             Stop::Failed => "the jq program failed inside jaq",
         })
@@ -72,6 +96,7 @@ impl std::fmt::Display for Stop {
 pub(crate) struct Meter<'c> {
     steps: Cell<u64>,
     max_steps: u64,
+    built: Cell<usize>,
     stack_base: usize,
     cancel: &'c AtomicBool,
 }
@@ -115,6 +140,7 @@ pub(crate) fn run_metered<T: Send>(
                 let meter = Meter {
                     steps: Cell::new(0),
                     max_steps,
+                    built: Cell::new(0),
                     stack_base: std::ptr::addr_of!(base) as usize,
                     cancel,
                 };

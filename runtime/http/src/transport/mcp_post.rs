@@ -6,7 +6,7 @@ use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
-use super::{AppState, held, stateless, streamable};
+use super::{AppState, client, held, stateless, streamable};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -18,6 +18,7 @@ use std::sync::Arc;
 pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -> Response {
     // The headers are taken apart rather than extracted as a `HeaderMap`, which would copy them.
     let (mut parts, body) = request.into_parts();
+    let address = client::address(&state, &parts.extensions, &parts.headers);
     let caller = parts.extensions.remove::<Caller>();
     let headers = parts.headers;
     if let Err(refusal) = check_content_type(&headers) {
@@ -56,9 +57,9 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
     };
     let caller = caller.map(|c| c.principal);
     if modern {
-        stateless::post(state, headers, message, accepts.sse, caller, held).await
+        stateless::post(state, headers, message, accepts.sse, caller, held, address).await
     } else {
-        streamable::post(state, headers, message, accepts.sse, caller, held).await
+        streamable::post(state, headers, message, accepts.sse, caller, held, address).await
     }
 }
 

@@ -29,10 +29,26 @@ pub(super) fn error_body(id: Option<&RequestId>, err: &McpError, era: Era) -> Js
     Json(error_response(id, err.to_json(era)))
 }
 
-/// A JSON-RPC error response with the era's HTTP status.
+/// Seconds a client refused at a limit of sessions or streams (the replica's, or its own
+/// share) is told to wait: a place frees when a session or stream ends, which takes longer
+/// than a request.
+const LIMIT_RETRY_AFTER: &str = "5";
+
+/// A JSON-RPC error response with the era's HTTP status (and `Retry-After` for a refusal at a
+/// limit: 503 for the replica's, 429 for the client's share).
 pub(super) fn error(id: Option<&RequestId>, err: &McpError, era: Era) -> Response {
     let status = StatusCode::from_u16(err.http_status(era)).unwrap_or(StatusCode::BAD_REQUEST);
-    (status, error_body(id, err, era)).into_response()
+    let mut response = (status, error_body(id, err, era)).into_response();
+    if matches!(
+        err,
+        McpError::TooManySessions(_) | McpError::ClientShare { .. }
+    ) {
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from_static(LIMIT_RETRY_AFTER),
+        );
+    }
+    response
 }
 
 /// Room for a typical answer, so that writing it takes one allocation.

@@ -3,6 +3,7 @@
 //! `POST /messages?sessionId=…` answers 202 and the response travels on the stream.
 
 use super::authn::{self, Caller};
+use super::client::Client;
 use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
@@ -30,11 +31,12 @@ const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
 pub(super) async fn get(
     State(state): State<Arc<AppState>>,
     caller: Option<Extension<Caller>>,
+    Client(client): Client,
 ) -> Response {
     let principal = caller.map(|Extension(caller)| caller.principal.digest());
     let session = match state
         .sessions
-        .open_for(SessionTransport::Sse, None, principal)
+        .open_for(SessionTransport::Sse, None, principal, client)
     {
         Ok(session) => session,
         Err(err) => return error(None, &err, ERA),

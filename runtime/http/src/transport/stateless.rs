@@ -1,10 +1,10 @@
 //! The 2026-07-28 stateless path: header and `_meta` checks in the order clients rely on, then
 //! dispatch; `subscriptions/listen` holds a stream of change notifications open.
 
-use super::AppState;
 use super::authn::Message;
 use super::headers::{METHOD_HEADER, NAME_HEADER, VERSION_HEADER};
 use super::reply::{self, error};
+use super::{AppState, client};
 use crate::auth::Principal;
 use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -13,9 +13,11 @@ use mcp_declaration::LogLevel;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, MODERN_VERSION, McpError, RequestId, Success, member, meta};
 use mcp_server::budget::Held;
+use mcp_server::clients::ClientKey;
 use mcp_server::{Authorized, Finished, RequestContext};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Serves one stateless message.
@@ -26,6 +28,7 @@ pub(super) async fn post(
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
     held: Held,
+    address: IpAddr,
 ) -> Response {
     let Message::Request { id, authorized } = message else {
         // Notifications need no answer; closing a response stream is how 2026 clients cancel.
@@ -49,7 +52,8 @@ pub(super) async fn post(
             )
                 .into_response();
         }
-        return listen(state, id, &authorized);
+        let client = client::key_of(caller.as_deref(), address);
+        return listen(state, id, &authorized, client);
     }
     let keepalive = state.http.keepalive;
     let may_notify = log_level.is_some() || RequestContext::progress_token(params).is_some();
@@ -167,13 +171,20 @@ fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-/// `subscriptions/listen`: the server's stream of messages, as SSE events.
-fn listen(state: Arc<AppState>, id: RequestId, authorized: &Authorized) -> Response {
+/// `subscriptions/listen`: the server's stream of messages, as SSE events (in `client`'s
+/// share of the streams).
+fn listen(
+    state: Arc<AppState>,
+    id: RequestId,
+    authorized: &Authorized,
+    client: ClientKey,
+) -> Response {
     let refusal_id = id.clone();
     match state.server.listen(
         id,
         authorized,
         &state.listen_streams,
+        client,
         state.shutdown.clone(),
     ) {
         Ok(messages) => {

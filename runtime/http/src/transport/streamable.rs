@@ -2,6 +2,7 @@
 //! later requests carry `Mcp-Session-Id`, GET opens the server-to-client stream, DELETE ends it.
 
 use super::authn::Message;
+use super::client::{self, Client};
 use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
@@ -15,8 +16,10 @@ use mcp_protocol::methods;
 use mcp_protocol::{Era, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response};
 use mcp_server::RequestContext;
 use mcp_server::budget::Held;
+use mcp_server::clients::ClientKey;
 use mcp_server::sessions::{Session, SessionTransport};
 use serde_json::Value;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 const ERA: Era = Era::Legacy(LATEST_LEGACY);
@@ -29,13 +32,16 @@ pub(super) async fn post(
     accepts_sse: bool,
     caller: Option<Arc<Principal>>,
     held: Held,
+    address: IpAddr,
 ) -> Response {
+    let client = client::key_of(caller.as_deref(), address);
     if let Message::Request { id, authorized } = &message
         && authorized.request().method == methods::INITIALIZE
     {
-        return initialize(&state, id, &authorized.request().params, caller.as_deref());
+        let params = &authorized.request().params;
+        return initialize(&state, id, params, caller.as_deref(), client);
     }
-    let session = match session_of(&state, &headers) {
+    let session = match session_of(&state, &headers, client) {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
@@ -71,19 +77,21 @@ pub(super) async fn post(
     }
 }
 
-/// `initialize` opens a session, bound to the caller when requests are authenticated: its id
-/// travels in the response header.
+/// `initialize` opens a session, bound to the caller when requests are authenticated, in
+/// `client`'s share: its id travels in the response header.
 fn initialize(
     state: &AppState,
     id: &RequestId,
     params: &Value,
     caller: Option<&Principal>,
+    client: ClientKey,
 ) -> Response {
     let (version, outcome) = state.server.initialize(params, |version| {
         state.sessions.open_for(
             SessionTransport::StreamableHttp,
             Some(version),
             caller.map(Principal::digest),
+            client,
         )
     });
     let (session, result) = match outcome {
@@ -98,9 +106,14 @@ fn initialize(
     response
 }
 
-/// The session a request names: 400 without the header, 404 for an unknown or ended session
-/// (the client then initializes again).
-fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+/// The session a request names (adopted in `client`'s share when another replica opened it):
+/// 400 without the header, 404 for an unknown or ended session (the client then initializes
+/// again).
+fn session_of(
+    state: &AppState,
+    headers: &HeaderMap,
+    client: ClientKey,
+) -> Result<Arc<Session>, Response> {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Err((
             StatusCode::BAD_REQUEST,
@@ -108,7 +121,7 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Arc<Session>, Res
         )
             .into_response());
     };
-    match state.sessions.find(id) {
+    match state.sessions.find(id, client) {
         Ok(Some(session)) => Ok(session),
         Ok(None) => {
             let err = McpError::InvalidRequest(
@@ -149,7 +162,11 @@ async fn request(
 
 /// `GET /mcp`: the server-to-client stream of a session (405 without a session: stateless
 /// clients have no stream).
-pub(super) async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn get(
+    State(state): State<Arc<AppState>>,
+    Client(client): Client,
+    headers: HeaderMap,
+) -> Response {
     if !headers.contains_key(SESSION_HEADER) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
@@ -160,7 +177,7 @@ pub(super) async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) 
         )
             .into_response();
     }
-    let session = match session_of(&state, &headers) {
+    let session = match session_of(&state, &headers, client) {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
@@ -183,12 +200,16 @@ pub(super) async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) 
 }
 
 /// `DELETE /mcp`: ends a session.
-pub(super) async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn delete(
+    State(state): State<Arc<AppState>>,
+    Client(client): Client,
+    headers: HeaderMap,
+) -> Response {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     };
     // A session opened on another replica is adopted first, so that ending it here sticks.
-    match state.sessions.find(id) {
+    match state.sessions.find(id, client) {
         Ok(Some(_)) => {
             state.sessions.end(id);
             StatusCode::NO_CONTENT.into_response()

@@ -2,6 +2,7 @@
 //! the server-to-client stream and outstanding pings. Each lock is per session, never global.
 
 use crate::budget::{Budget, Held};
+use crate::clients::ClientKey;
 use mcp_declaration::LogLevel;
 use mcp_protocol::{LegacyVersion, McpError};
 use serde_json::Value;
@@ -69,6 +70,9 @@ pub struct Session {
     pub created: u64,
     /// Digest of the principal that opened it (authenticated servers): no one else may use it.
     pub principal: Option<[u8; 16]>,
+    /// Who holds it, for the per-client shares (its place in the session table, the
+    /// resources it has polled).
+    pub client: ClientKey,
     /// What the session holds in memory: parsed requests while they run, answers to its
     /// questions, HTTP+SSE answers not yet written ([`DEFAULT_SESSION_BYTES`] unless the store
     /// sets another).
@@ -108,6 +112,7 @@ impl Session {
             transport,
             created,
             principal: None,
+            client: ClientKey::unknown(),
             budget: Budget::new(DEFAULT_SESSION_BYTES),
             ended: CancellationToken::new(),
             epoch: Instant::now(),

@@ -1,10 +1,11 @@
-//! The sessions of this replica: opening (with a limit), finding (adopting sessions another
-//! replica opened, via the sealed id), which replica owns a session this one does not hold,
-//! ending, and idle expiry. Sharded map, no global lock.
+//! The sessions of this replica: opening (with a limit, and a share of it per client),
+//! finding (adopting sessions another replica opened, via the sealed id), which replica owns a
+//! session this one does not hold, ending, and idle expiry. Sharded map, no global lock.
 
 use super::seal::{SealedSession, Sealer, unix_now};
 use super::session::{Session, SessionTransport};
 use crate::budget::Budget;
+use crate::clients::{ClientKey, ClientLimit, ClientPlace, ClientShares};
 use crate::metrics::Metrics;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -41,6 +42,8 @@ pub struct SessionSettings {
     pub unused_timeout: Duration,
     /// Most sessions open at once on this replica.
     pub max_sessions: usize,
+    /// Most sessions one client (principal, else address) holds at once on this replica.
+    pub max_sessions_per_client: usize,
     /// Interval of server pings on open streams; `None` disables them.
     pub ping_interval: Option<Duration>,
     /// How long a ping may go unanswered before the session ends.
@@ -56,6 +59,7 @@ impl Default for SessionSettings {
             idle_timeout: Duration::from_secs(30 * 60),
             unused_timeout: Duration::from_secs(30),
             max_sessions: 10_000,
+            max_sessions_per_client: crate::clients::default_share(10_000),
             ping_interval: Some(Duration::from_secs(30)),
             ping_timeout: Duration::from_secs(10),
             max_session_bytes: super::DEFAULT_SESSION_BYTES,
@@ -71,9 +75,18 @@ impl SessionSettings {
     }
 }
 
+/// A session in the table, with the place its client's share gives it: removing the entry
+/// (whichever way a session ends) gives the place back.
+struct Stored {
+    session: Arc<Session>,
+    _place: ClientPlace,
+}
+
 /// Every session of this replica.
 pub struct SessionStore {
-    sessions: DashMap<String, Arc<Session>>,
+    sessions: DashMap<String, Stored>,
+    /// How many sessions each client holds.
+    shares: Arc<ClientShares>,
     /// Ended ids and when they were sealed (unix seconds).
     ended: DashMap<String, u64>,
     /// Ids sealed at or before this (unix seconds) are not adopted: see [`MAX_TOMBSTONES`].
@@ -91,8 +104,14 @@ pub struct SessionStore {
 impl SessionStore {
     /// An empty store.
     pub fn new(sealer: Sealer, settings: SessionSettings, metrics: Arc<Metrics>) -> Self {
+        let shares = ClientShares::new(
+            ClientLimit::Sessions,
+            settings.max_sessions_per_client,
+            metrics.clone(),
+        );
         Self {
             sessions: DashMap::new(),
+            shares,
             ended: DashMap::new(),
             adopt_after: AtomicU64::new(0),
             max_tombstones: MAX_TOMBSTONES,
@@ -126,27 +145,43 @@ impl SessionStore {
         self.len() == 0
     }
 
-    /// Opens a session, or refuses at the limit.
+    /// Sessions `client` holds on this replica.
+    pub fn held_by(&self, client: &ClientKey) -> usize {
+        self.shares.held_by(client)
+    }
+
+    /// Clients holding a session on this replica.
+    pub fn clients(&self) -> usize {
+        self.shares.clients()
+    }
+
+    /// Opens a session for a client whose address is not known, or refuses at the limit.
     pub fn open(
         &self,
         transport: SessionTransport,
         version: Option<LegacyVersion>,
     ) -> Result<Arc<Session>, McpError> {
-        self.open_for(transport, version, None)
+        self.open_for(transport, version, None, ClientKey::unknown())
     }
 
     /// Opens a session bound to `principal` (a digest of who opened it; sealed into the id so
-    /// every replica knows it), or refuses at the limit.
+    /// every replica knows it) and counted in `client`'s share, or refuses at the limit or
+    /// when the client holds its share.
     pub fn open_for(
         &self,
         transport: SessionTransport,
         version: Option<LegacyVersion>,
         principal: Option<[u8; 16]>,
+        client: ClientKey,
     ) -> Result<Arc<Session>, McpError> {
         // Refuse before sealing: at the limit, a refusal costs no cryptography.
         if self.len() >= self.settings.max_sessions {
             self.metrics.session_refused();
             return Err(McpError::TooManySessions(self.settings.max_sessions));
+        }
+        if !self.shares.has_room(&client) {
+            self.shares.count_refusal();
+            return Err(self.shares.refusal());
         }
         let sealed = SealedSession {
             version: version
@@ -160,6 +195,7 @@ impl SessionStore {
         let id = self.sealer.seal(&sealed);
         let mut session = Session::new(id, transport, version, sealed.created);
         session.principal = principal;
+        session.client = client;
         session.budget = self.session_budget();
         self.insert(Arc::new(session))
     }
@@ -167,8 +203,8 @@ impl SessionStore {
     /// Who a session id is bound to: `None` for an id that names no session of ours (the
     /// transport answers those), `Some(None)` for a session opened without authentication.
     pub fn principal_of(&self, id: &str) -> Option<Option<[u8; 16]>> {
-        if let Some(session) = self.sessions.get(id) {
-            return Some(session.principal);
+        if let Some(entry) = self.sessions.get(id) {
+            return Some(entry.session.principal);
         }
         self.sealer.open(id).map(|sealed| sealed_principal(&sealed))
     }
@@ -198,13 +234,16 @@ impl SessionStore {
         )
     }
 
-    /// Inserts `session`, or returns the one a concurrent request already inserted under its id
-    /// (two requests may adopt one id at once; counting both would leak a place).
+    /// Inserts `session` (counted in its client's share), or returns the one a concurrent
+    /// request already inserted under its id (two requests may adopt one id at once; counting
+    /// both would leak a place).
     fn insert(&self, session: Arc<Session>) -> Result<Arc<Session>, McpError> {
         let slot = match self.sessions.entry(session.id.clone()) {
-            Entry::Occupied(existing) => return Ok(existing.get().clone()),
+            Entry::Occupied(existing) => return Ok(existing.get().session.clone()),
             Entry::Vacant(slot) => slot,
         };
+        // Taken first: a refusal by the global limit below gives it back when dropped.
+        let place = self.shares.take(session.client)?;
         let limit = self.settings.max_sessions;
         if self
             .count
@@ -218,14 +257,19 @@ impl SessionStore {
         }
         session.touch();
         self.metrics.sessions(session.transport.label(), 1);
-        slot.insert(session.clone());
+        slot.insert(Stored {
+            session: session.clone(),
+            _place: place,
+        });
         Ok(session)
     }
 
     /// Finds a Streamable HTTP session: one of ours, or one another replica opened (its sealed id
-    /// carries what we need). Ended or forged ids find nothing.
-    pub fn find(&self, id: &str) -> Result<Option<Arc<Session>>, McpError> {
-        if let Some(session) = self.sessions.get(id) {
+    /// carries what we need), which is adopted here in `client`'s share. Ended or forged ids
+    /// find nothing.
+    pub fn find(&self, id: &str, client: ClientKey) -> Result<Option<Arc<Session>>, McpError> {
+        if let Some(entry) = self.sessions.get(id) {
+            let session = &entry.session;
             session.touch();
             session.mark_used();
             return Ok(Some(session.clone()));
@@ -249,6 +293,7 @@ impl SessionStore {
             sealed.created,
         );
         session.principal = sealed_principal(&sealed);
+        session.client = client;
         session.budget = self.session_budget();
         session.mark_used();
         self.insert(Arc::new(session)).map(Some)
@@ -256,7 +301,7 @@ impl SessionStore {
 
     /// Finds a session of this replica only (HTTP+SSE sessions live where their stream is).
     pub fn find_local(&self, id: &str) -> Option<Arc<Session>> {
-        let session = self.sessions.get(id)?.clone();
+        let session = self.sessions.get(id)?.session.clone();
         session.touch();
         session.mark_used();
         Some(session)
@@ -264,7 +309,7 @@ impl SessionStore {
 
     /// Ends a session: its streams close, its requests stop, its id is never served again here.
     pub fn end(&self, id: &str) -> bool {
-        let Some(created) = self.sessions.get(id).map(|s| s.created) else {
+        let Some(created) = self.sessions.get(id).map(|e| e.session.created) else {
             return false;
         };
         // The tombstone first, so a concurrent request cannot adopt the id again in between.
@@ -274,7 +319,8 @@ impl SessionStore {
             self.ended.clear();
         }
         self.ended.insert(id.to_owned(), created);
-        let Some((_, session)) = self.sessions.remove(id) else {
+        // Removing the entry gives its client's place back.
+        let Some((_, Stored { session, .. })) = self.sessions.remove(id) else {
             return false;
         };
         self.count.fetch_sub(1, Ordering::AcqRel);
@@ -288,7 +334,8 @@ impl SessionStore {
         let idle: Vec<String> = self
             .sessions
             .iter()
-            .filter(|s| {
+            .filter(|e| {
+                let s = &e.session;
                 let idle = s.idle_for();
                 let limit = if s.used() {
                     self.settings.idle_timeout
@@ -297,7 +344,7 @@ impl SessionStore {
                 };
                 (!s.has_stream() && idle >= limit) || too_old(s.created)
             })
-            .map(|s| s.id.clone())
+            .map(|e| e.session.id.clone())
             .collect();
         let ended = idle.iter().filter(|id| self.end(id)).count();
         // Past the age limit a sealed id is refused anyway.
@@ -309,7 +356,7 @@ impl SessionStore {
 
     /// Ends every session (shutdown).
     pub fn end_all(&self) {
-        let ids: Vec<String> = self.sessions.iter().map(|s| s.id.clone()).collect();
+        let ids: Vec<String> = self.sessions.iter().map(|e| e.session.id.clone()).collect();
         for id in ids {
             self.end(&id);
         }
@@ -372,6 +419,106 @@ mod tests {
         );
     }
 
+    fn client(last: u8) -> ClientKey {
+        ClientKey::Address(std::net::IpAddr::from([10, 0, 0, last]))
+    }
+
+    #[test]
+    fn one_client_gets_its_share_of_sessions_and_another_still_gets_one() {
+        let store = store(
+            1,
+            SessionSettings {
+                max_sessions: 10,
+                max_sessions_per_client: 2,
+                ..SessionSettings::default()
+            },
+        );
+        let version = Some(LegacyVersion::V2025_11_25);
+        let open = |c| store.open_for(SessionTransport::StreamableHttp, version, None, c);
+        let first = open(client(1)).unwrap();
+        open(client(1)).unwrap();
+        // Before, one client could take every session of the replica.
+        let Err(refused) = open(client(1)) else {
+            panic!("a third session for one client")
+        };
+        assert!(matches!(
+            refused,
+            McpError::ClientShare {
+                limit: "sessions",
+                max: 2,
+                flag: "--max-sessions-per-client"
+            }
+        ));
+        assert!(open(client(2)).is_ok());
+        // A principal is one client, whatever address it comes from.
+        let principal = |c| {
+            store.open_for(
+                SessionTransport::Sse,
+                None,
+                Some([9; 16]),
+                ClientKey::new(Some([9; 16]), c),
+            )
+        };
+        let ip = |n| std::net::IpAddr::from([10, 0, 1, n]);
+        principal(ip(1)).unwrap();
+        principal(ip(2)).unwrap();
+        assert!(principal(ip(3)).is_err());
+        assert_eq!(store.held_by(&ClientKey::Principal([9; 16])), 2);
+        assert!(store.end(&first.id));
+        assert!(open(client(1)).is_ok());
+    }
+
+    #[test]
+    fn every_way_a_session_goes_gives_its_clients_place_back() {
+        let settings = SessionSettings {
+            idle_timeout: Duration::from_millis(30),
+            max_sessions_per_client: 3,
+            ..SessionSettings::default()
+        };
+        let owner = store(1, settings.clone());
+        let adopter = store(1, settings);
+        let version = Some(LegacyVersion::V2025_11_25);
+        let open = |c| {
+            owner
+                .open_for(SessionTransport::StreamableHttp, version, None, c)
+                .unwrap()
+                .id
+                .clone()
+        };
+        // Ended by id.
+        let ended = open(client(1));
+        assert_eq!(owner.held_by(&client(1)), 1);
+        assert!(owner.end(&ended));
+        assert_eq!(owner.held_by(&client(1)), 0);
+        // Adopted from another replica: counted in the adopting client's share, once however
+        // many requests adopt it at once, and given back when it ends.
+        let adopted = open(client(2));
+        for _ in 0..3 {
+            assert!(adopter.find(&adopted, client(3)).unwrap().is_some());
+        }
+        assert_eq!(adopter.held_by(&client(3)), 1);
+        assert!(adopter.end(&adopted));
+        assert_eq!(adopter.held_by(&client(3)), 0);
+        // A client at its share adopts nothing more.
+        let taken: Vec<String> = (10..13).map(|n| open(client(n))).collect();
+        for id in &taken {
+            adopter.find(id, client(5)).unwrap();
+        }
+        let one_more = open(client(13));
+        assert!(matches!(
+            adopter.find(&one_more, client(5)),
+            Err(McpError::ClientShare { .. })
+        ));
+        assert_eq!(adopter.held_by(&client(5)), 3);
+        // Expired, and ended at shutdown.
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(adopter.expire_idle(), 3);
+        assert_eq!(adopter.clients(), 0);
+        assert!(owner.clients() > 0);
+        owner.end_all();
+        assert_eq!((owner.clients(), owner.len()), (0, 0));
+    }
+
     #[test]
     fn another_replica_adopts_a_session_but_not_an_ended_one() {
         let first = store(1, SessionSettings::default());
@@ -382,13 +529,21 @@ mod tests {
                 Some(LegacyVersion::V2025_06_18),
             )
             .unwrap();
-        let adopted = second.find(&session.id).unwrap().unwrap();
+        let adopted = second
+            .find(&session.id, ClientKey::unknown())
+            .unwrap()
+            .unwrap();
         assert_eq!(adopted.version(), Some(LegacyVersion::V2025_06_18));
         assert!(first.end(&session.id));
-        assert!(first.find(&session.id).unwrap().is_none());
+        assert!(
+            first
+                .find(&session.id, ClientKey::unknown())
+                .unwrap()
+                .is_none()
+        );
         assert!(
             store(2, SessionSettings::default())
-                .find(&session.id)
+                .find(&session.id, ClientKey::unknown())
                 .unwrap()
                 .is_none()
         );
@@ -413,13 +568,18 @@ mod tests {
             .collect();
         // Before, the ids ended while the table was full were forgotten and adopted again.
         for id in &ids {
-            assert!(first.find(id).unwrap().is_none());
+            assert!(first.find(id, ClientKey::unknown()).unwrap().is_none());
         }
         // Another replica's sessions still open.
         let other = second
             .open(SessionTransport::StreamableHttp, version)
             .unwrap();
-        assert!(second.find(&other.id).unwrap().is_some());
+        assert!(
+            second
+                .find(&other.id, ClientKey::unknown())
+                .unwrap()
+                .is_some()
+        );
     }
 
     #[test]
@@ -438,7 +598,9 @@ mod tests {
             let adopters: Vec<_> = (0..8)
                 .map(|_| {
                     let (second, id) = (second.clone(), id.clone());
-                    std::thread::spawn(move || second.find(&id).unwrap().unwrap())
+                    std::thread::spawn(move || {
+                        second.find(&id, ClientKey::unknown()).unwrap().unwrap()
+                    })
                 })
                 .collect();
             let adopted: Vec<_> = adopters.into_iter().map(|t| t.join().unwrap()).collect();
@@ -459,7 +621,12 @@ mod tests {
             owner: None,
         };
         let store = store(1, SessionSettings::default());
-        assert!(store.find(&sealer.seal(&old)).unwrap().is_none());
+        assert!(
+            store
+                .find(&sealer.seal(&old), ClientKey::unknown())
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -482,7 +649,7 @@ mod tests {
         let foreign = store(2, SessionSettings::default()).with_owner(Some(b));
         assert_eq!(foreign.remote_owner(&id), None);
         // Once adopted here (its owner was unreachable), the session stays here.
-        assert!(second.find(&id).unwrap().is_some());
+        assert!(second.find(&id, ClientKey::unknown()).unwrap().is_some());
         assert_eq!(second.remote_owner(&id), None);
         // Ids without an owner (sealed by a replica that does not route) stay where they land.
         let unowned = store(1, SessionSettings::default())
@@ -494,7 +661,7 @@ mod tests {
         // Ended here: answered here (404), not handed over.
         let third = store(1, SessionSettings::default()).with_owner(Some(b));
         let other = first.open(SessionTransport::Sse, None).unwrap().id.clone();
-        assert!(third.find(&other).unwrap().is_some());
+        assert!(third.find(&other, ClientKey::unknown()).unwrap().is_some());
         assert!(third.end(&other));
         assert_eq!(third.remote_owner(&other), None);
     }
@@ -516,7 +683,12 @@ mod tests {
             .unwrap();
         assert_eq!(store.expire_idle(), 1);
         assert!(session.ended.is_cancelled());
-        assert!(store.find(&session.id).unwrap().is_none());
+        assert!(
+            store
+                .find(&session.id, ClientKey::unknown())
+                .unwrap()
+                .is_none()
+        );
         assert!(store.is_empty());
     }
 
@@ -536,7 +708,12 @@ mod tests {
         let used = store
             .open(SessionTransport::StreamableHttp, version)
             .unwrap();
-        assert!(store.find(&used.id).unwrap().is_some());
+        assert!(
+            store
+                .find(&used.id, ClientKey::unknown())
+                .unwrap()
+                .is_some()
+        );
         std::thread::sleep(Duration::from_millis(80));
         // Before, both held their place for the 30-minute idle timeout.
         assert_eq!(store.expire_idle(), 1);

@@ -270,10 +270,16 @@ async fn every_method_that_names_an_item_is_authorized() {
         assert_ne!(decision, Decision::Allowed, "{method} was not refused");
         // And the dispatch honours the decision, in every era that serves the method.
         if *method == methods::SUBSCRIPTIONS_LISTEN {
-            let limit = ListenLimit::new(1);
+            let limit = ListenLimit::new(1, 1, Default::default());
             let request = server.request((*method).to_owned(), params.clone());
             let authorized = server.authorize(Some(&outsider), request);
-            let listened = server.listen(json!(1), &authorized, &limit, CancellationToken::new());
+            let listened = server.listen(
+                json!(1),
+                &authorized,
+                &limit,
+                crate::clients::ClientKey::unknown(),
+                CancellationToken::new(),
+            );
             assert!(listened.is_err(), "{method} opened a stream");
             continue;
         }
