@@ -72,6 +72,12 @@ struct RunArgs {
     /// (repeatable, or comma-separated).
     #[arg(long, env = "MCP_OPERATOR_INGRESS_NAMESPACES", value_delimiter = ',')]
     ingress_namespace: Vec<String>,
+    /// Network of the proxies in front of the servers, such as the ingress controller's pod
+    /// network (CIDRs, repeatable or comma-separated): every runtime gets it as
+    /// `--trusted-proxy`, so that its per-client shares count each client behind the proxy
+    /// apart. Default: none (all clients of a proxy share one client's shares).
+    #[arg(long, env = "MCP_OPERATOR_RUNTIME_TRUSTED_PROXY", value_name = "CIDR", value_delimiter = ',')]
+    runtime_trusted_proxy: Vec<ipnet::IpNet>,
     /// Namespace whose pods may scrape the admin port (repeatable, or comma-separated).
     #[arg(
         long,
@@ -242,6 +248,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             image_pull_policy: args.runtime_image_pull_policy,
             cluster_domain: args.cluster_domain,
             server_cards: args.server_cards,
+            trusted_proxies: args.runtime_trusted_proxy,
             network: NetworkConfig {
                 enabled: args.network_policies,
                 ingress_namespaces: args.ingress_namespace,

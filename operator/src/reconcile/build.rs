@@ -41,6 +41,8 @@ pub struct BuildConfig {
     pub cluster_domain: String,
     /// Have the runtimes serve their server cards (`--server-card`).
     pub server_cards: bool,
+    /// Proxies whose `X-Forwarded-For` names the client (the runtimes' `--trusted-proxy`).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Who may reach the servers' pods (their NetworkPolicies).
     pub network: NetworkConfig,
 }
@@ -52,6 +54,7 @@ impl Default for BuildConfig {
             image_pull_policy: None,
             cluster_domain: "cluster.local".into(),
             server_cards: false,
+            trusted_proxies: Vec::new(),
             network: NetworkConfig::default(),
         }
     }
@@ -307,6 +310,25 @@ mod tests {
         assert_eq!(path_names(&server), ["/mcp", "/sse", "/messages"]);
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--public-url".to_owned()));
+    }
+
+    #[test]
+    fn trusted_proxies_reach_every_runtime_and_none_by_default() {
+        let server = weather();
+        let accepted = validate(&server).unwrap();
+        let plain = runtime_args(&build(&server));
+        assert!(!plain.contains(&"--trusted-proxy".to_owned()), "{plain:?}");
+        let config = BuildConfig {
+            trusted_proxies: vec!["10.244.0.0/16".parse().unwrap(), "fd00::/8".parse().unwrap()],
+            ..BuildConfig::default()
+        };
+        let built = children(&server, &accepted.manifest_yaml, &accepted.hash, &config);
+        let args = runtime_args(&built);
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--trusted-proxy", "10.244.0.0/16,fd00::/8"]),
+            "{args:?}"
+        );
     }
 
     #[test]

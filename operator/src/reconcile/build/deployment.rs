@@ -265,6 +265,10 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
     // Replicas reach each other on the MCP port at their pod IPs: a legacy session's requests
     // are forwarded to the replica holding it (the kubelet expands the variable).
     flag("--advertise-address", format!("$({POD_IP_VAR})"));
+    if !config.trusted_proxies.is_empty() {
+        let proxies: Vec<String> = config.trusted_proxies.iter().map(ToString::to_string).collect();
+        flag("--trusted-proxy", proxies.join(","));
+    }
     if let Some(sessions) = &spec.sessions {
         if let Some(timeout) = &sessions.idle_timeout {
             flag("--session-idle-timeout", timeout.clone());
