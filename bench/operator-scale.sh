@@ -23,7 +23,8 @@
 #
 # Usage: bench/operator-scale.sh
 # Environment: SCALE_N ("1000 5000"), SCALE_TIMEOUT (1200 s per wait), MCP_OPERATOR_BIN (default:
-# built from this workspace, release), KUBE_MCP_TEST_RUN (/tmp/kube-mcp-scale), BENCH_OUT.
+# built from this workspace, release), KUBE_MCP_TEST_RUN (/tmp/kube-mcp-scale), BENCH_OUT,
+# SCALE_LOG_LEVEL (the operators' --log-level, warn; info logs every status change).
 # I/O: a control plane of its own under $KUBE_MCP_TEST_RUN, stopped on exit; two operator
 # processes and the pod simulator, local, on 127.0.0.1, stopped by their PIDs.
 set -euo pipefail
@@ -108,7 +109,7 @@ fresh_cluster() {
 start_operator() {
   KUBECONFIG=$WORK/operator.kubeconfig POD_NAMESPACE=$SYSTEM_NS POD_NAME=$1 \
     "$OPERATOR_BIN" run --lease-name "$LEASE" --admin-listen "127.0.0.1:$2" \
-    --runtime-image ghcr.io/kube-mcp/kube-mcp:bench --log-format json --log-level warn \
+    --runtime-image ghcr.io/kube-mcp/kube-mcp:bench --log-format json --log-level "${SCALE_LOG_LEVEL:-warn}" \
     >>"$WORK/$1.log" 2>&1 &
   echo $!
 }
@@ -128,6 +129,7 @@ audit() { # audit FROM [TO] -> "verb resource" lines
 }
 writes_of() { grep -E '^(create|update|patch|delete|deletecollection) ' | grep -vc ' leases$' || true; }
 leases_of() { grep -c ' leases$' || true; }
+events_of() { grep -Ec '^create events$' || true; }
 requests_of() { grep -vc ' leases$' || true; }
 
 # The server-side table (printer columns: NAME READY VERIFIED ...): cheap even for thousands.
@@ -164,7 +166,7 @@ run_size() {
   wait_ready "$port_a"
   for _ in $(seq 100); do leads "$port_a" && break; sleep 0.2; done
   sleep 2 # watches established
-  local rss_idle t_apply apply_s t0 converge_s rss_end reconciles writes requests leases
+  local rss_idle t_apply apply_s t0 converge_s rss_end reconciles writes events requests leases
   rss_idle=$(rss_kib "$LEADER_PID")
   PEAK=$rss_idle
   t_apply=$(now)
@@ -184,6 +186,7 @@ run_size() {
   reconciles=$(metric "$port_a" mcp_operator_reconciles_total)
   audit "${t_apply%.*}" >"$WORK/apply-$N.txt"
   writes=$(writes_of <"$WORK/apply-$N.txt")
+  events=$(events_of <"$WORK/apply-$N.txt")
   requests=$(requests_of <"$WORK/apply-$N.txt")
   log "N=$N: converged; 60 s idle window"
   local quiet_from quiet quiet_leases
@@ -241,6 +244,7 @@ run_size() {
   printf -v "R_rss_$N" %s "$(mib "$rss_idle") / $(mib "$PEAK") / $(mib "$rss_end")"
   printf -v "R_reconciles_$N" %s "$(awk -v r="$reconciles" -v n="$N" 'BEGIN {printf "%.2f", r / n}') ($reconciles)"
   printf -v "R_writes_$N" %s "$(awk -v w="$writes" -v n="$N" 'BEGIN {printf "%.2f", w / n}') ($writes)"
+  printf -v "R_objects_$N" %s "$(awk -v w="$((writes - events))" -v n="$N" 'BEGIN {printf "%.2f", w / n}') / $(awk -v w="$events" -v n="$N" 'BEGIN {printf "%.2f", w / n}')"
   printf -v "R_requests_$N" %s "$(awk -v w="$requests" -v n="$N" 'BEGIN {printf "%.2f", w / n}') ($requests)"
   printf -v "R_quiet_$N" %s "$quiet (plus $quiet_leases Lease requests)"
   printf -v "R_takeover_$N" %s "$takeover_s"
@@ -292,6 +296,7 @@ $(row "converged after the apply finished, s (every server Ready and Verified=Fa
 $(row "operator RSS idle / peak / after, MiB (goal < 256)" rss)
 $(row "reconciles per server (goal <= 1.2)" reconciles)
 $(row "API writes per server, Lease renewals aside (goal <= 6)" writes)
+$(row "of which: to objects (children, status) / Events, per server" objects)
 $(row "API requests per server, Lease renewals aside" requests)
 $(row "API requests in the 60 s after convergence (goal 0)" quiet)
 $(row "leader change: standby leads after SIGTERM to the leader, s" takeover)

@@ -11,6 +11,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// jemalloc instead of glibc's allocator, as in the runtime: reconciles run on every worker
+/// thread and free what they built (a parsed declaration is tens of KiB), which glibc keeps in
+/// per-thread arenas; jemalloc returns it.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(version, about = "Runs MCPServer resources as mcp-runtime servers")]
 struct Cli {

@@ -2,7 +2,7 @@
 //! clocks of its own (callers pass `now`), so every rule is a plain test.
 //!
 //! A pod is asked when it becomes Ready or changes IP, when the operator expects a new
-//! declaration hash of its server, after a failure (backoff 1 s doubling to 5 min), while it
+//! declaration hash of its server, after a failure (backoff 250 ms doubling to 5 min), while it
 //! still serves another hash than the expected one (2 s doubling to 1 min), and otherwise on a
 //! slow re-check (5 min). Every wait is jittered by +-20 % so pods started together spread out.
 
@@ -15,9 +15,12 @@ use std::time::{Duration, Instant};
 /// Re-check of a pod that serves the expected declaration.
 pub const RECHECK: Duration = Duration::from_secs(300);
 /// First wait after a failed question; doubles per failure in a row, up to [`MAX_BACKOFF`].
-/// Short, so that an unreachable pod is known as such ([`UNREACHABLE_AFTER`]) about when its
-/// Deployment reports it available: both land in one reconcile and one status write.
-pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// Short, so that an unreachable pod is known as such ([`UNREACHABLE_AFTER`]) before its
+/// Deployment reports it available (the ReplicaSet and Deployment controllers each write once
+/// after the pod turns Ready), well inside the controller's debounce: both land in one reconcile
+/// and one status write. With 1 s, 45 % of 1,000 new unreachable servers took a status write
+/// more (bench/results/2026-12-02-operator-scale.md).
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// Longest wait after failures.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// First wait for a pod that still serves another hash (a ConfigMap update takes up to about a
@@ -406,12 +409,9 @@ mod tests {
             news,
             [false, true, false, false, false, false, false, false]
         );
-        let nominal = [1, 2, 4, 8, 16, 32, 64, 128];
-        for (wait, secs) in waits.iter().zip(nominal) {
-            assert!(
-                in_range(*wait, Duration::from_secs(secs)),
-                "{wait:?} vs {secs}"
-            );
+        for (times, wait) in waits.iter().enumerate() {
+            let nominal = FIRST_BACKOFF * (1 << times);
+            assert!(in_range(*wait, nominal), "{wait:?} vs {nominal:?}");
         }
         let view = s.view(&server());
         assert_eq!(view.pods[0].failures, 8);
