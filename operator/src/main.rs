@@ -83,7 +83,12 @@ struct RunArgs {
     /// network (CIDRs, repeatable or comma-separated): every runtime gets it as
     /// `--trusted-proxy`, so that its per-client shares count each client behind the proxy
     /// apart. Default: none (all clients of a proxy share one client's shares).
-    #[arg(long, env = "MCP_OPERATOR_RUNTIME_TRUSTED_PROXY", value_name = "CIDR", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_RUNTIME_TRUSTED_PROXY",
+        value_name = "CIDR",
+        value_delimiter = ','
+    )]
     runtime_trusted_proxy: Vec<ipnet::IpNet>,
     /// Namespace whose pods may scrape the admin port (repeatable, or comma-separated).
     #[arg(

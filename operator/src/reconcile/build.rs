@@ -319,7 +319,10 @@ mod tests {
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--trusted-proxy".to_owned()), "{plain:?}");
         let config = BuildConfig {
-            trusted_proxies: vec!["10.244.0.0/16".parse().unwrap(), "fd00::/8".parse().unwrap()],
+            trusted_proxies: vec![
+                "10.244.0.0/16".parse().unwrap(),
+                "fd00::/8".parse().unwrap(),
+            ],
             ..BuildConfig::default()
         };
         let built = children(&server, &accepted.manifest_yaml, &accepted.hash, &config);

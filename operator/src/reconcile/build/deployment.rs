@@ -266,7 +266,11 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
     // are forwarded to the replica holding it (the kubelet expands the variable).
     flag("--advertise-address", format!("$({POD_IP_VAR})"));
     if !config.trusted_proxies.is_empty() {
-        let proxies: Vec<String> = config.trusted_proxies.iter().map(ToString::to_string).collect();
+        let proxies: Vec<String> = config
+            .trusted_proxies
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         flag("--trusted-proxy", proxies.join(","));
     }
     if let Some(sessions) = &spec.sessions {
