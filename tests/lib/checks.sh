@@ -14,7 +14,14 @@ check() {
   else
     FAILED=$((FAILED + 1))
     echo "not ok - $name"
-    sed 's/^/    /' "$CHECK_LOG" | tail -n 40
+    # The head says why (a panic's message comes before its backtrace), the tail where it ended.
+    if (($(wc -l <"$CHECK_LOG") > 60)); then
+      head -n 20 "$CHECK_LOG" | sed 's/^/    /'
+      echo "    ..."
+      tail -n 40 "$CHECK_LOG" | sed 's/^/    /'
+    else
+      sed 's/^/    /' "$CHECK_LOG"
+    fi
   fi
 }
 
