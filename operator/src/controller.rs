@@ -15,10 +15,10 @@ use crate::reconcile::build::{
     GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, MANAGED_BY, SERVER_LABEL,
 };
 use crate::reconcile::cache::Stores;
+use crate::reconcile::cached_server::CachedServer;
 use crate::reconcile::host_claims;
 use crate::reconcile::memory::{Memory, fingerprint};
 use crate::reconcile::{Context, error_chain, error_policy, exposed, pods, reconcile, status};
-use crate::resource::MCPServer;
 use crate::verifier::{self, Verifier};
 use changes::{Filter, changes};
 use futures_util::StreamExt as _;
@@ -227,7 +227,7 @@ pub async fn run(
     stop: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let (servers, server_events) = {
-        let (reader, writer) = reflector::store::<MCPServer>();
+        let (reader, writer) = reflector::store::<CachedServer>();
         let config = watcher::Config::default().any_semantic();
         let stream = watch_events(&client, namespaces, &config, &reader)
             .modify(strip::server)
@@ -305,14 +305,14 @@ pub async fn run(
         server_events,
         Filter {
             // Status writes (the operator's own) do not change the generation.
-            key: |server: &MCPServer| {
+            key: |server: &CachedServer| {
                 let mut hasher = std::collections::hash_map::DefaultHasher::new();
                 (server.metadata.generation, server.uid()).hash(&mut hasher);
                 hasher.finish()
             },
-            echo: |_: &MCPServer| false,
+            echo: |_: &CachedServer| false,
             baseline: None,
-            on_delete: move |server: &MCPServer| {
+            on_delete: move |server: &CachedServer| {
                 forget.forget_server(&server.uid().unwrap_or_default());
                 // Reconciles are not called for deleted servers; their series go here.
                 metrics.forget_server(&server.namespace().unwrap_or_default(), &server.name_any());

@@ -28,6 +28,7 @@ const REASONS: &[&str] = &[
     "Compiled",
     "InvalidDeclaration",
     "HostConflict",
+    "Unparseable",
     // Ready
     "Available",
     "Creating",

@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod build;
 pub mod cache;
+pub mod cached_server;
 pub mod exposed;
 pub mod host_claims;
 pub mod memory;
@@ -19,12 +20,14 @@ use apply::{ApplyError, FIELD_MANAGER, Target};
 use build::SERVER_LABEL;
 use cache::Child as _;
 use cache::Stores;
+use cached_server::CachedServer;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Client, Resource, ResourceExt};
+use mcp_declaration::FieldError;
 use memory::Memory;
 use rand::Rng as _;
 use status::{Observation, State, Transition};
@@ -135,9 +138,22 @@ fn resync() -> Duration {
 const CONFLICT_RECHECK: Duration = Duration::from_secs(60);
 
 /// Reconciles one server; the controller calls this on every change of it or its children.
-pub async fn reconcile(server: Arc<MCPServer>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// A server whose spec this operator cannot read is refused as `Unparseable` (its children are
+/// left as they are); it never stops the others.
+pub async fn reconcile(cached: Arc<CachedServer>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
-    let result = reconcile_inner(&server, &ctx).await;
+    let (server, unreadable) = match cached.parse() {
+        Ok(server) => (server, None),
+        Err(error) => {
+            let server = MCPServer {
+                metadata: cached.metadata.clone(),
+                spec: Default::default(),
+                status: cached.status.clone(),
+            };
+            (server, Some(error))
+        }
+    };
+    let result = reconcile_inner(&server, unreadable, &ctx).await;
     ctx.metrics
         .observe_reconcile(started.elapsed(), result.as_ref().err().map(Error::kind));
     if result.is_ok()
@@ -149,17 +165,17 @@ pub async fn reconcile(server: Arc<MCPServer>, ctx: Arc<Context>) -> Result<Acti
 }
 
 /// Backoff after a failed reconcile: 5 s, doubling per consecutive failure, at most 5 minutes.
-pub fn error_policy(server: Arc<MCPServer>, error: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy(server: Arc<CachedServer>, error: &Error, ctx: Arc<Context>) -> Action {
     let failures = ctx
         .failures
         .lock()
         .map(|mut failures| {
-            let count = failures.entry(key(&server)).or_insert(0);
+            let count = failures.entry(key(server.as_ref())).or_insert(0);
             *count = count.saturating_add(1);
             *count
         })
         .unwrap_or(1);
-    tracing::warn!(server = %key(&server), failures, error = %error_chain(error), "reconcile failed");
+    tracing::warn!(server = %key(server.as_ref()), failures, error = %error_chain(error), "reconcile failed");
     Action::requeue(backoff(failures))
 }
 
@@ -168,15 +184,21 @@ fn backoff(failures: u32) -> Duration {
     Duration::from_secs(seconds.min(300))
 }
 
-fn key(server: &MCPServer) -> String {
+fn key(server: &impl Resource) -> String {
     format!(
         "{}/{}",
-        server.namespace().unwrap_or_default(),
-        server.name_any()
+        server.meta().namespace.as_deref().unwrap_or_default(),
+        server.meta().name.as_deref().unwrap_or_default()
     )
 }
 
-async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Error> {
+/// One reconcile of `server`; `unreadable` is why its spec could not be read (`server` then
+/// has an empty spec and is refused).
+async fn reconcile_inner(
+    server: &MCPServer,
+    unreadable: Option<FieldError>,
+    ctx: &Context,
+) -> Result<Action, Error> {
     let name = server.name_any();
     let namespace = server
         .namespace()
@@ -191,7 +213,12 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         .status(&uid)
         .or_else(|| server.status.clone())
         .unwrap_or_default();
-    if let Some(status) = crate::suspend::status(&old, server, &Time(jiff::Timestamp::now())) {
+    // An unreadable spec is refused, whatever its `suspend` says.
+    let suspended = unreadable
+        .is_none()
+        .then(|| crate::suspend::status(&old, server, &Time(jiff::Timestamp::now())))
+        .flatten();
+    if let Some(status) = suspended {
         if status != old || server.status.is_none() {
             write_status(ctx, &namespace, &name, &status).await?;
             ctx.memory.remember_status(&uid, status);
@@ -199,8 +226,10 @@ async fn reconcile_inner(server: &MCPServer, ctx: &Context) -> Result<Action, Er
         return Ok(Action::await_change());
     }
     let step = Instant::now();
-    let verdict = validate::validate(server);
-    let verdict = host_claims::check(server, &ctx.stores.servers, verdict);
+    let verdict = match unreadable {
+        None => host_claims::check(server, &ctx.stores.servers, validate::validate(server)),
+        Some(error) => Err(validate::Refused::unparseable(error)),
+    };
     ctx.metrics.observe_step("validate", step.elapsed());
     let url = build::url(server, &ctx.config);
     let mut apply_error = None;
@@ -419,7 +448,16 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 pub(crate) mod test_support {
+    use super::cached_server::CachedServer;
     use crate::resource::MCPServer;
+
+    /// `server` as the watch delivers it, compacted as the controller caches it.
+    pub fn cached(server: &MCPServer) -> CachedServer {
+        let mut cached: CachedServer =
+            serde_json::from_value(serde_json::to_value(server).unwrap()).unwrap();
+        cached.compact();
+        cached
+    }
 
     /// An `MCPServer` from inline YAML; `apiVersion` and `kind` are added.
     pub fn server(yaml: &str) -> MCPServer {

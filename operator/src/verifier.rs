@@ -9,7 +9,7 @@ pub mod report;
 pub mod schedule;
 
 use crate::metrics::Metrics;
-use crate::resource::MCPServer;
+use crate::reconcile::cached_server::CachedServer;
 use futures_util::Stream;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -184,7 +184,7 @@ impl Verifier {
     /// changed to `changes` (the controller's trigger), until `stop`.
     pub async fn run(
         self: Arc<Self>,
-        changes: mpsc::Sender<ObjectRef<MCPServer>>,
+        changes: mpsc::Sender<ObjectRef<CachedServer>>,
         stop: CancellationToken,
     ) {
         tokio::join!(self.clone().ask(stop.clone()), self.forward(changes, stop));
@@ -244,7 +244,7 @@ impl Verifier {
     /// full (a server changed twice meanwhile is sent once).
     async fn forward(
         self: Arc<Self>,
-        tx: mpsc::Sender<ObjectRef<MCPServer>>,
+        tx: mpsc::Sender<ObjectRef<CachedServer>>,
         stop: CancellationToken,
     ) {
         loop {
@@ -270,15 +270,15 @@ impl Verifier {
 
 /// The servers whose answers changed, as a stream for the controller.
 pub fn changes(
-    rx: mpsc::Receiver<ObjectRef<MCPServer>>,
-) -> impl Stream<Item = ObjectRef<MCPServer>> + Send + 'static {
+    rx: mpsc::Receiver<ObjectRef<CachedServer>>,
+) -> impl Stream<Item = ObjectRef<CachedServer>> + Send + 'static {
     tokio_stream::wrappers::ReceiverStream::new(rx)
 }
 
 /// A channel for [`Verifier::run`] and [`changes`], bounded: the verifier waits when it is full.
 pub fn channel() -> (
-    mpsc::Sender<ObjectRef<MCPServer>>,
-    mpsc::Receiver<ObjectRef<MCPServer>>,
+    mpsc::Sender<ObjectRef<CachedServer>>,
+    mpsc::Receiver<ObjectRef<CachedServer>>,
 ) {
     mpsc::channel(QUEUE)
 }

@@ -1,11 +1,12 @@
 //! What the watch caches keep of each object: only what the operator reads, so that thousands of
 //! servers fit in a small pod. Deployments lose their pod template (the operator reads replicas
 //! and status), pods keep their labels, Ready and container states, IP and the container
-//! ports (for the verifier), ingresses and routes their status, servers their spec and status
-//! without `kubectl apply`'s copy of the whole spec. Managed fields go everywhere. Pure.
+//! ports (for the verifier), ingresses and routes their status, servers their spec (as text, see
+//! `cached_server.rs`) and status without `kubectl apply`'s copy of the whole spec. Managed fields
+//! go everywhere. Pure.
 
 use super::super::reconcile::build::HttpRoute;
-use crate::resource::MCPServer;
+use crate::reconcile::cached_server::CachedServer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec, PodStatus};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -19,12 +20,13 @@ pub fn metadata<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
-/// A server without `kubectl apply`'s copy of its spec.
-pub fn server(server: &mut MCPServer) {
+/// A server without `kubectl apply`'s copy of its spec, with its host claim computed.
+pub fn server(server: &mut CachedServer) {
     metadata(server);
     if let Some(annotations) = &mut server.metadata.annotations {
         annotations.remove(LAST_APPLIED);
     }
+    server.compact();
 }
 
 /// A Deployment without its pod template (what the operator wants of it is rebuilt from the
@@ -181,7 +183,7 @@ mod tests {
 
     #[test]
     fn a_stripped_server_loses_only_the_last_applied_copy() {
-        let mut s = crate::reconcile::test_support::server(
+        let full = crate::reconcile::test_support::server(
             "
             metadata:
               name: s
@@ -191,9 +193,10 @@ mod tests {
               tools: [{name: hi, content: [{type: text, text: hi}]}]
             ",
         );
-        let spec = s.spec.clone();
+        let mut s: CachedServer =
+            serde_json::from_value(serde_json::to_value(&full).unwrap()).unwrap();
         server(&mut s);
-        assert_eq!(s.spec, spec);
+        assert_eq!(s.parse().unwrap().spec, full.spec);
         assert_eq!(
             s.metadata.annotations.unwrap().keys().collect::<Vec<_>>(),
             ["keep"]

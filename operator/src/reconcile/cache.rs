@@ -6,7 +6,7 @@
 //! without what the operator never reads (`controller.rs` strips them). No I/O.
 
 use super::build::HttpRoute;
-use crate::resource::MCPServer;
+use super::cached_server::CachedServer;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
@@ -40,7 +40,7 @@ pub struct Stores {
     /// The servers' pods.
     pub pods: Store<Pod>,
     /// Every watched server.
-    pub servers: Store<MCPServer>,
+    pub servers: Store<CachedServer>,
 }
 
 /// A kind of child the operator applies: how to find its store.

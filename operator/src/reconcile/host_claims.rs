@@ -1,15 +1,18 @@
 //! Host and path claims between `MCPServer`s: two servers exposed on the same host and path
 //! prefix would share (and fight over) one route, possibly across namespaces and teams. The
 //! older claim wins; the newer is refused with `HostConflict` naming the other server. Decided
-//! from the controller's cache of servers, so it costs no API call. Pure, except [`requeue`],
-//! which gives the controller the servers to look at again when a claim may have been released.
+//! from the controller's cache of servers, where each server's claim is computed once when it is
+//! cached, so it costs no API call and no parsing. Pure, except [`requeue`], which gives the
+//! controller the servers to look at again when a claim may have been released.
 
 use crate::reconcile::build::{BuildConfig, public_endpoint, url};
+use crate::reconcile::cached_server::CachedServer;
 use crate::reconcile::validate::{Accepted, RefusalReason, Refused};
 use crate::resource::MCPServer;
 use futures_util::Stream;
-use kube::ResourceExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt};
 use mcp_declaration::FieldError;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -27,6 +30,9 @@ pub struct Claim {
     pub host: String,
     /// Path prefix, `/` at the root.
     pub path: String,
+    /// The URL status reports while the server serves the claim (the cluster domain plays no
+    /// part in an external URL).
+    pub url: String,
 }
 
 /// The claim of `server`, when it is exposed outside the cluster.
@@ -36,56 +42,69 @@ pub fn claim(server: &MCPServer) -> Option<Claim> {
         field: endpoint.field,
         host: endpoint.host.to_ascii_lowercase(),
         path: endpoint.prefix.unwrap_or("/").to_owned(),
+        url: url(server, &BuildConfig::default()),
     })
 }
 
 /// Order of precedence between two claims of the same route: a server already serving it (its
 /// status URL is the claimed one) first, then the older object; namespace and name break ties,
 /// so every reconcile decides the same way.
-fn precedence(server: &MCPServer) -> (bool, Option<jiff::Timestamp>, String, String) {
-    let serving =
-        server.status.as_ref().and_then(|s| s.url.as_deref()) == Some(claimed_url(server).as_str());
+fn precedence<'a>(
+    claim: &Claim,
+    meta: &'a ObjectMeta,
+    status_url: Option<&str>,
+) -> (bool, Option<jiff::Timestamp>, &'a str, &'a str) {
     (
-        !serving,
-        server.metadata.creation_timestamp.as_ref().map(|t| t.0),
-        server.namespace().unwrap_or_default(),
-        server.name_any(),
+        status_url != Some(claim.url.as_str()),
+        meta.creation_timestamp.as_ref().map(|t| t.0),
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
     )
 }
 
-/// The URL status reports for the claim (the cluster domain plays no part in an external URL).
-fn claimed_url(server: &MCPServer) -> String {
-    url(server, &BuildConfig::default())
+/// The precedence of a cached server's claim.
+fn cached_precedence(other: &CachedServer) -> Option<(bool, Option<jiff::Timestamp>, &str, &str)> {
+    let claim = other.claim.as_ref()?;
+    let status_url = other.status.as_ref().and_then(|s| s.url.as_deref());
+    Some(precedence(claim, &other.metadata, status_url))
 }
 
 /// The server whose claim beats `server`'s on the same host and path, if any.
 pub fn winner<'a>(
     server: &MCPServer,
-    others: impl IntoIterator<Item = &'a MCPServer>,
-) -> Option<&'a MCPServer> {
+    others: impl IntoIterator<Item = &'a CachedServer>,
+) -> Option<&'a CachedServer> {
     let mine = claim(server)?;
-    let my_rank = precedence(server);
+    let my_rank = precedence(
+        &mine,
+        &server.metadata,
+        server.status.as_ref().and_then(|s| s.url.as_deref()),
+    );
     others
         .into_iter()
         .filter(|other| {
             other.metadata.deletion_timestamp.is_none()
-                && !(other.namespace() == server.namespace()
-                    && other.name_any() == server.name_any())
-                && claim(other)
+                && !(other.metadata.namespace == server.metadata.namespace
+                    && other.metadata.name == server.metadata.name)
+                && other
+                    .claim
+                    .as_ref()
                     .is_some_and(|theirs| theirs.host == mine.host && theirs.path == mine.path)
         })
-        .min_by_key(|other| precedence(other))
-        .filter(|other| precedence(other) < my_rank)
+        .filter_map(|other| Some((cached_precedence(other)?, other)))
+        .min_by(|(a, _), (b, _)| a.cmp(b))
+        .filter(|(rank, _)| *rank < my_rank)
+        .map(|(_, other)| other)
 }
 
 /// The validate verdict, refused with `HostConflict` when an older claim holds the route.
 pub fn check(
     server: &MCPServer,
-    store: &Store<MCPServer>,
+    store: &Store<CachedServer>,
     verdict: Result<Accepted, Refused>,
 ) -> Result<Accepted, Refused> {
     let accepted = verdict?;
-    let all: Vec<Arc<MCPServer>> = store.state();
+    let all: Vec<Arc<CachedServer>> = store.state();
     let Some(other) = winner(server, all.iter().map(Arc::as_ref)) else {
         return Ok(accepted);
     };
@@ -110,7 +129,7 @@ pub fn check(
 
 /// Servers to look at again when `changed` changed or was deleted: every server refused for a
 /// host conflict, since `changed` may have released the route it waits for.
-pub fn waiting(store: &Store<MCPServer>, changed_uid: &str) -> Vec<ObjectRef<MCPServer>> {
+pub fn waiting(store: &Store<CachedServer>, changed_uid: &str) -> Vec<ObjectRef<CachedServer>> {
     store
         .state()
         .iter()
@@ -130,10 +149,10 @@ pub fn waiting(store: &Store<MCPServer>, changed_uid: &str) -> Vec<ObjectRef<MCP
 /// look at again because of them: those waiting for a route, read from `store` when the change
 /// is taken off the queue.
 pub fn requeue(
-    store: Store<MCPServer>,
+    store: Store<CachedServer>,
 ) -> (
     mpsc::Sender<String>,
-    impl Stream<Item = ObjectRef<MCPServer>> + Send + 'static,
+    impl Stream<Item = ObjectRef<CachedServer>> + Send + 'static,
 ) {
     let (sender, receiver) = mpsc::channel::<String>(QUEUE);
     let stream = futures_util::stream::unfold(receiver, move |mut receiver| {
@@ -147,8 +166,8 @@ pub fn requeue(
 }
 
 /// Queues `server` as changed or deleted, for [`requeue`]; a full queue drops it.
-pub fn changed(queue: &mpsc::Sender<String>, server: &MCPServer) {
-    released(queue, &server.uid().unwrap_or_default());
+pub fn changed(queue: &mpsc::Sender<String>, server: &impl Resource) {
+    released(queue, server.meta().uid.as_deref().unwrap_or_default());
 }
 
 /// [`changed`] for a server known only by its UID (deleted while the watch was behind).
@@ -161,7 +180,11 @@ pub fn released(queue: &mpsc::Sender<String>, uid: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::test_support::server;
+    use crate::reconcile::test_support::{cached, server};
+
+    fn cache(servers: &[MCPServer]) -> Vec<CachedServer> {
+        servers.iter().map(cached).collect()
+    }
 
     fn exposed(name: &str, namespace: &str, created: &str, host: &str, path: &str) -> MCPServer {
         server(&format!(
@@ -192,10 +215,10 @@ mod tests {
         );
         let all = [old.clone(), new.clone()];
         assert_eq!(
-            winner(&new, &all).map(ResourceExt::name_any),
+            winner(&new, &cache(&all)).map(ResourceExt::name_any),
             Some("a".into())
         );
-        assert!(winner(&old, &all).is_none());
+        assert!(winner(&old, &cache(&all)).is_none());
     }
 
     #[test]
@@ -204,8 +227,8 @@ mod tests {
         let path = exposed("b", "t", "2026-02-01T00:00:00Z", "mcp.example.com", "/y");
         let host = exposed("c", "t", "2026-02-01T00:00:00Z", "other.example.com", "/x");
         let all = [old, path.clone(), host.clone()];
-        assert!(winner(&path, &all).is_none());
-        assert!(winner(&host, &all).is_none());
+        assert!(winner(&path, &cache(&all)).is_none());
+        assert!(winner(&host, &cache(&all)).is_none());
     }
 
     #[test]
@@ -219,10 +242,10 @@ mod tests {
         });
         let all = [a.clone(), b.clone()];
         assert_eq!(
-            winner(&a, &all).map(ResourceExt::name_any),
+            winner(&a, &cache(&all)).map(ResourceExt::name_any),
             Some("b".into())
         );
-        assert!(winner(&b, &all).is_none());
+        assert!(winner(&b, &cache(&all)).is_none());
     }
 
     #[test]
@@ -240,7 +263,7 @@ mod tests {
         assert_eq!(claim(&gateway).unwrap().field, "spec.gateway");
         let all = [ingress, gateway.clone()];
         assert_eq!(
-            winner(&gateway, &all).map(ResourceExt::name_any),
+            winner(&gateway, &cache(&all)).map(ResourceExt::name_any),
             Some("a".into())
         );
     }
@@ -250,6 +273,6 @@ mod tests {
         let mut old = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/x");
         old.metadata.deletion_timestamp = old.metadata.creation_timestamp.clone();
         let new = exposed("b", "t", "2026-02-01T00:00:00Z", "mcp.example.com", "/x");
-        assert!(winner(&new, &[old, new.clone()]).is_none());
+        assert!(winner(&new, &cache(&[old, new.clone()])).is_none());
     }
 }

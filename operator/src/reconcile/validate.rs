@@ -45,6 +45,9 @@ pub enum RefusalReason {
     InvalidDeclaration,
     /// An older `MCPServer` already claims the same host and path.
     HostConflict,
+    /// The object has a field or value this operator does not know (written under a newer
+    /// CRD): it is not served with that field dropped.
+    Unparseable,
 }
 
 impl RefusalReason {
@@ -53,6 +56,7 @@ impl RefusalReason {
         match self {
             Self::InvalidDeclaration => "InvalidDeclaration",
             Self::HostConflict => "HostConflict",
+            Self::Unparseable => "Unparseable",
         }
     }
 }
@@ -65,6 +69,14 @@ pub const MAX_MANIFEST_BYTES: usize = 1_000_000;
 const MAX_QUOTED_ERRORS: usize = 8;
 
 impl Refused {
+    /// An object this operator cannot read, at the field it stopped on.
+    pub fn unparseable(error: FieldError) -> Self {
+        Self {
+            errors: vec![error],
+            reason: RefusalReason::Unparseable,
+        }
+    }
+
     /// A declaration the runtime would refuse.
     pub fn invalid(errors: Vec<FieldError>) -> Self {
         Self {

@@ -3,6 +3,7 @@
 //! the registry. I/O: it watches the API server until shutdown.
 
 use super::catalog::Catalog;
+use crate::reconcile::cached_server::CachedServer;
 use crate::resource::MCPServer;
 use futures_util::StreamExt as _;
 use jiff::Timestamp;
@@ -28,7 +29,8 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let streams = scopes(namespaces).into_iter().map(|scope| {
-        let api: Api<MCPServer> = match &scope {
+        // Read object by object: one this operator cannot parse is left out alone.
+        let api: Api<CachedServer> = match &scope {
             Some(namespace) => Api::namespaced(client.clone(), namespace),
             None => Api::all(client.clone()),
         };
@@ -57,14 +59,28 @@ pub async fn run(
         match event {
             watcher::Event::Init => catalog.list_started(scope),
             watcher::Event::InitApply(server) | watcher::Event::Apply(server) => {
-                catalog.apply(scope, &server, now);
+                match server.parse() {
+                    Ok(server) => catalog.apply(scope, &server, now),
+                    Err(error) => tracing::warn!(
+                        server = %format!("{}/{}", server.metadata.namespace.as_deref().unwrap_or_default(), server.metadata.name.as_deref().unwrap_or_default()),
+                        %error,
+                        "an MCPServer this operator cannot read is not published"
+                    ),
+                }
             }
             watcher::Event::InitDone => {
                 catalog.list_done(scope, now);
                 let (live, buried) = catalog.counts();
                 tracing::debug!(live, buried, "registry catalog listed");
             }
-            watcher::Event::Delete(server) => catalog.delete(&server, now),
+            watcher::Event::Delete(server) => catalog.delete(
+                &MCPServer {
+                    metadata: server.metadata,
+                    spec: Default::default(),
+                    status: server.status,
+                },
+                now,
+            ),
         }
     }
 }

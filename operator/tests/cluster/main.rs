@@ -16,4 +16,5 @@
 mod exposed;
 mod pods;
 mod support;
+mod unreadable;
 mod verified;

@@ -37,7 +37,7 @@ pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
-pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest};
+pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest, spec_from_value};
 pub use resource_uri::{UriTemplate, canonical as canonical_uri};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use stamp::{

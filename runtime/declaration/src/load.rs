@@ -5,6 +5,7 @@
 use super::stamp::{API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, valid_hash};
 use super::types::Declaration;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -132,21 +133,27 @@ pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadErr
 
 /// Deserializes a declaration, naming the path of the first wrong or unknown field.
 pub(crate) fn declaration_from_value(spec: Value) -> Result<Declaration, LoadError> {
+    spec_from_value(spec)
+}
+
+/// Deserializes (part of) an `MCPServer` spec, naming the path of the first wrong or unknown
+/// field as `spec.…`: an unknown field is an error, never dropped (it may be a typo, or a field
+/// of a newer version whose meaning this one would silently lose).
+pub fn spec_from_value<T: DeserializeOwned>(spec: Value) -> Result<T, LoadError> {
     let mut unknown = Vec::new();
     let mut record = |path: serde_ignored::Path| unknown.push(ignored_path(&path));
     let tracked = serde_ignored::Deserializer::new(spec, &mut record);
-    let declaration: Declaration =
-        serde_path_to_error::deserialize(tracked).map_err(|err| LoadError::Shape {
-            path: spec_path(&err.path().to_string()),
-            message: err.into_inner().to_string(),
-        })?;
+    let typed: T = serde_path_to_error::deserialize(tracked).map_err(|err| LoadError::Shape {
+        path: spec_path(&err.path().to_string()),
+        message: err.into_inner().to_string(),
+    })?;
     if let Some(first) = unknown.first() {
         return Err(LoadError::Shape {
             path: spec_path(first),
             message: "unknown field".into(),
         });
     }
-    Ok(declaration)
+    Ok(typed)
 }
 
 /// Writes an ignored field's path in the same form as `serde_path_to_error`: `tools[1].name`.
