@@ -11,8 +11,8 @@ pub use deployment::{
     ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, SECRETS_DIR, SESSION_KEY_DIR, deployment,
 };
 pub use exposure::{
-    PublicEndpoint, endpoint_paths, ingress, path_prefix, pod_disruption_budget, public_endpoint,
-    service, url,
+    PublicEndpoint, endpoint_paths, ingress, metadata_paths, path_prefix, pod_disruption_budget,
+    public_endpoint, service, url,
 };
 pub use meta::{
     MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, pod_selector, selector_labels,

@@ -1,11 +1,14 @@
-//! Host and path claims between `MCPServer`s: two servers exposed on the same host and path
-//! prefix would share (and fight over) one route, possibly across namespaces and teams. The
-//! older claim wins; the newer is refused with `HostConflict` naming the other server. Decided
+//! Host and path claims between `MCPServer`s: two servers exposed on the same host that route a
+//! same path would share (and fight over) it, possibly across namespaces and teams. A claim is
+//! every path a server may route (its endpoints and its OAuth metadata), not only its prefix: a
+//! server under `/mcp` must not answer `/.well-known/oauth-protected-resource/mcp`, the metadata
+//! of the server at the root. The older claim wins; the newer is refused with `HostConflict`
+//! naming the other server and the path. Decided
 //! from the controller's cache of servers, where each server's claim is computed once when it is
 //! cached, so it costs no API call and no parsing. Pure, except [`requeue`], which gives the
 //! controller the servers to look at again when a claim may have been released.
 
-use crate::reconcile::build::{BuildConfig, public_endpoint, url};
+use crate::reconcile::build::{BuildConfig, endpoint_paths, metadata_paths, public_endpoint, url};
 use crate::reconcile::cached_server::CachedServer;
 use crate::reconcile::validate::{Accepted, RefusalReason, Refused};
 use crate::resource::MCPServer;
@@ -21,7 +24,7 @@ use tokio::sync::mpsc;
 /// resync looks at every server again anyway).
 const QUEUE: usize = 1024;
 
-/// What a server claims on the shared ingress or gateway: a host and a path prefix.
+/// What a server claims on the shared ingress or gateway: a host and the paths under it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claim {
     /// Field that declares the claim, for messages.
@@ -30,6 +33,10 @@ pub struct Claim {
     pub host: String,
     /// Path prefix, `/` at the root.
     pub path: String,
+    /// Every exact path the server may route, sorted: its endpoints (the server card's
+    /// included) and its OAuth metadata, whether or not its spec turns them on now (turning
+    /// them on later must not take another server's path).
+    pub routes: Vec<String>,
     /// The URL status reports while the server serves the claim (the cluster domain plays no
     /// part in an external URL).
     pub url: String,
@@ -38,12 +45,28 @@ pub struct Claim {
 /// The claim of `server`, when it is exposed outside the cluster.
 pub fn claim(server: &MCPServer) -> Option<Claim> {
     let endpoint = public_endpoint(server)?;
+    let mut routes = endpoint_paths(endpoint.prefix, true);
+    routes.extend(metadata_paths(endpoint.prefix));
+    routes.sort();
+    routes.dedup();
     Some(Claim {
         field: endpoint.field,
         host: endpoint.host.to_ascii_lowercase(),
         path: endpoint.prefix.unwrap_or("/").to_owned(),
         url: url(server, &BuildConfig::default()),
+        routes,
     })
+}
+
+/// The first path both claims route on the same host, if any.
+fn shared_route<'a>(mine: &'a Claim, theirs: &Claim) -> Option<&'a str> {
+    if mine.host != theirs.host {
+        return None;
+    }
+    mine.routes
+        .iter()
+        .find(|route| theirs.routes.binary_search(route).is_ok())
+        .map(String::as_str)
 }
 
 /// Order of precedence between two claims of the same route: a server already serving it (its
@@ -89,7 +112,7 @@ pub fn winner<'a>(
                 && other
                     .claim
                     .as_ref()
-                    .is_some_and(|theirs| theirs.host == mine.host && theirs.path == mine.path)
+                    .is_some_and(|theirs| shared_route(&mine, theirs).is_some())
         })
         .filter_map(|other| Some((cached_precedence(other)?, other)))
         .min_by(|(a, _), (b, _)| a.cmp(b))
@@ -108,17 +131,17 @@ pub fn check(
     let Some(other) = winner(server, all.iter().map(Arc::as_ref)) else {
         return Ok(accepted);
     };
-    let Some(mine) = claim(server) else {
+    let (Some(mine), Some(theirs)) = (claim(server), other.claim.as_ref()) else {
         return Ok(accepted);
     };
+    let route = shared_route(&mine, theirs).unwrap_or_default();
     Err(Refused {
         errors: vec![FieldError {
             path: mine.field.into(),
             message: format!(
-                "host `{}` path `{}` is already claimed by MCPServer {}/{} (the older claim wins): \
-                 choose another host or path, or remove the other server's claim",
+                "host `{}` path `{route}` is already routed to MCPServer {}/{} (the older claim \
+                 wins): choose another host or path, or remove the other server's claim",
                 mine.host,
-                mine.path,
                 other.namespace().unwrap_or_default(),
                 other.name_any()
             ),
@@ -184,6 +207,23 @@ mod tests {
 
     fn cache(servers: &[MCPServer]) -> Vec<CachedServer> {
         servers.iter().map(cached).collect()
+    }
+
+    /// A controller store holding `servers`.
+    fn store(servers: &[MCPServer]) -> Store<CachedServer> {
+        let (reader, mut writer) = kube::runtime::reflector::store();
+        for server in cache(servers) {
+            writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(server));
+        }
+        reader
+    }
+
+    fn accepted() -> Accepted {
+        Accepted {
+            manifest_yaml: String::new(),
+            counts: Default::default(),
+            hash: "h".into(),
+        }
     }
 
     fn exposed(name: &str, namespace: &str, created: &str, host: &str, path: &str) -> MCPServer {
@@ -266,6 +306,34 @@ mod tests {
             winner(&gateway, &cache(&all)).map(ResourceExt::name_any),
             Some("a".into())
         );
+    }
+
+    #[test]
+    fn a_prefix_that_routes_the_root_servers_metadata_conflicts() {
+        let root = exposed("a", "t", "2026-01-01T00:00:00Z", "mcp.example.com", "/");
+        let under = exposed("b", "u", "2026-02-01T00:00:00Z", "mcp.example.com", "/mcp");
+        let all = [root.clone(), under.clone()];
+        assert_eq!(
+            winner(&under, &cache(&all)).map(ResourceExt::name_any),
+            Some("a".into())
+        );
+        let refused = check(&under, &store(&all), Ok(accepted())).unwrap_err();
+        assert!(
+            refused.errors[0]
+                .message
+                .contains("path `/.well-known/oauth-protected-resource/mcp` is already routed to MCPServer t/a"),
+            "{}",
+            refused.errors[0].message
+        );
+        // A sibling prefix shares nothing.
+        let other = exposed(
+            "c",
+            "u",
+            "2026-02-01T00:00:00Z",
+            "mcp.example.com",
+            "/tools",
+        );
+        assert!(winner(&other, &cache(&[root, other.clone()])).is_none());
     }
 
     #[test]
