@@ -85,6 +85,8 @@ check "helm lint --strict is clean (no errors, warnings or notes)" lint_clean
 check "values.schema.json rejects unknown keys" bash -c "! helm template x '$CHART' --set operator.replica=2 >/dev/null 2>&1"
 kubectl create namespace "$SYSTEM_NS" >/dev/null
 kubectl create namespace "$NS" >/dev/null
+# The platform delegates the host the weather server is exposed on, with TLS (rule hostDelegation).
+kubectl annotate namespace "$NS" kube-mcp.io/hosts=mcp.example.com >/dev/null
 for values in "" "--set operator.watchNamespace=$NS" "--set crds.install=false --set metrics.service.enabled=false"; do
   # shellcheck disable=SC2086
   check "kubectl apply --dry-run=server accepts every rendered object ${values:-(defaults)}" \

@@ -160,7 +160,13 @@ check "refused: Service type LoadBalancer" refused s-lb \
   '{"service": {"type": "LoadBalancer"}}' "spec.service.type" "rule serviceTypes" "LoadBalancer"
 check "refused: a toleration of every taint" refused s-toleration \
   '{"tolerations": [{"operator": "Exists"}]}' "spec.tolerations" "rule tolerations"
-for name in s-secret s-env s-both s-pull s-gateway s-image s-lookalike s-host s-host2 s-annotation s-lb s-toleration; do
+check "refused: TLS for a host while no host is delegated to the namespace" refused s-tls \
+  "{\"ingress\": {\"host\": \"tls.$DOMAIN\", \"tls\": {\"secretName\": \"tls\"}}}" \
+  "spec.ingress.tls" "rule hostDelegation" "no host is delegated to namespace $T1"
+check "refused: a cert-manager issuer annotation (not in the default allow-list)" refused s-issuer \
+  "{\"ingress\": {\"host\": \"a.$DOMAIN\", \"annotations\": {\"cert-manager.io/cluster-issuer\": \"public\"}}}" \
+  "rule ingressAnnotations" "cert-manager.io/cluster-issuer"
+for name in s-secret s-env s-both s-pull s-gateway s-image s-lookalike s-host s-host2 s-annotation s-lb s-toleration s-tls s-issuer; do
   absent "$T1" mcpserver "$name" || { echo "refused $name exists" && FAILED=$((FAILED + 1)); }
 done
 
@@ -177,6 +183,28 @@ check "another user without access to Secret upstream cannot edit that server" b
   "kubectl -n $T1 create rolebinding bob-mcp --role=mcp-author --user=bob >/dev/null &&
    ! kubectl --as bob -n $T1 patch mcpserver allowed --type=merge -p '{\"spec\": {\"title\": \"Bob was here\"}}' 2>$E2E/bob.err;
    cat $E2E/bob.err; grep -q 'rule secrets' $E2E/bob.err"
+
+log "host delegation: the platform annotates the namespace with its hosts"
+kubectl annotate namespace "$T1" "kube-mcp.io/hosts=team1.$DOMAIN" >/dev/null
+# The API server reads namespaces from an informer: allow it a moment.
+check "a host delegated to the namespace may have TLS" eventually 20 as_tenant_apply d-tls \
+  "{\"ingress\": {\"host\": \"mcp.team1.$DOMAIN\", \"tls\": {\"secretName\": \"team1-tls\"}}}"
+check "refused: a host not delegated to the namespace" refused d-other \
+  "{\"ingress\": {\"host\": \"other.$DOMAIN\"}}" "spec.ingress.host" "rule hostDelegation" "delegated are team1.$DOMAIN"
+log "ratcheting: server allowed (host weather.$DOMAIN) is now outside the delegated hosts"
+check "a label on it is still accepted (metadata-only update)" \
+  kubectl --as "$TENANT" -n "$T1" label mcpserver allowed team=one
+check "a finalizer is added and removed (as the garbage collector would)" bash -c "
+  kubectl -n $T1 patch mcpserver allowed --type=merge -p '{\"metadata\": {\"finalizers\": [\"example.com/hold\"]}}' >/dev/null &&
+  kubectl -n $T1 patch mcpserver allowed --type=json -p '[{\"op\": \"remove\", \"path\": \"/metadata/finalizers\"}]' >/dev/null"
+check "a change of its spec is checked, and refused" bash -c "
+  ! kubectl --as $TENANT -n $T1 patch mcpserver allowed --type=merge -p '{\"spec\": {\"title\": \"Changed\"}}' 2>$E2E/ratchet.err;
+  cat $E2E/ratchet.err; grep -q 'rule hostDelegation' $E2E/ratchet.err"
+kubectl -n "$T1" delete mcpserver d-tls >/dev/null
+kubectl annotate namespace "$T1" kube-mcp.io/hosts- >/dev/null
+check "without the annotation, a host without TLS is accepted again" eventually 20 bash -c \
+  "kubectl --as $TENANT -n $T1 patch mcpserver allowed --type=merge -p '{\"spec\": {\"title\": \"Allowed again\"}}' >/dev/null"
+absent "$T1" mcpserver d-other || { echo "refused d-other exists" && FAILED=$((FAILED + 1)); }
 
 log "each rule can be switched off"
 check "helm upgrade with serviceTypes and images off" \
