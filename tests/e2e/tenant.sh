@@ -76,6 +76,9 @@ ALL_VALUES=(--set operator.replicas=2 --set image.digest=$DIGEST --set runtimeIm
   --set 'admissionPolicy.rules.ingressAnnotations.allowed={example.com/*}'
   --set 'admissionPolicy.rules.serviceTypes.allowed={ClusterIP,NodePort}'
   --set 'admissionPolicy.rules.tolerations.allowedKeys={dedicated}' "${POLICY_VALUES[@]}"
+  --set 'admissionPolicy.rules.serviceAccounts.allowed={mcp-upstream}'
+  --set 'admissionPolicy.rules.podLabels.allowed={team,example.com/*}'
+  --set admissionPolicy.rules.affinity.enabled=false --set admissionPolicy.rules.hostDelegation.enabled=false
   --set "operator.watchNamespaces={$T1,$T2}")
 check "helm lint --strict with every new value set" helm lint --strict "$CHART" "${ALL_VALUES[@]}"
 # A server-side dry run creates nothing, and a Pod's ServiceAccount must exist: create the test's.
@@ -166,16 +169,40 @@ check "refused: TLS for a host while no host is delegated to the namespace" refu
 check "refused: a cert-manager issuer annotation (not in the default allow-list)" refused s-issuer \
   "{\"ingress\": {\"host\": \"a.$DOMAIN\", \"annotations\": {\"cert-manager.io/cluster-issuer\": \"public\"}}}" \
   "rule ingressAnnotations" "cert-manager.io/cluster-issuer"
-for name in s-secret s-env s-both s-pull s-gateway s-image s-lookalike s-host s-host2 s-annotation s-lb s-toleration s-tls s-issuer; do
+check "refused: another tag of the runtime repository (a downgrade)" refused s-downgrade \
+  '{"image": "ghcr.io/kube-mcp/kube-mcp:0.0.1"}' "spec.image" "rule images"
+check "refused: a ServiceAccount (cloud and mesh identity)" refused s-sa \
+  '{"serviceAccountName": "billing"}' "spec.serviceAccountName" "rule serviceAccounts"
+check "refused: a priority class" refused s-priority \
+  '{"priorityClassName": "system-cluster-critical"}' "spec.priorityClassName" "rule priorityClasses"
+check "refused: a pod label (could join another Service)" refused s-label \
+  '{"podLabels": {"app": "shop"}}' "spec.podLabels" "rule podLabels" "app"
+check "refused: a pod annotation (mesh opt-out)" refused s-podann \
+  '{"podAnnotations": {"sidecar.istio.io/inject": "false"}}' "spec.podAnnotations" "rule podAnnotations"
+check "refused: a node selector" refused s-node \
+  '{"nodeSelector": {"pool": "payments"}}' "spec.nodeSelector" "rule nodeSelector"
+check "refused: an affinity" refused s-affinity \
+  '{"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["payments"]}]}]}}}}' \
+  "spec.affinity" "rule affinity"
+check "refused: a Service annotation" refused s-svcann \
+  '{"service": {"annotations": {"service.beta.kubernetes.io/aws-load-balancer-internal": "false"}}}' \
+  "spec.service.annotations" "rule serviceAnnotations"
+check "refused: turning the NetworkPolicy off" refused s-netpol \
+  '{"networkPolicy": {"enabled": false}}' "spec.networkPolicy.enabled" "rule networkPolicy"
+check "refused: an env configMapKeyRef to a ConfigMap the tenant cannot get" refused s-cm \
+  '{"env": [{"name": "C", "valueFrom": {"configMapKeyRef": {"name": "platform-config", "key": "k"}}}]}' \
+  "spec.env[].valueFrom.configMapKeyRef" "rule configMaps"
+for name in s-secret s-env s-both s-pull s-gateway s-image s-lookalike s-host s-host2 s-annotation s-lb s-toleration s-tls s-issuer \
+  s-downgrade s-sa s-priority s-label s-podann s-node s-affinity s-svcann s-netpol s-cm; do
   absent "$T1" mcpserver "$name" || { echo "refused $name exists" && FAILED=$((FAILED + 1)); }
 done
 
 ALLOWED=$(jq -n --argjson tool "${HTTP_TOOL//SECRET/upstream}" --arg host "weather.$DOMAIN" '{
   tools: [$tool], secrets: ["upstream"],
   env: [{name: "T", valueFrom: {secretKeyRef: {name: "upstream", key: "token"}}}],
-  image: "ghcr.io/kube-mcp/kube-mcp:1.2.3", service: {type: "ClusterIP"},
+  image: "ghcr.io/kube-mcp/kube-mcp:e2e", service: {type: "ClusterIP"},
   ingress: {host: $host, path: "/weather", annotations: {"nginx.ingress.kubernetes.io/proxy-read-timeout": "7200"}}}')
-check "accepted: readable Secrets, allowed image, host, annotation and Service type" \
+check "accepted: readable Secrets, the chart's runtime image, host, annotation and Service type" \
   as_tenant_apply allowed "$ALLOWED"
 check "the tenant may update their own server" bash -c \
   "kubectl --as $TENANT -n $T1 patch mcpserver allowed --type=merge -p '{\"spec\": {\"title\": \"Allowed\"}}'"
