@@ -4,24 +4,40 @@
 # on 127.0.0.1 with instrumentation off, warms it up, turns instrumentation on for a fixed
 # window of `mcp-bench load --workload modern-call`, dumps, and divides the instructions by the
 # requests served. Stops the server by its PID. Prints one line: `instructions/request N`.
+# `CG_SERVER=floor` measures the floor (`mcp-bench-floor`: bare axum, one constant answer) the
+# same way, for the ratio kube-mcp/floor.
 #
-# Knobs: CG_PORT (18170), CG_DURATION (10s), CG_CONCURRENCY (4), CG_RUNTIME and CG_BENCH (the
-# binaries; default target/profiling/…, built with `cargo build --profile profiling -p
-# mcp-runtime -p mcp-bench`), CG_OUT (a directory for the dump; default a temp dir), CG_ARGS
-# (more `serve` flags), CG_TRACING=1 (tracing on, exporting to bench/otlp-sink.py on
-# 127.0.0.1:CG_PORT+2; what reached it is printed too).
+# Knobs: CG_SERVER (kube-mcp, or floor), CG_PORT (18170), CG_DURATION (10s), CG_CONCURRENCY (4),
+# CG_RUNTIME, CG_FLOOR and CG_BENCH (the binaries; default target/profiling/…, built with
+# `cargo build --profile profiling -p mcp-runtime -p mcp-bench`), CG_OUT (a directory for the
+# dump; default a temp dir), CG_ARGS (more `serve` flags), CG_TRACING=1 (tracing on, exporting
+# to bench/otlp-sink.py on 127.0.0.1:CG_PORT+2; what reached it is printed too). CG_ARGS and
+# CG_TRACING are kube-mcp's only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SERVER=${CG_SERVER:-kube-mcp}
 PORT=${CG_PORT:-18170}
 DURATION=${CG_DURATION:-10s}
 CONCURRENCY=${CG_CONCURRENCY:-4}
 RUNTIME=${CG_RUNTIME:-target/profiling/mcp-runtime}
+FLOOR=${CG_FLOOR:-target/profiling/mcp-bench-floor}
 BENCH=${CG_BENCH:-target/profiling/mcp-bench}
 OUT=${CG_OUT:-$(mktemp -d -t kube-mcp-callgrind.XXXXXX)}
 mkdir -p "$OUT"
 for tool in valgrind callgrind_control; do
   command -v "$tool" >/dev/null || { echo "needs $tool (apt-get install valgrind)" >&2; exit 1; }
 done
+
+case $SERVER in
+  kube-mcp) ;;
+  floor)
+    if [[ -n ${CG_ARGS:-} || ${CG_TRACING:-0} == 1 ]]; then
+      echo "CG_ARGS and CG_TRACING are for CG_SERVER=kube-mcp" >&2
+      exit 1
+    fi
+    ;;
+  *) echo "CG_SERVER is kube-mcp or floor, not $SERVER" >&2; exit 1 ;;
+esac
 
 read -ra EXTRA <<<"${CG_ARGS:-}"
 SINK=
@@ -31,9 +47,17 @@ if [[ ${CG_TRACING:-0} == 1 ]]; then
   for _ in $(seq 50); do [[ -s $OUT/sink.out ]] && break; sleep 0.1; done
   EXTRA+=(--otlp-endpoint "http://127.0.0.1:$(head -n1 "$OUT/sink.out")")
 fi
-valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.out.%p" \
-  "$RUNTIME" serve --manifest bench/manifest.yaml --listen "127.0.0.1:$PORT" \
-  --admin-listen "127.0.0.1:$((PORT + 1))" --ping-interval 0s "${EXTRA[@]}" >"$OUT/server.log" 2>&1 &
+if [[ $SERVER == floor ]]; then
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.out.%p" \
+    "$FLOOR" "127.0.0.1:$PORT" >"$OUT/server.log" 2>&1 &
+  # The floor has no admin port: it is up when its one port answers (405 to a GET).
+  READY=(curl -s -o /dev/null "http://127.0.0.1:$PORT/mcp")
+else
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.out.%p" \
+    "$RUNTIME" serve --manifest bench/manifest.yaml --listen "127.0.0.1:$PORT" \
+    --admin-listen "127.0.0.1:$((PORT + 1))" --ping-interval 0s "${EXTRA[@]}" >"$OUT/server.log" 2>&1 &
+  READY=(curl -fsS "http://127.0.0.1:$((PORT + 1))/readyz")
+fi
 PID=$!
 stop() {
   kill "$PID" 2>/dev/null || true
@@ -45,13 +69,13 @@ stop() {
 }
 trap stop EXIT
 for _ in $(seq 300); do
-  curl -fsS "http://127.0.0.1:$((PORT + 1))/readyz" >/dev/null 2>&1 && break
+  "${READY[@]}" --max-time 1 >/dev/null 2>&1 && break
   kill -0 "$PID" 2>/dev/null || { cat "$OUT/server.log" >&2; exit 1; }
   sleep 0.2
 done
 
 load() {
-  "$BENCH" load --addr "127.0.0.1:$PORT" --server kube-mcp --workload modern-call \
+  "$BENCH" load --addr "127.0.0.1:$PORT" --server "$SERVER" --workload modern-call \
     --concurrency "$CONCURRENCY" --warmup 0s --duration "$1" --out "$OUT/$2.jsonl"
 }
 load 2s warmup >/dev/null

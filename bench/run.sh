@@ -73,9 +73,13 @@ start() {
   local name=$1 port=$2
   case $name in
     kube-mcp)
+      # Every bench connection comes from 127.0.0.1, which the runtime counts as one client:
+      # its per-client shares (a quarter of --max-sessions by default) are raised to the whole
+      # cap, so that the idle runs measure memory rather than the share's 429s.
       "$ROOT/target/release/mcp-runtime" serve --manifest bench/manifest.yaml \
         --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$((port + 1))" \
-        --ping-interval 0s --max-sessions 50000 --log-level warn &
+        --ping-interval 0s --max-sessions 50000 --max-sessions-per-client 50000 \
+        --max-listen-streams-per-client 50000 --log-level warn &
       ;;
     rmcp) "$ROOT/target/release/rmcp-bench-server" "$port" & ;;
     typescript-sdk) node bench/peers/ts/server.mjs "$port" & ;;
