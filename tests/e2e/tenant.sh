@@ -166,9 +166,6 @@ check "refused: a toleration of every taint" refused s-toleration \
 check "refused: TLS for a host while no host is delegated to the namespace" refused s-tls \
   "{\"ingress\": {\"host\": \"tls.$DOMAIN\", \"tls\": {\"secretName\": \"tls\"}}}" \
   "spec.ingress.tls" "rule hostDelegation" "no host is delegated to namespace $T1"
-check "refused: a cert-manager issuer annotation (not in the default allow-list)" refused s-issuer \
-  "{\"ingress\": {\"host\": \"a.$DOMAIN\", \"annotations\": {\"cert-manager.io/cluster-issuer\": \"public\"}}}" \
-  "rule ingressAnnotations" "cert-manager.io/cluster-issuer"
 check "refused: another tag of the runtime repository (a downgrade)" refused s-downgrade \
   '{"image": "ghcr.io/kube-mcp/kube-mcp:0.0.1"}' "spec.image" "rule images"
 check "refused: a ServiceAccount (cloud and mesh identity)" refused s-sa \
@@ -192,7 +189,7 @@ check "refused: turning the NetworkPolicy off" refused s-netpol \
 check "refused: an env configMapKeyRef to a ConfigMap the tenant cannot get" refused s-cm \
   '{"env": [{"name": "C", "valueFrom": {"configMapKeyRef": {"name": "platform-config", "key": "k"}}}]}' \
   "spec.env[].valueFrom.configMapKeyRef" "rule configMaps"
-for name in s-secret s-env s-both s-pull s-gateway s-image s-lookalike s-host s-host2 s-annotation s-lb s-toleration s-tls s-issuer \
+for name in s-secret s-env s-both s-pull s-gateway s-image s-lookalike s-host s-host2 s-annotation s-lb s-toleration s-tls \
   s-downgrade s-sa s-priority s-label s-podann s-node s-affinity s-svcann s-netpol s-cm; do
   absent "$T1" mcpserver "$name" || { echo "refused $name exists" && FAILED=$((FAILED + 1)); }
 done
@@ -216,6 +213,9 @@ kubectl annotate namespace "$T1" "kube-mcp.io/hosts=team1.$DOMAIN" >/dev/null
 # The API server reads namespaces from an informer: allow it a moment.
 check "a host delegated to the namespace may have TLS" eventually 20 as_tenant_apply d-tls \
   "{\"ingress\": {\"host\": \"mcp.team1.$DOMAIN\", \"tls\": {\"secretName\": \"team1-tls\"}}}"
+check "refused: a cert-manager issuer annotation, even for a delegated host (not in the default allow-list)" \
+  refused d-issuer "{\"ingress\": {\"host\": \"a.team1.$DOMAIN\", \"annotations\": {\"cert-manager.io/cluster-issuer\": \"public\"}}}" \
+  "rule ingressAnnotations" "cert-manager.io/cluster-issuer"
 check "refused: a host not delegated to the namespace" refused d-other \
   "{\"ingress\": {\"host\": \"other.$DOMAIN\"}}" "spec.ingress.host" "rule hostDelegation" "delegated are team1.$DOMAIN"
 log "ratcheting: server allowed (host weather.$DOMAIN) is now outside the delegated hosts"
@@ -231,7 +231,9 @@ kubectl -n "$T1" delete mcpserver d-tls >/dev/null
 kubectl annotate namespace "$T1" kube-mcp.io/hosts- >/dev/null
 check "without the annotation, a host without TLS is accepted again" eventually 20 bash -c \
   "kubectl --as $TENANT -n $T1 patch mcpserver allowed --type=merge -p '{\"spec\": {\"title\": \"Allowed again\"}}' >/dev/null"
-absent "$T1" mcpserver d-other || { echo "refused d-other exists" && FAILED=$((FAILED + 1)); }
+for name in d-other d-issuer; do
+  absent "$T1" mcpserver "$name" || { echo "refused $name exists" && FAILED=$((FAILED + 1)); }
+done
 
 log "each rule can be switched off"
 check "helm upgrade with serviceTypes and images off" \
@@ -391,9 +393,16 @@ check "the server has a NetworkPolicy: MCP port for the ingress namespaces and i
 check "spec.networkPolicy.from adds peers" bash -c "
   kubectl -n $T2 patch mcps weather --type=merge -p '{\"spec\": {\"networkPolicy\": {\"from\": [{\"podSelector\": {\"matchLabels\": {\"role\": \"agent\"}}}]}}}' >/dev/null &&
   for i in \$(seq 60); do kubectl -n $T2 get networkpolicy weather -o json | jq -e '.spec.ingress[0].from[-1].podSelector.matchLabels.role == \"agent\"' >/dev/null && exit 0; sleep 0.5; done; exit 1"
-check "opting out prunes it" bash -c "
+# The admission policy refuses the opt-out (rule networkPolicy); a platform that grants it turns
+# the rule off.
+check "helm upgrade with the networkPolicy rule off" \
+  helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e "${POLICY_VALUES[@]}" \
+  --set admissionPolicy.rules.networkPolicy.enabled=false
+check "opting out prunes it" eventually 20 bash -c "
   kubectl -n $T2 patch mcps weather --type=merge -p '{\"spec\": {\"networkPolicy\": {\"enabled\": false}}}' >/dev/null &&
   for i in \$(seq 60); do kubectl -n $T2 get networkpolicy weather >/dev/null 2>&1 || exit 0; sleep 0.5; done; exit 1"
+check "helm upgrade back to the defaults" \
+  helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e "${POLICY_VALUES[@]}"
 
 # ----------------------------------------------------------------------------------------------
 log "scale subresource; an unset replicas is left to whoever scales the Deployment"

@@ -165,9 +165,9 @@ async fn connection(
         Protocol::Http2 => {
             let conn = h2.serve_connection(io, service);
             let idle = Some(limits.idle_timeout);
-            bounds
-                .drive(conn, |conn| conn.graceful_shutdown(), idle)
-                .await;
+            // Boxed: inline, every connection's task (HTTP/1 ones, most idle sessions, included)
+            // would be as large as this branch's future, 2 KiB more per connection.
+            Box::pin(bounds.drive(conn, |conn| conn.graceful_shutdown(), idle)).await;
         }
     }
 }

@@ -56,10 +56,31 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
         Err((_, refusal)) => return refusal,
     };
     let caller = caller.map(|c| c.principal);
+    // Each era's future is boxed on its own: inline, this handler's future holds the larger
+    // (legacy) one even for a stateless call, and axum copies the whole future into a box on
+    // every request (9.7 KB, a third of a call's instructions by callgrind).
     if modern {
-        stateless::post(state, headers, message, accepts.sse, caller, held, address).await
+        Box::pin(stateless::post(
+            state,
+            headers,
+            message,
+            accepts.sse,
+            caller,
+            held,
+            address,
+        ))
+        .await
     } else {
-        streamable::post(state, headers, message, accepts.sse, caller, held, address).await
+        Box::pin(streamable::post(
+            state,
+            headers,
+            message,
+            accepts.sse,
+            caller,
+            held,
+            address,
+        ))
+        .await
     }
 }
 
