@@ -10,6 +10,10 @@ pub use http_params::RESERVED_HEADERS;
 mod http_types;
 mod interactive;
 mod output;
+mod param_headers;
+pub use param_headers::{
+    PARAM_HEADER_PREFIX, ParamHeader, ParamKind, X_MCP_HEADER, valid_param_header_name,
+};
 mod prompts;
 mod resources;
 mod server_info;

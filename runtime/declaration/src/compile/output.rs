@@ -90,6 +90,8 @@ pub struct CompiledTool {
     pub interaction: super::CompiledInteraction,
     /// Who may see and use it (`requiredScopes`, `allow`).
     pub access: Access,
+    /// Its arguments mirrored into `Mcp-Param-*` headers (`x-mcp-header`), in schema order.
+    pub param_headers: Vec<super::ParamHeader>,
 }
 
 /// A declared progress step.

@@ -2,6 +2,7 @@
 //! steps, HTTP backends; and each tool's pre-built `tools/list` entry. Pure.
 
 use super::http;
+use super::param_headers;
 use super::{CompiledLog, CompiledProgress, CompiledTool, Compiler, insert_some};
 use crate::access::Access;
 use crate::types::Tool;
@@ -50,6 +51,9 @@ impl Compiler<'_> {
             self.error(format!("{path}.inputSchema.type"), "must be \"object\"");
         }
         let input = self.schema(&format!("{path}.inputSchema"), &input_schema);
+        let (param_headers, header_errors) =
+            param_headers::scan(&input_schema, &format!("{path}.inputSchema"));
+        self.errors.extend(header_errors);
         let output = tool
             .output_schema
             .as_ref()
@@ -152,6 +156,7 @@ impl Compiler<'_> {
             logs,
             http,
             interaction,
+            param_headers,
         })
     }
 
