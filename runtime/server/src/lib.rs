@@ -16,6 +16,7 @@ pub mod backends;
 pub mod budget;
 pub mod clients;
 pub mod metrics;
+pub mod param_headers;
 pub mod sessions;
 pub mod telemetry;
 
