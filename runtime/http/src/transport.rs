@@ -13,6 +13,7 @@ mod headers;
 mod held;
 mod legacy;
 mod mcp_post;
+mod param_headers;
 mod reply;
 mod session_stream;
 mod sse;

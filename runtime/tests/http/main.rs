@@ -15,6 +15,7 @@ mod jq;
 #[path = "../auth/issuer.rs"]
 mod issuer;
 mod limits;
+mod param_headers;
 mod reload;
 mod rounds;
 mod sessions;

@@ -8,7 +8,7 @@ use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
 use super::session_stream::{self, short};
-use super::{AppState, held};
+use super::{AppState, held, param_headers};
 use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -19,6 +19,7 @@ use mcp_protocol::methods;
 use mcp_protocol::{Era, Incoming, LegacyVersion, McpError, parse_weighed, success_response};
 use mcp_server::Outgoing;
 use mcp_server::budget::Held;
+use mcp_server::param_headers::Expect;
 use mcp_server::sessions::{Session, SessionStore, SessionTransport, StreamSender};
 use serde::Deserialize;
 use serde_json::Value;
@@ -153,6 +154,16 @@ pub(super) async fn post(
             return response;
         }
     };
+    // Clients of 2024-11-05 predate `Mcp-Param-*`: only headers that were sent are checked.
+    if let authn::Message::Request { id, authorized } = &message
+        && let Err(err) = param_headers::check(authorized, &headers, Expect::IfSent)
+    {
+        if let Some(stream) = session.stream() {
+            let answer = reply::error_body(Some(id), &err, ERA).0;
+            let _ = stream.try_send(Outgoing::boxed(answer));
+        }
+        return error(Some(id), &err, ERA);
+    }
     let origin = legacy::Origin::new(&headers, caller.map(|caller| caller.principal));
     let Some((id, authorized, held)) = legacy::take_request(&state, &session, message, held) else {
         return StatusCode::ACCEPTED.into_response();

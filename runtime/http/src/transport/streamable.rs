@@ -7,7 +7,7 @@ use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
 use super::reply::{self, error};
-use super::{AppState, held, session_stream};
+use super::{AppState, held, param_headers, session_stream};
 use crate::auth::Principal;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -17,6 +17,7 @@ use mcp_protocol::{Era, LATEST_LEGACY, LegacyVersion, McpError, RequestId, succe
 use mcp_server::RequestContext;
 use mcp_server::budget::Held;
 use mcp_server::clients::ClientKey;
+use mcp_server::param_headers::Expect;
 use mcp_server::sessions::{Session, SessionTransport};
 use serde_json::Value;
 use std::net::IpAddr;
@@ -58,6 +59,12 @@ pub(super) async fn post(
             );
             return (StatusCode::BAD_REQUEST, reply::error_body(None, &err, ERA)).into_response();
         }
+    }
+    // Clients of these versions predate `Mcp-Param-*`: only headers that were sent are checked.
+    if let Message::Request { id, authorized } = &message
+        && let Err(err) = param_headers::check(authorized, &headers, Expect::IfSent)
+    {
+        return error(Some(id), &err, ERA);
     }
     // What the session holds counts against its own budget too.
     let bytes = held.bytes();
