@@ -169,8 +169,18 @@ mod tests {
         }
     }
 
-    /// The spec's examples (Value Encoding, Server Behavior), and the number forms: each row is
-    /// the argument, the headers sent, and whether the call passes.
+    /// One row: what it shows, the marked property, the arguments, the headers sent, the era's
+    /// rule, and whether the call passes.
+    type Row = (
+        &'static str,
+        ParamHeader,
+        Value,
+        Vec<(&'static str, &'static [u8])>,
+        Expect,
+        bool,
+    );
+
+    /// The spec's examples (Value Encoding, Server Behavior), and the number forms.
     #[test]
     fn the_spec_examples() {
         use Expect::{Always, IfSent};
@@ -179,7 +189,7 @@ mod tests {
         let dry = || param("Dry", &["dry"], ParamKind::Boolean);
         let nested = || param("Limit", &["opts", "limit"], ParamKind::Integer);
         #[rustfmt::skip]
-        let rows: Vec<(&str, ParamHeader, Value, Vec<(&str, &[u8])>, Expect, bool)> = vec![
+        let rows: Vec<Row> = vec![
             ("match", region(), json!({"region": "us-west1"}), vec![("mcp-param-region", b"us-west1")], Always, true),
             ("mismatch", region(), json!({"region": "us-west1"}), vec![("mcp-param-region", b"us-east1")], Always, false),
             ("values are case-sensitive", region(), json!({"region": "us-west1"}), vec![("mcp-param-region", b"US-WEST1")], Always, false),
