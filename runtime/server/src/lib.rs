@@ -26,6 +26,7 @@ pub use principal::Principal;
 mod authorize;
 mod catalog;
 mod completion;
+mod extensions;
 mod finish;
 mod interactive;
 mod lifecycle;
