@@ -36,7 +36,8 @@ use super::field_error::{FieldError, InvalidDeclaration};
 use super::load::Manifest;
 use super::resource_uri::canonical as canonical_uri;
 use super::template::{DEFAULT_FUEL, Templates, Text};
-use super::types::{ContentBlock, Declaration};
+use super::transports::Transports;
+use super::types::{ContentBlock, Declaration, Transport};
 use super::value_template::ValueTemplate;
 use base64::Engine as _;
 use serde_json::{Map, Value};
@@ -136,6 +137,7 @@ impl<'a> Compiler<'a> {
         let resources = self.resources(&decl.resources, base_dir);
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);
+        let transports = self.transports(decl.transports.as_deref());
         let (access, items) = AccessRules::compile(decl, self.options.template_fuel)
             .map_err(|errors| self.errors.extend(errors))
             .unwrap_or_default();
@@ -181,7 +183,28 @@ impl<'a> Compiler<'a> {
             upstreams: self.upstreams,
             auth: decl.auth.clone(),
             access,
+            transports,
         })
+    }
+
+    /// `spec.transports`: at least one, each once (absent: all).
+    fn transports(&mut self, list: Option<&[Transport]>) -> Transports {
+        let Some(list) = list else {
+            return Transports::default();
+        };
+        if list.is_empty() {
+            self.error(
+                "spec.transports",
+                "list at least one of modern, streamable, sse (or leave it out for all)",
+            );
+        }
+        self.unique(
+            "transport",
+            list.iter()
+                .enumerate()
+                .map(|(i, t)| (format!("spec.transports[{i}]"), t.name())),
+        );
+        Transports::of(list)
     }
 
     fn unique<'n>(&mut self, what: &str, items: impl Iterator<Item = (String, &'n str)>) {

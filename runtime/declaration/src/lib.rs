@@ -16,6 +16,7 @@ mod resource_uri;
 mod secrets;
 mod stamp;
 mod template;
+mod transports;
 mod types;
 mod upstream_url;
 mod value_template;
@@ -46,6 +47,7 @@ pub use stamp::{
     render_manifest, valid_hash,
 };
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
+pub use transports::Transports;
 pub use types::*;
 pub use upstream_url::{UrlTemplate, lookup, same_origin, scalar_text};
 pub use value_template::ValueTemplate;

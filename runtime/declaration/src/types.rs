@@ -12,10 +12,12 @@ mod auth;
 mod http;
 mod interactive;
 mod metadata;
+mod transport;
 pub use auth::*;
 pub use http::*;
 pub use interactive::*;
 pub use metadata::*;
+pub use transport::*;
 
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -64,6 +66,11 @@ pub struct Declaration {
     /// Bearer-token authentication of every request (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Auth>,
+    /// The transports clients may use (absent: all three). The runtime serves those that both
+    /// this list and its `--transports` flag allow; a path of a transport turned off answers
+    /// 404 with a hint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transports: Option<Vec<Transport>>,
 }
 
 /// Caching hints sent as `ttlMs` and `cacheScope` on cacheable results.

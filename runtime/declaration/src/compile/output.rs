@@ -39,6 +39,8 @@ pub struct Compiled {
     pub auth: Option<Auth>,
     /// How per-item `requiredScopes` and `allow` are evaluated (each item carries its own).
     pub access: AccessRules,
+    /// The transports `spec.transports` allows (all when absent).
+    pub transports: crate::Transports,
     pub(super) tool_index: HashMap<String, usize>,
     /// Fixed resources by their canonical URI.
     pub(super) resource_index: HashMap<String, usize>,
