@@ -8,13 +8,14 @@ use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
 use super::session_stream::{self, short};
-use super::{AppState, held, param_headers};
+use super::{AppState, held, param_headers, switch};
 use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
+use mcp_declaration::Transport;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, Incoming, LegacyVersion, McpError, parse_weighed, success_response};
 use mcp_server::Outgoing;
@@ -34,6 +35,9 @@ pub(super) async fn get(
     caller: Option<Extension<Caller>>,
     Client(client): Client,
 ) -> Response {
+    if let Some(refusal) = switch::refuse(&state, Transport::Sse) {
+        return refusal;
+    }
     let principal = caller.map(|Extension(caller)| caller.principal.digest());
     let session = match state
         .sessions
@@ -103,6 +107,9 @@ pub(super) async fn post(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    if let Some(refusal) = switch::refuse(&state, Transport::Sse) {
+        return refusal;
+    }
     let Some(id) = query.session_id else {
         return (StatusCode::BAD_REQUEST, "missing sessionId query parameter").into_response();
     };
