@@ -20,5 +20,5 @@ mod reload;
 mod rounds;
 mod sessions;
 mod sse;
-mod transports;
 mod support;
+mod transports;

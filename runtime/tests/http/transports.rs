@@ -103,12 +103,20 @@ async fn a_reload_turns_a_transport_off() {
     std::fs::write(&rt.manifest, manifest).unwrap();
     let mut refused = false;
     for _ in 0..100 {
-        if rt.post(&call(2), &[("mcp-session-id", &session)]).await.status() == 404 {
+        if rt
+            .post(&call(2), &[("mcp-session-id", &session)])
+            .await
+            .status()
+            == 404
+        {
             refused = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(refused, "the session's requests are refused after the reload");
+    assert!(
+        refused,
+        "the session's requests are refused after the reload"
+    );
     assert_eq!(modern_list(&rt).await, 200);
 }
