@@ -4,6 +4,8 @@
 //! shares; each kind has its own file (`tools.rs`, `resources.rs`, `prompts.rs`, `http.rs`).
 //! Pure, except that resources declared with `file` are read (unless disabled).
 
+mod apps;
+pub use apps::CompiledToolUi;
 mod http;
 mod http_params;
 pub use http_params::RESERVED_HEADERS;
@@ -133,7 +135,7 @@ impl<'a> Compiler<'a> {
         hash: String,
     ) -> Result<Compiled, InvalidDeclaration> {
         let server_info = self.server_info(name, decl);
-        let tools = self.tools(&decl.tools);
+        let tools = self.tools(&decl.tools, &decl.resources);
         let resources = self.resources(&decl.resources, base_dir);
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);

@@ -31,8 +31,8 @@ pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
     CompiledInteraction, CompiledLog, CompiledParam, CompiledProgress, CompiledPrompt,
     CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledSample, CompiledTool,
-    PARAM_HEADER_PREFIX, ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS, ROOTS_KEY,
-    ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem, X_MCP_HEADER, compile,
+    CompiledToolUi, PARAM_HEADER_PREFIX, ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS,
+    ROOTS_KEY, ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem, X_MCP_HEADER, compile,
     valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};

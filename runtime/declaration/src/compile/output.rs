@@ -94,6 +94,8 @@ pub struct CompiledTool {
     pub access: Access,
     /// Its arguments mirrored into `Mcp-Param-*` headers (`x-mcp-header`), in schema order.
     pub param_headers: Vec<super::ParamHeader>,
+    /// Its MCP Apps view (`descriptor` then carries `_meta.ui`).
+    pub ui: Option<super::CompiledToolUi>,
 }
 
 /// A declared progress step.

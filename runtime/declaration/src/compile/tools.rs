@@ -4,8 +4,9 @@
 use super::http;
 use super::param_headers;
 use super::{CompiledLog, CompiledProgress, CompiledTool, Compiler, insert_some};
+use super::{CompiledToolUi, apps};
 use crate::access::Access;
-use crate::types::Tool;
+use crate::types::{Resource, Tool};
 use crate::value_template::ValueTemplate;
 use serde_json::{Map, Value, json};
 
@@ -13,7 +14,7 @@ use serde_json::{Map, Value, json};
 const MAX_PROGRESS_DELAY_MS: u64 = 10_000;
 
 impl Compiler<'_> {
-    pub(super) fn tools(&mut self, tools: &[Tool]) -> Vec<CompiledTool> {
+    pub(super) fn tools(&mut self, tools: &[Tool], resources: &[Resource]) -> Vec<CompiledTool> {
         self.unique(
             "tool name",
             tools
@@ -24,11 +25,11 @@ impl Compiler<'_> {
         tools
             .iter()
             .enumerate()
-            .filter_map(|(i, tool)| self.tool(&format!("spec.tools[{i}]"), tool))
+            .filter_map(|(i, tool)| self.tool(&format!("spec.tools[{i}]"), tool, resources))
             .collect()
     }
 
-    fn tool(&mut self, path: &str, tool: &Tool) -> Option<CompiledTool> {
+    fn tool(&mut self, path: &str, tool: &Tool, resources: &[Resource]) -> Option<CompiledTool> {
         let errors_before = self.errors.len();
         if tool.name.is_empty()
             || tool.name.len() > 128
@@ -132,6 +133,10 @@ impl Compiler<'_> {
         {
             self.error(format!("{path}.elicit"), problem);
         }
+        let ui_meta = tool
+            .ui
+            .as_ref()
+            .map(|ui| self.tool_ui(&format!("{path}.ui"), ui, resources));
         if self.errors.len() > errors_before {
             return None;
         }
@@ -144,6 +149,17 @@ impl Compiler<'_> {
         if !tool.icons.is_empty() {
             descriptor["icons"] = json!(tool.icons);
         }
+        let ui = ui_meta.map(|meta| {
+            let plain = descriptor.clone();
+            descriptor["_meta"] = json!({"ui": meta});
+            CompiledToolUi {
+                app_only: tool
+                    .ui
+                    .as_ref()
+                    .is_some_and(|ui| apps::app_only(&ui.visibility)),
+                plain,
+            }
+        });
         Some(CompiledTool {
             access: Access::default(),
             descriptor,
@@ -157,6 +173,7 @@ impl Compiler<'_> {
             http,
             interaction,
             param_headers,
+            ui,
         })
     }
 
