@@ -8,3 +8,6 @@ pub const OAUTH_CLIENT_CREDENTIALS: &str = "io.modelcontextprotocol/oauth-client
 /// (ID-JAG) from the enterprise's identity provider.
 pub const ENTERPRISE_MANAGED_AUTHORIZATION: &str =
     "io.modelcontextprotocol/enterprise-managed-authorization";
+
+/// MCP Apps (SEP-1865): tools shown in HTML views hosts render.
+pub const UI: &str = "io.modelcontextprotocol/ui";
