@@ -76,7 +76,11 @@ async fn a_client_without_it_gets_the_plain_tools() {
     ] {
         let listed = tools(&server, capabilities).await;
         let names: Vec<&str> = listed.iter().map(|t| t["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["get_pod", "plain"], "the view-only tool is not listed");
+        assert_eq!(
+            names,
+            ["get_pod", "plain"],
+            "the view-only tool is not listed"
+        );
         assert!(listed.iter().all(|t| t.get("_meta").is_none()));
     }
     // Its answer is the content, whatever the client shows.
@@ -93,7 +97,9 @@ async fn the_view_carries_its_sandbox_rules() {
     let ctx = RequestContext::new(Era::Modern, &json!({}), None, None);
     let mut params = modern(json!({}));
     params["uri"] = json!("ui://pods/view");
-    let read = serve(&server, &ctx, "resources/read", &params).await.unwrap();
+    let read = serve(&server, &ctx, "resources/read", &params)
+        .await
+        .unwrap();
     let contents = &read["contents"][0];
     assert_eq!(contents["mimeType"], "text/html;profile=mcp-app");
     assert_eq!(
