@@ -20,6 +20,8 @@ mod prompts;
 mod resources;
 mod server_info;
 mod tools;
+mod url_elicit;
+pub use url_elicit::CompiledUrlStep;
 
 pub use http_types::{
     BodyKind, CompiledBody, CompiledHttp, CompiledParam, CompiledResponse, ParamValue, Retry,
