@@ -1,7 +1,7 @@
 //! The `mcp-runtime` command line: parses flags and calls the library.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use mcp_declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR};
+use mcp_declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR, Transports};
 use mcp_http::app::{RunConfig, run};
 use mcp_http::auth::{AuthSettings, KeySettings};
 use mcp_http::transport::{HttpSettings, OriginPolicy, check_path_prefix};
@@ -75,6 +75,12 @@ struct ServeArgs {
     /// with spec.auth.
     #[arg(long, value_name = "URL")]
     public_url: Option<String>,
+    /// The transports served, comma-separated: modern (2026-07-28 stateless on POST /mcp),
+    /// streamable (2025-era Streamable HTTP sessions on /mcp), sse (deprecated 2024-11-05
+    /// HTTP+SSE, GET /sse + POST /messages). A manifest's spec.transports can narrow it
+    /// further; a path of a transport turned off answers 404 with a hint.
+    #[arg(long, value_name = "LIST", default_value = "modern,streamable,sse", value_parser = Transports::parse)]
+    transports: Transports,
     /// Serve the server card (SEP-2127, a draft) at <mcp path>/server-card: public, any origin
     /// may read it; its remotes are under --public-url.
     #[arg(long)]
@@ -290,6 +296,7 @@ fn config(args: ServeArgs) -> RunConfig {
             origins,
             path_prefix: args.path_prefix,
             server_card: args.server_card,
+            transports: args.transports,
             max_body_bytes: args.max_body_bytes,
             max_held_bytes: args.max_held_bytes,
             keepalive: args.sse_keepalive.into(),

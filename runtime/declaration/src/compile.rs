@@ -4,16 +4,24 @@
 //! shares; each kind has its own file (`tools.rs`, `resources.rs`, `prompts.rs`, `http.rs`).
 //! Pure, except that resources declared with `file` are read (unless disabled).
 
+mod apps;
+pub use apps::CompiledToolUi;
 mod http;
 mod http_params;
 pub use http_params::RESERVED_HEADERS;
 mod http_types;
 mod interactive;
 mod output;
+mod param_headers;
+pub use param_headers::{
+    PARAM_HEADER_PREFIX, ParamHeader, ParamKind, X_MCP_HEADER, valid_param_header_name,
+};
 mod prompts;
 mod resources;
 mod server_info;
 mod tools;
+mod url_elicit;
+pub use url_elicit::CompiledUrlStep;
 
 pub use http_types::{
     BodyKind, CompiledBody, CompiledHttp, CompiledParam, CompiledResponse, ParamValue, Retry,
@@ -32,7 +40,8 @@ use super::field_error::{FieldError, InvalidDeclaration};
 use super::load::Manifest;
 use super::resource_uri::canonical as canonical_uri;
 use super::template::{DEFAULT_FUEL, Templates, Text};
-use super::types::{ContentBlock, Declaration};
+use super::transports::Transports;
+use super::types::{ContentBlock, Declaration, Transport};
 use super::value_template::ValueTemplate;
 use base64::Engine as _;
 use serde_json::{Map, Value};
@@ -128,10 +137,11 @@ impl<'a> Compiler<'a> {
         hash: String,
     ) -> Result<Compiled, InvalidDeclaration> {
         let server_info = self.server_info(name, decl);
-        let tools = self.tools(&decl.tools);
+        let tools = self.tools(&decl.tools, &decl.resources);
         let resources = self.resources(&decl.resources, base_dir);
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);
+        let transports = self.transports(decl.transports.as_deref());
         let (access, items) = AccessRules::compile(decl, self.options.template_fuel)
             .map_err(|errors| self.errors.extend(errors))
             .unwrap_or_default();
@@ -177,7 +187,28 @@ impl<'a> Compiler<'a> {
             upstreams: self.upstreams,
             auth: decl.auth.clone(),
             access,
+            transports,
         })
+    }
+
+    /// `spec.transports`: at least one, each once (absent: all).
+    fn transports(&mut self, list: Option<&[Transport]>) -> Transports {
+        let Some(list) = list else {
+            return Transports::default();
+        };
+        if list.is_empty() {
+            self.error(
+                "spec.transports",
+                "list at least one of modern, streamable, sse (or leave it out for all)",
+            );
+        }
+        self.unique(
+            "transport",
+            list.iter()
+                .enumerate()
+                .map(|(i, t)| (format!("spec.transports[{i}]"), t.name())),
+        );
+        Transports::of(list)
     }
 
     fn unique<'n>(&mut self, what: &str, items: impl Iterator<Item = (String, &'n str)>) {

@@ -16,6 +16,7 @@ mod resource_uri;
 mod secrets;
 mod stamp;
 mod template;
+mod transports;
 mod types;
 mod upstream_url;
 mod value_template;
@@ -30,8 +31,9 @@ pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
     CompiledInteraction, CompiledLog, CompiledParam, CompiledProgress, CompiledPrompt,
     CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledSample, CompiledTool,
-    ParamValue, RESERVED_HEADERS, ROOTS_KEY, ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem,
-    compile,
+    CompiledToolUi, CompiledUrlStep, PARAM_HEADER_PREFIX, ParamHeader, ParamKind, ParamValue,
+    RESERVED_HEADERS, ROOTS_KEY, ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem,
+    X_MCP_HEADER, compile, valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
@@ -45,6 +47,7 @@ pub use stamp::{
     render_manifest, valid_hash,
 };
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
+pub use transports::Transports;
 pub use types::*;
 pub use upstream_url::{UrlTemplate, lookup, same_origin, scalar_text};
 pub use value_template::ValueTemplate;

@@ -8,14 +8,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+mod apps;
 mod auth;
 mod http;
 mod interactive;
 mod metadata;
+mod transport;
+pub use apps::*;
 pub use auth::*;
 pub use http::*;
 pub use interactive::*;
 pub use metadata::*;
+pub use transport::*;
 
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -64,6 +68,11 @@ pub struct Declaration {
     /// Bearer-token authentication of every request (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Auth>,
+    /// The transports clients may use (absent: all three). The runtime serves those that both
+    /// this list and its `--transports` flag allow; a path of a transport turned off answers
+    /// 404 with a hint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transports: Option<Vec<Transport>>,
 }
 
 /// Caching hints sent as `ttlMs` and `cacheScope` on cacheable results.
@@ -162,6 +171,10 @@ pub struct Tool {
     /// `{uri, name}`). Declared-content tools only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub roots: bool,
+    /// An MCP Apps view hosts show the results in (`_meta.ui.resourceUri`); the `content`
+    /// stays the answer for clients without MCP Apps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<ToolUi>,
     /// Scopes a caller needs to see and use this item (with `spec.auth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_scopes: Vec<String>,
@@ -403,6 +416,10 @@ pub struct Resource {
     /// Contents fetched from an upstream HTTP API on each read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<Http>,
+    /// An MCP Apps view (`ui://` URI, `mimeType: text/html;profile=mcp-app`): the origins and
+    /// features its sandbox may use (`_meta.ui`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<ResourceUi>,
     /// Scopes a caller needs to see and use this item (with `spec.auth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_scopes: Vec<String>,

@@ -13,11 +13,13 @@ mod headers;
 mod held;
 mod legacy;
 mod mcp_post;
+mod param_headers;
 mod reply;
 mod session_stream;
 mod sse;
 mod stateless;
 mod streamable;
+mod switch;
 
 use crate::auth::AuthState;
 use axum::Router;
@@ -66,6 +68,9 @@ pub struct HttpSettings {
     /// Most 2026-07-28 `subscriptions/listen` streams one client holds open (of as many as
     /// there may be sessions).
     pub max_listen_streams_per_client: usize,
+    /// `--transports`: the transports this process may serve (those `spec.transports` allows
+    /// too are served).
+    pub transports: mcp_declaration::Transports,
 }
 
 impl Default for HttpSettings {
@@ -86,6 +91,7 @@ impl Default for HttpSettings {
             max_listen_streams_per_client: mcp_server::clients::default_share(
                 mcp_server::sessions::SessionSettings::default().max_sessions,
             ),
+            transports: mcp_declaration::Transports::default(),
         }
     }
 }

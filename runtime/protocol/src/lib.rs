@@ -5,6 +5,7 @@
 
 mod envelope;
 mod error;
+pub mod extensions;
 mod jsonrpc;
 pub mod methods;
 mod version;

@@ -41,6 +41,20 @@ impl Authorized {
     pub fn request(&self) -> &Request {
         &self.request
     }
+
+    /// Checks the request's `Mcp-Param-*` headers ([`Request::check_param_headers`]), except
+    /// for a tool the caller may not see: it is answered as unknown, and a complaint about its
+    /// headers would tell that it exists.
+    pub fn check_param_headers(
+        &self,
+        sent: &[(&str, &[u8])],
+        expect: crate::param_headers::Expect,
+    ) -> Result<(), McpError> {
+        if self.decision == Decision::NotListed {
+            return Ok(());
+        }
+        self.request.check_param_headers(sent, expect)
+    }
 }
 
 /// Decides `request` for `caller` (`None`: the server does not authenticate).

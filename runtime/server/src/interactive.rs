@@ -123,7 +123,7 @@ pub(crate) async fn resolve(
                     count_answer(metrics, key, Some(response));
                 }
             }
-            match plan(interaction, templates, args, &answers, &caps)? {
+            match plan(interaction, templates, args, &answers, &caps, &claims(ctx))? {
                 Plan::Ready(vars) => Ok(Outcome::Ready(vars)),
                 Plan::Stop(text) => Ok(Outcome::Stop(text)),
                 Plan::Ask(ask) => {
@@ -147,6 +147,13 @@ pub(crate) async fn resolve(
 /// The caller a `requestState` is bound to (with `spec.auth`): a digest of the token's issuer and
 /// subject, so state issued to one caller never opens for another. Without authentication every
 /// caller is anonymous and the state binds to no one.
+/// The caller's token claims, as URL steps see them (`token.claims`; empty without `spec.auth`).
+pub(crate) fn claims(ctx: &RequestContext) -> Value {
+    ctx.caller
+        .as_ref()
+        .map_or_else(|| json!({}), |caller| Value::Object(caller.claims.clone()))
+}
+
 fn principal(ctx: &RequestContext) -> Option<String> {
     ctx.caller.as_ref().map(|caller| {
         caller
@@ -195,15 +202,18 @@ pub(crate) fn knows(interaction: &CompiledInteraction, key: &str) -> bool {
         || (key == SAMPLE_KEY && interaction.sample.is_some())
         || (key == ROOTS_KEY && interaction.roots)
         || interaction.elicit.iter().any(|f| f.form == key)
+        || interaction.urls.iter().any(|u| u.key == key)
 }
 
-/// Decides the next step. `caps` is the client's declared capabilities object.
+/// Decides the next step. `caps` is the client's declared capabilities object; `claims` the
+/// caller's token claims (URL steps are templates over them).
 pub(crate) fn plan(
     interaction: &CompiledInteraction,
     templates: &Templates,
     args: &Value,
     answers: &Map<String, Value>,
     caps: &Value,
+    claims: &Value,
 ) -> Result<Plan, McpError> {
     let mut args = args.as_object().cloned().unwrap_or_default();
     let missing: Vec<&CompiledField> = interaction
@@ -272,6 +282,30 @@ pub(crate) fn plan(
     // Templated questions wait until every elicited value is known.
     let elicit_pending = ask.keys().any(|k| k != ROOTS_KEY);
     let args_value = Value::Object(args);
+    if !elicit_pending {
+        let vars = json!({"args": args_value, "token": {"claims": claims}});
+        for step in &interaction.urls {
+            match answers
+                .get(&step.key)
+                .map(|a| elicit_answer(&step.key, a))
+                .transpose()?
+            {
+                None => {
+                    ask.insert(step.key.clone(), url_request(templates, step, &vars)?);
+                }
+                Some(Answer::Accept(_)) => {}
+                Some(Answer::Decline) => {
+                    return Ok(Plan::Stop(format!(
+                        "The user declined the step `{}`; nothing was done.",
+                        step.key
+                    )));
+                }
+                Some(Answer::Cancel) => {
+                    return Ok(Plan::Stop("The user cancelled; nothing was done.".into()));
+                }
+            }
+        }
+    }
     if let Some(message) = &interaction.confirm
         && (!elicit_pending || matches!(message, mcp_declaration::Text::Literal(_)))
     {
@@ -334,6 +368,10 @@ fn required_capabilities(
         if needed && caps.get(name).is_none() {
             required.insert(name.into(), json!({}));
         }
+    }
+    let url_mode = caps.pointer("/elicitation/url").is_some();
+    if !interaction.urls.is_empty() && !url_mode {
+        required.insert("elicitation".into(), json!({"url": {}}));
     }
     if required.is_empty() {
         Ok(())
@@ -411,6 +449,28 @@ fn form_request(fields: &[&CompiledField]) -> Value {
         "message": message,
         "requestedSchema": {"type": "object", "properties": properties, "required": required},
     }})
+}
+
+/// A URL-mode `elicitation/create` (SEP-1036). Its `elicitationId` is fresh on every ask; the
+/// answer is matched by the step's key, sealed in the `requestState` (2026-07-28) or awaited on
+/// the session (legacy).
+fn url_request(
+    templates: &Templates,
+    step: &mcp_declaration::CompiledUrlStep,
+    vars: &Value,
+) -> Result<Value, McpError> {
+    let render = |text| {
+        templates
+            .render_in(text, vars)
+            .map_err(|err| McpError::Internal(err.to_string()))
+    };
+    let id: u128 = rand::random();
+    Ok(json!({"method": "elicitation/create", "params": {
+        "mode": "url",
+        "message": render(&step.message)?,
+        "url": render(&step.url)?,
+        "elicitationId": format!("{}-{id:032x}", step.key),
+    }}))
 }
 
 fn confirm_request(message: &str) -> Value {
@@ -492,3 +552,5 @@ fn roots_answer(answer: &Value) -> Result<Value, McpError> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod url_tests;

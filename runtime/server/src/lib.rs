@@ -16,6 +16,7 @@ pub mod backends;
 pub mod budget;
 pub mod clients;
 pub mod metrics;
+pub mod param_headers;
 pub mod sessions;
 pub mod telemetry;
 
@@ -25,6 +26,7 @@ pub use principal::Principal;
 mod authorize;
 mod catalog;
 mod completion;
+mod extensions;
 mod finish;
 mod interactive;
 mod lifecycle;
@@ -470,17 +472,23 @@ impl Server {
             methods::RESOURCES_UNSUBSCRIBE => {
                 subscriptions::unsubscribe(&self.poller, ctx, &request.target)
             }
-            methods::TOOLS_LIST => catalog::list(
-                params,
-                page_size,
-                "tools",
-                decl.tools
-                    .iter()
-                    .filter(|t| listed(&t.access))
-                    .map(|t| &t.descriptor)
-                    .collect::<Vec<_>>()
-                    .into_iter(),
-            ),
+            methods::TOOLS_LIST => {
+                let views = extensions::client_shows_views(ctx, params);
+                catalog::list(
+                    params,
+                    page_size,
+                    "tools",
+                    decl.tools
+                        .iter()
+                        .filter(|t| listed(&t.access))
+                        .filter_map(|t| match &t.ui {
+                            Some(ui) if !views => (!ui.app_only).then_some(&ui.plain),
+                            _ => Some(&t.descriptor),
+                        })
+                        .collect::<Vec<_>>()
+                        .into_iter(),
+                )
+            }
             methods::TOOLS_CALL => {
                 tools::call(decl, &self.metrics, &self.rounds, ctx, request).await
             }

@@ -7,15 +7,19 @@ use mcp_protocol::{LegacyVersion, McpError, SUPPORTED_VERSIONS};
 use serde_json::{Value, json};
 
 /// Everything this server can do; the same in both eras (lists may change on reload, so
-/// `listChanged` is always offered).
-fn capabilities() -> Value {
-    json!({
+/// `listChanged` is always offered), with the extensions `decl` supports.
+fn capabilities(decl: &Compiled) -> Value {
+    let mut capabilities = json!({
         "tools": {"listChanged": true},
         "resources": {"subscribe": true, "listChanged": true},
         "prompts": {"listChanged": true},
         "completions": {},
         "logging": {},
-    })
+    });
+    if let Some(extensions) = super::extensions::advertised(decl) {
+        capabilities["extensions"] = extensions;
+    }
+    capabilities
 }
 
 /// What the server serves, for `_meta[SERVED_META]`: the declaration's hash and how many items
@@ -34,7 +38,7 @@ pub fn served_declaration(decl: &Compiled) -> Value {
 pub(crate) fn discover_result(decl: &Compiled) -> Value {
     let mut result = json!({
         "supportedVersions": SUPPORTED_VERSIONS,
-        "capabilities": capabilities(),
+        "capabilities": capabilities(decl),
         "_meta": {SERVED_META: served_declaration(decl)},
     });
     if let Some(instructions) = &decl.instructions {
@@ -60,7 +64,7 @@ pub fn initialize_result(decl: &Compiled, version: LegacyVersion) -> Value {
     }
     let mut result = json!({
         "protocolVersion": version.as_str(),
-        "capabilities": capabilities(),
+        "capabilities": capabilities(decl),
         "serverInfo": server_info,
         "_meta": {SERVED_META: served_declaration(decl)},
     });
@@ -126,5 +130,43 @@ mod tests {
         );
         assert_eq!(keys(LegacyVersion::V2025_06_18), "name,title,version");
         assert_eq!(keys(LegacyVersion::V2024_11_05), "name,version");
+    }
+
+    #[test]
+    fn authorization_extensions_are_advertised_only_under_spec_auth() {
+        let decl = |auth: &str| {
+            let text = format!(
+                "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: a}}\nspec:\n{auth}"
+            );
+            compile(
+                &parse_manifest(&text, ".".into()).unwrap(),
+                &CompileOptions::default(),
+            )
+            .unwrap()
+        };
+        let open = decl("  title: Open\n");
+        let guarded = decl("  auth: {issuer: 'https://issuer.example.com'}\n");
+        let expected = json!({
+            "io.modelcontextprotocol/oauth-client-credentials": {},
+            "io.modelcontextprotocol/enterprise-managed-authorization": {},
+        });
+        assert_eq!(
+            discover_result(&guarded)["capabilities"]["extensions"],
+            expected
+        );
+        assert_eq!(
+            initialize_result(&guarded, LegacyVersion::V2025_11_25)["capabilities"]["extensions"],
+            expected
+        );
+        assert!(
+            discover_result(&open)["capabilities"]
+                .get("extensions")
+                .is_none()
+        );
+        assert!(
+            initialize_result(&open, LegacyVersion::V2025_11_25)["capabilities"]
+                .get("extensions")
+                .is_none()
+        );
     }
 }

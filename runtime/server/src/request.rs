@@ -4,6 +4,7 @@
 //! target; nothing later reads a name back out of the JSON or matches a URI again. Pure.
 
 use super::Served;
+use super::param_headers;
 use super::params::{CallTool, Complete, CompletionRef, GetPrompt, ResourceUri};
 use mcp_declaration::{Access, Compiled, ResolvedUri, UriItem};
 use mcp_protocol::{McpError, methods};
@@ -62,6 +63,24 @@ impl Request {
     /// The declaration this request is served from.
     pub fn declaration(&self) -> &Arc<Served> {
         &self.decl
+    }
+
+    /// Checks the `Mcp-Param-*` headers `sent` with the request (lower-cased names, raw values)
+    /// against the arguments of a `tools/call`; every other request has none to check.
+    pub fn check_param_headers(
+        &self,
+        sent: &[(&str, &[u8])],
+        expect: param_headers::Expect,
+    ) -> Result<(), McpError> {
+        let Target::Tool(i) = self.target else {
+            return Ok(());
+        };
+        param_headers::check(
+            &self.decl.tools[i].param_headers,
+            self.params.get("arguments"),
+            sent,
+            expect,
+        )
     }
 
     /// The access rules of each item the request names (none for [`Target::Nothing`] and

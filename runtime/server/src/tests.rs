@@ -325,4 +325,5 @@ fn cancelled_notifications_cancel_the_request() {
     assert!(in_flight.token.is_cancelled());
 }
 
+mod apps;
 mod authorization;

@@ -15,8 +15,10 @@ mod jq;
 #[path = "../auth/issuer.rs"]
 mod issuer;
 mod limits;
+mod param_headers;
 mod reload;
 mod rounds;
 mod sessions;
 mod sse;
 mod support;
+mod transports;

@@ -9,7 +9,7 @@ async fn open(rt: &Runtime) -> (EventReader, String) {
 }
 
 /// Opens the HTTP+SSE stream at `path`; returns it and the endpoint it announced.
-async fn open_at(rt: &Runtime, path: &str) -> (EventReader, String) {
+pub(super) async fn open_at(rt: &Runtime, path: &str) -> (EventReader, String) {
     let response = reqwest::Client::new()
         .get(format!("{}{path}", rt.url))
         .send()

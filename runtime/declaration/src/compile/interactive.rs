@@ -61,12 +61,18 @@ pub struct CompiledInteraction {
     pub sample: Option<CompiledSample>,
     /// Whether the client's roots are asked for.
     pub roots: bool,
+    /// URL-mode steps, in declaration order.
+    pub urls: Vec<super::CompiledUrlStep>,
 }
 
 impl CompiledInteraction {
     /// Whether anything is asked at all.
     pub fn is_empty(&self) -> bool {
-        self.confirm.is_none() && self.elicit.is_empty() && self.sample.is_none() && !self.roots
+        self.confirm.is_none()
+            && self.elicit.is_empty()
+            && self.sample.is_none()
+            && !self.roots
+            && self.urls.is_empty()
     }
 }
 
@@ -127,17 +133,23 @@ impl Compiler<'_> {
         }
         let confirm =
             confirm.and_then(|c| self.text(&format!("{path}.confirm.message"), &c.message));
-        let elicit = self.fields(&format!("{path}.elicit"), elicit);
+        let (elicit, urls) = self.fields(&format!("{path}.elicit"), elicit);
         let sample = sample.and_then(|s| self.sample(&format!("{path}.sample"), s));
         CompiledInteraction {
             confirm,
             elicit,
             sample,
             roots,
+            urls,
         }
     }
 
-    fn fields(&mut self, path: &str, fields: &[ElicitField]) -> Vec<CompiledField> {
+    /// The form fields and the URL steps of `elicit`.
+    fn fields(
+        &mut self,
+        path: &str,
+        fields: &[ElicitField],
+    ) -> (Vec<CompiledField>, Vec<super::CompiledUrlStep>) {
         if fields.len() > MAX_FIELDS {
             self.error(path.to_owned(), format!("at most {MAX_FIELDS} fields"));
         }
@@ -148,11 +160,16 @@ impl Compiler<'_> {
                 .enumerate()
                 .map(|(i, f)| (format!("{path}[{i}].name"), f.name.as_str())),
         );
-        fields
-            .iter()
-            .enumerate()
-            .filter_map(|(i, field)| self.field(&format!("{path}[{i}]"), field))
-            .collect()
+        let (mut forms, mut urls) = (Vec::new(), Vec::new());
+        for (i, field) in fields.iter().enumerate() {
+            let at = format!("{path}[{i}]");
+            if field.url.is_some() {
+                urls.extend(self.url_step(&at, field));
+            } else {
+                forms.extend(self.field(&at, field));
+            }
+        }
+        (forms, urls)
     }
 
     fn field(&mut self, path: &str, field: &ElicitField) -> Option<CompiledField> {
@@ -174,6 +191,12 @@ impl Compiler<'_> {
             self.error(
                 format!("{path}.name"),
                 "looks like a secret; MCP forbids asking for sensitive data in a form",
+            );
+        }
+        if field.message.is_some() {
+            self.error(
+                format!("{path}.message"),
+                "is for `url` steps; a form field is described by `description`",
             );
         }
         let form = field.form.clone().unwrap_or_else(|| field.name.clone());
@@ -370,6 +393,7 @@ pub(super) fn closed_schema_problem(
         .unwrap_or_default();
     fields
         .iter()
+        .filter(|f| f.url.is_none())
         .find(|f| !declared.contains(f.name.as_str()))
         .map(|f| {
             format!(

@@ -39,6 +39,8 @@ pub struct Compiled {
     pub auth: Option<Auth>,
     /// How per-item `requiredScopes` and `allow` are evaluated (each item carries its own).
     pub access: AccessRules,
+    /// The transports `spec.transports` allows (all when absent).
+    pub transports: crate::Transports,
     pub(super) tool_index: HashMap<String, usize>,
     /// Fixed resources by their canonical URI.
     pub(super) resource_index: HashMap<String, usize>,
@@ -90,6 +92,10 @@ pub struct CompiledTool {
     pub interaction: super::CompiledInteraction,
     /// Who may see and use it (`requiredScopes`, `allow`).
     pub access: Access,
+    /// Its arguments mirrored into `Mcp-Param-*` headers (`x-mcp-header`), in schema order.
+    pub param_headers: Vec<super::ParamHeader>,
+    /// Its MCP Apps view (`descriptor` then carries `_meta.ui`).
+    pub ui: Option<super::CompiledToolUi>,
 }
 
 /// A declared progress step.

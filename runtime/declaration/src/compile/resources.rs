@@ -71,6 +71,7 @@ impl Compiler<'_> {
                 "must be an absolute URI such as `docs://readme`",
             );
         }
+        let ui = self.resource_ui(path, resource);
         let mut contents = json!({"uri": resource.uri});
         insert_some(&mut contents, "mimeType", &resource.mime_type);
         let size = if let Some(text) = &resource.text {
@@ -113,6 +114,11 @@ impl Compiler<'_> {
         insert_some(&mut descriptor, "annotations", &resource.annotations);
         if !resource.icons.is_empty() {
             descriptor["icons"] = json!(resource.icons);
+        }
+        if let Some(ui) = ui {
+            // Hosts read the view's sandbox rules from the list entry and from the contents.
+            descriptor["_meta"] = json!({"ui": ui});
+            contents["_meta"] = json!({"ui": ui});
         }
         if resource.http.is_some() && http.is_none() {
             return None;

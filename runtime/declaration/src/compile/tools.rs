@@ -2,9 +2,11 @@
 //! steps, HTTP backends; and each tool's pre-built `tools/list` entry. Pure.
 
 use super::http;
+use super::param_headers;
 use super::{CompiledLog, CompiledProgress, CompiledTool, Compiler, insert_some};
+use super::{CompiledToolUi, apps};
 use crate::access::Access;
-use crate::types::Tool;
+use crate::types::{Resource, Tool};
 use crate::value_template::ValueTemplate;
 use serde_json::{Map, Value, json};
 
@@ -12,7 +14,7 @@ use serde_json::{Map, Value, json};
 const MAX_PROGRESS_DELAY_MS: u64 = 10_000;
 
 impl Compiler<'_> {
-    pub(super) fn tools(&mut self, tools: &[Tool]) -> Vec<CompiledTool> {
+    pub(super) fn tools(&mut self, tools: &[Tool], resources: &[Resource]) -> Vec<CompiledTool> {
         self.unique(
             "tool name",
             tools
@@ -23,11 +25,11 @@ impl Compiler<'_> {
         tools
             .iter()
             .enumerate()
-            .filter_map(|(i, tool)| self.tool(&format!("spec.tools[{i}]"), tool))
+            .filter_map(|(i, tool)| self.tool(&format!("spec.tools[{i}]"), tool, resources))
             .collect()
     }
 
-    fn tool(&mut self, path: &str, tool: &Tool) -> Option<CompiledTool> {
+    fn tool(&mut self, path: &str, tool: &Tool, resources: &[Resource]) -> Option<CompiledTool> {
         let errors_before = self.errors.len();
         if tool.name.is_empty()
             || tool.name.len() > 128
@@ -50,6 +52,9 @@ impl Compiler<'_> {
             self.error(format!("{path}.inputSchema.type"), "must be \"object\"");
         }
         let input = self.schema(&format!("{path}.inputSchema"), &input_schema);
+        let (param_headers, header_errors) =
+            param_headers::scan(&input_schema, &format!("{path}.inputSchema"));
+        self.errors.extend(header_errors);
         let output = tool
             .output_schema
             .as_ref()
@@ -128,6 +133,10 @@ impl Compiler<'_> {
         {
             self.error(format!("{path}.elicit"), problem);
         }
+        let ui_meta = tool
+            .ui
+            .as_ref()
+            .map(|ui| self.tool_ui(&format!("{path}.ui"), ui, resources));
         if self.errors.len() > errors_before {
             return None;
         }
@@ -140,6 +149,17 @@ impl Compiler<'_> {
         if !tool.icons.is_empty() {
             descriptor["icons"] = json!(tool.icons);
         }
+        let ui = ui_meta.map(|meta| {
+            let plain = descriptor.clone();
+            descriptor["_meta"] = json!({"ui": meta});
+            CompiledToolUi {
+                app_only: tool
+                    .ui
+                    .as_ref()
+                    .is_some_and(|ui| apps::app_only(&ui.visibility)),
+                plain,
+            }
+        });
         Some(CompiledTool {
             access: Access::default(),
             descriptor,
@@ -152,6 +172,8 @@ impl Compiler<'_> {
             logs,
             http,
             interaction,
+            param_headers,
+            ui,
         })
     }
 

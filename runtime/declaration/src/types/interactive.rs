@@ -18,7 +18,9 @@ pub struct Confirm {
 
 /// One value asked from the user (MCP form elicitation) when the call did not supply it. The
 /// answer is merged into `args` before `inputSchema` validation. Never ask for secrets: MCP
-/// forbids sensitive data in form elicitation.
+/// forbids sensitive data in form elicitation. With `url` instead of `schema`, a step done out
+/// of band (URL-mode elicitation: a consent page, a sign-in at a third party): the user is sent
+/// to the URL, and the call goes on once they accept.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ElicitField {
@@ -36,8 +38,17 @@ pub struct ElicitField {
     /// `date-time`); or a multi-select (`type: array`, `items` of `{type: string, enum}` or
     /// `{anyOf: [{const, title}]}`, `minItems`/`maxItems`). A field with a `default` is not
     /// asked from clients that cannot elicit; the default is used.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
     #[schemars(schema_with = "crate::types::any_object")]
     pub schema: Map<String, Value>,
+    /// URL-mode step: the page the user opens (`https:`, or `http:` on a loopback host); a
+    /// template over `args` and `token.claims` whose scheme and host are literal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// URL-mode step: why the user should open the page (required with `url`); a template over
+    /// `args` and `token.claims`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// The form (input request) this field is asked in; fields naming the same form are asked
     /// together in one elicitation. Default: the field's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,10 +6,11 @@ use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
-use super::{AppState, client, held, stateless, streamable};
+use super::{AppState, client, held, stateless, streamable, switch};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
+use mcp_declaration::Transport;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, Incoming, LATEST_LEGACY, LegacyVersion, member, meta, parse_weighed};
 use std::sync::Arc;
@@ -45,6 +46,14 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
         Err(err) => return error(None, &err, Era::Legacy(LATEST_LEGACY)),
     };
     let modern = is_modern(&headers, &message);
+    let transport = if modern {
+        Transport::Modern
+    } else {
+        Transport::Streamable
+    };
+    if let Some(refusal) = switch::refuse(&state, transport) {
+        return refusal;
+    }
     let era = if modern {
         Era::Modern
     } else {

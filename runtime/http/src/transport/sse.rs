@@ -8,17 +8,19 @@ use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
 use super::session_stream::{self, short};
-use super::{AppState, held};
+use super::{AppState, held, param_headers, switch};
 use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
+use mcp_declaration::Transport;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, Incoming, LegacyVersion, McpError, parse_weighed, success_response};
 use mcp_server::Outgoing;
 use mcp_server::budget::Held;
+use mcp_server::param_headers::Expect;
 use mcp_server::sessions::{Session, SessionStore, SessionTransport, StreamSender};
 use serde::Deserialize;
 use serde_json::Value;
@@ -33,6 +35,9 @@ pub(super) async fn get(
     caller: Option<Extension<Caller>>,
     Client(client): Client,
 ) -> Response {
+    if let Some(refusal) = switch::refuse(&state, Transport::Sse) {
+        return refusal;
+    }
     let principal = caller.map(|Extension(caller)| caller.principal.digest());
     let session = match state
         .sessions
@@ -102,6 +107,9 @@ pub(super) async fn post(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    if let Some(refusal) = switch::refuse(&state, Transport::Sse) {
+        return refusal;
+    }
     let Some(id) = query.session_id else {
         return (StatusCode::BAD_REQUEST, "missing sessionId query parameter").into_response();
     };
@@ -153,6 +161,16 @@ pub(super) async fn post(
             return response;
         }
     };
+    // Clients of 2024-11-05 predate `Mcp-Param-*`: only headers that were sent are checked.
+    if let authn::Message::Request { id, authorized } = &message
+        && let Err(err) = param_headers::check(authorized, &headers, Expect::IfSent)
+    {
+        if let Some(stream) = session.stream() {
+            let answer = reply::error_body(Some(id), &err, ERA).0;
+            let _ = stream.try_send(Outgoing::boxed(answer));
+        }
+        return error(Some(id), &err, ERA);
+    }
     let origin = legacy::Origin::new(&headers, caller.map(|caller| caller.principal));
     let Some((id, authorized, held)) = legacy::take_request(&state, &session, message, held) else {
         return StatusCode::ACCEPTED.into_response();

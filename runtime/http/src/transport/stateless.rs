@@ -4,19 +4,18 @@
 use super::authn::Message;
 use super::headers::{METHOD_HEADER, NAME_HEADER, VERSION_HEADER};
 use super::reply::{self, error};
-use super::{AppState, client};
+use super::{AppState, client, param_headers};
 use crate::auth::Principal;
 use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
 use mcp_declaration::LogLevel;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, MODERN_VERSION, McpError, RequestId, Success, member, meta};
 use mcp_server::budget::Held;
 use mcp_server::clients::ClientKey;
+use mcp_server::param_headers::{Expect, decode_header_value};
 use mcp_server::{Authorized, Finished, RequestContext};
 use serde_json::Value;
-use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -35,7 +34,10 @@ pub(super) async fn post(
         return StatusCode::ACCEPTED.into_response();
     };
     let (method, params) = (&authorized.request().method, &authorized.request().params);
-    let log_level = match check(&headers, method, params) {
+    let checked = check(&headers, method, params).and_then(|level| {
+        param_headers::check(&authorized, &headers, Expect::Always).map(|()| level)
+    });
+    let log_level = match checked {
         Ok(level) => level,
         Err(err) => {
             state
@@ -86,7 +88,8 @@ enum Answer {
 }
 
 /// The 2026-07-28 request checks, in order: version header present, `_meta` complete, header and
-/// `_meta` agree, version served, `Mcp-Method` and `Mcp-Name` agree with the body, log level valid.
+/// `_meta` agree, version served, `Mcp-Method` and `Mcp-Name` agree with the body, log level valid
+/// (the `Mcp-Param-*` headers are checked after these, by the server).
 fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<LogLevel>, McpError> {
     let header = |name: &HeaderName| headers.get(name).map(|v| v.to_str().map(str::trim));
     let version_header = match header(&VERSION_HEADER) {
@@ -140,8 +143,8 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
         _ => None,
     };
     if let Some(expected) = named.and_then(Value::as_str) {
-        match header(&NAME_HEADER) {
-            Some(Ok(value)) if decode_header_value(value).as_deref() == Some(expected) => {}
+        match headers.get(&NAME_HEADER) {
+            Some(value) if decode_header_value(value.as_bytes()).as_deref() == Some(expected) => {}
             Some(_) => {
                 return Err(McpError::HeaderMismatch(format!(
                     "Mcp-Name header does not match {expected:?}"
@@ -153,22 +156,6 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
     member(meta, meta::LOG_LEVEL)
         .map(|level| mcp_server::parse_level(Some(level)))
         .transpose()
-}
-
-/// Decodes a header value, including the `=?base64?…?=` form used for non-ASCII values.
-fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
-    match value
-        .strip_prefix("=?base64?")
-        .and_then(|v| v.strip_suffix("?="))
-    {
-        Some(encoded) => {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(encoded)
-                .ok()?;
-            String::from_utf8(bytes).ok().map(Cow::Owned)
-        }
-        None => Some(Cow::Borrowed(value)),
-    }
 }
 
 /// `subscriptions/listen`: the server's stream of messages, as SSE events (in `client`'s
@@ -252,12 +239,13 @@ mod tests {
     }
 
     #[test]
-    fn decodes_base64_names() {
+    fn names_may_come_in_base64() {
+        let encoded = [GOOD[0], GOOD[1], ("mcp-name", "=?base64?Z3JlZXQ=?=")];
         assert_eq!(
-            decode_header_value("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(),
-            Some("Hello, 世界")
+            check(&headers(&encoded), "tools/call", &params("2026-07-28")),
+            Ok(None)
         );
-        assert_eq!(decode_header_value("=?base64?SGVsbG8?=").as_deref(), None);
-        assert_eq!(decode_header_value("plain").as_deref(), Some("plain"));
+        let wrong = [GOOD[0], GOOD[1], ("mcp-name", "=?base64?Z3JlZXQ?=")];
+        assert!(check(&headers(&wrong), "tools/call", &params("2026-07-28")).is_err());
     }
 }

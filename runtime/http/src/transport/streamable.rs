@@ -7,16 +7,18 @@ use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
 use super::reply::{self, error};
-use super::{AppState, held, session_stream};
+use super::{AppState, held, param_headers, session_stream, switch};
 use crate::auth::Principal;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use mcp_declaration::Transport;
 use mcp_protocol::methods;
 use mcp_protocol::{Era, LATEST_LEGACY, LegacyVersion, McpError, RequestId, success_response};
 use mcp_server::RequestContext;
 use mcp_server::budget::Held;
 use mcp_server::clients::ClientKey;
+use mcp_server::param_headers::Expect;
 use mcp_server::sessions::{Session, SessionTransport};
 use serde_json::Value;
 use std::net::IpAddr;
@@ -58,6 +60,12 @@ pub(super) async fn post(
             );
             return (StatusCode::BAD_REQUEST, reply::error_body(None, &err, ERA)).into_response();
         }
+    }
+    // Clients of these versions predate `Mcp-Param-*`: only headers that were sent are checked.
+    if let Message::Request { id, authorized } = &message
+        && let Err(err) = param_headers::check(authorized, &headers, Expect::IfSent)
+    {
+        return error(Some(id), &err, ERA);
     }
     // What the session holds counts against its own budget too.
     let bytes = held.bytes();
@@ -170,6 +178,13 @@ pub(super) async fn get(
     if !headers.contains_key(SESSION_HEADER) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
+    if let Some(refusal) = switch::refuse_with(
+        &state,
+        Transport::Streamable,
+        StatusCode::METHOD_NOT_ALLOWED,
+    ) {
+        return refusal;
+    }
     if !accepts(&headers).sse {
         return (
             StatusCode::NOT_ACCEPTABLE,
@@ -208,6 +223,13 @@ pub(super) async fn delete(
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     };
+    if let Some(refusal) = switch::refuse_with(
+        &state,
+        Transport::Streamable,
+        StatusCode::METHOD_NOT_ALLOWED,
+    ) {
+        return refusal;
+    }
     // A session opened on another replica is adopted first, so that ending it here sticks.
     match state.sessions.find(id, client) {
         Ok(Some(_)) => {

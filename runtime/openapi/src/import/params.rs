@@ -7,7 +7,7 @@ use super::naming::{Names, clip};
 use super::schema::SchemaConverter;
 use super::select::Operation;
 use super::summary::Reason;
-use mcp_declaration::{HttpParam, RESERVED_HEADERS};
+use mcp_declaration::{HttpParam, RESERVED_HEADERS, X_MCP_HEADER, valid_param_header_name};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 
@@ -89,6 +89,7 @@ pub(super) fn map(
     let mut mapped = Mapped::default();
     let mut path_exprs: Vec<(String, String)> = Vec::new();
     let mut cookies: Vec<(String, String)> = Vec::new();
+    let mut marked: Vec<String> = Vec::new();
     for (file, param) in params {
         let name = param
             .get("name")
@@ -123,7 +124,7 @@ pub(super) fn map(
                 .push(format!("optional header `{name}` cannot be sent; dropped"));
             continue;
         }
-        let (schema, kind) = param_schema(docs, converter, file, param)?;
+        let (mut schema, kind) = param_schema(docs, converter, file, param)?;
         let arg = names.arg(name, location);
         let explode = param.get("explode").and_then(Value::as_bool);
         let style = param.get("style").and_then(Value::as_str);
@@ -185,6 +186,7 @@ pub(super) fn map(
             }
             "header" => {
                 mapped.non_path = true;
+                mark_header(&mut schema, name, &mut marked);
                 mapped.headers.push(HttpParam {
                     name: name.to_owned(),
                     arg: Some(arg.clone()),
@@ -222,6 +224,25 @@ pub(super) fn map(
     }
     mapped.path = path_template(path, &path_exprs)?;
     Ok(mapped)
+}
+
+/// Marks a header parameter's argument with `x-mcp-header` (SEP-2243): clients then mirror
+/// it into `Mcp-Param-{name}`, so a gateway can route on the same header the upstream gets.
+/// Only where the spec allows it (a string, integer or boolean, a token name, each name once
+/// regardless of case); elsewhere the argument stays unmarked, which every client accepts.
+fn mark_header(schema: &mut Value, name: &str, marked: &mut Vec<String>) {
+    let primitive = matches!(
+        schema.get("type").and_then(Value::as_str),
+        Some("string" | "integer" | "boolean")
+    );
+    let lower = name.to_ascii_lowercase();
+    if !primitive || !valid_param_header_name(name) || marked.contains(&lower) {
+        return;
+    }
+    if let Value::Object(schema) = schema {
+        schema.insert(X_MCP_HEADER.into(), Value::String(name.to_owned()));
+        marked.push(lower);
+    }
 }
 
 /// What a parameter's values look like, which decides how it is serialized.
@@ -423,8 +444,47 @@ paths:
             mapped.properties["q"],
             json!({"type": "string", "description": "Search text"})
         );
+        assert_eq!(
+            mapped.properties["X_Trace"],
+            json!({"type": "string", "x-mcp-header": "X-Trace"}),
+            "a header parameter is mirrored into Mcp-Param-X-Trace"
+        );
         assert!(mapped.notes[0].contains("`Accept`"));
         assert!(mapped.non_path);
+    }
+
+    #[test]
+    fn header_parameters_are_marked_only_where_sep_2243_allows() {
+        let mapped = run(
+            r#"openapi: 3.0.3
+paths:
+  /a:
+    get:
+      parameters:
+        - {name: X-Tenant, in: header, schema: {type: integer}}
+        - {name: x-tenant, in: header, schema: {type: integer}}
+        - {name: X-Ratio, in: header, schema: {type: number}}
+        - {name: X-Tags, in: header, schema: {type: array, items: {type: string}}}
+        - {name: X-Dry, in: header, schema: {type: boolean}}
+"#,
+            "/a",
+        )
+        .unwrap();
+        let marks: Vec<(&str, Option<&str>)> = mapped
+            .properties
+            .iter()
+            .map(|(arg, schema)| (arg.as_str(), schema["x-mcp-header"].as_str()))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                ("X_Tenant", Some("X-Tenant")),
+                ("x_tenant", None),
+                ("X_Ratio", None),
+                ("X_Tags", None),
+                ("X_Dry", Some("X-Dry")),
+            ]
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! budget charges (global and session) as long as the call keeps them. Does I/O through the
 //! request's notifier.
 
-use super::{Outcome, Plan, Templates, count_answer, count_asked, plan};
+use super::{Outcome, Plan, Templates, claims, count_answer, count_asked, plan};
 use crate::budget::Held;
 use crate::metrics::Metrics;
 use crate::sessions::Session;
@@ -42,7 +42,7 @@ pub(crate) async fn resolve(
     // The bytes of the answers kept, charged until the call ends.
     let mut held = Held::none();
     for _ in 0..MAX_ROUNDS {
-        let ask = match plan(interaction, templates, args, &answers, &caps)? {
+        let ask = match plan(interaction, templates, args, &answers, &caps, &claims(ctx))? {
             Plan::Ready(vars) => return Ok(Outcome::Ready(vars)),
             Plan::Stop(text) => return Ok(Outcome::Stop(text)),
             Plan::Ask(ask) => ask,
