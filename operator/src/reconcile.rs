@@ -284,9 +284,21 @@ async fn reconcile_inner(
         verified,
         exposed: exposed::exposed(
             server,
-            k8s_openapi::api::networking::v1::Ingress::cached(&ctx.stores, &namespace, &name)
-                .as_deref(),
-            build::HttpRoute::cached(&ctx.stores, &namespace, &name).as_deref(),
+            applied
+                .ingress
+                .as_ref()
+                .or(k8s_openapi::api::networking::v1::Ingress::cached(
+                    &ctx.stores,
+                    &namespace,
+                    &name,
+                )
+                .as_deref()),
+            applied.http_route.as_ref().or(build::HttpRoute::cached(
+                &ctx.stores,
+                &namespace,
+                &name,
+            )
+            .as_deref()),
         ),
     };
     let status = status::next_status(&old, server, &seen, &Time(jiff::Timestamp::now()));

@@ -9,12 +9,13 @@
 //! it again. A same-named object someone else created is never adopted: the server gets
 //! `ChildConflict` and the object is left alone.
 
-use super::build::{Children, SERVER_LABEL};
+use super::build::{Children, HttpRoute, SERVER_LABEL};
 use super::cache::{Child, Stores};
 use super::memory::{Applied as Remembered, Memory, child_key, fingerprint, hash_of};
 use crate::resource::MCPServer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -119,6 +120,12 @@ impl Conflict {
 pub struct Applied {
     /// The Deployment as last known (the API server's answer, or the watch cache).
     pub deployment: Option<Deployment>,
+    /// The Ingress and the HTTPRoute as the API server answered their apply, when this
+    /// reconcile wrote them: the watch cache may not hold a new one yet, and the echo of the
+    /// operator's own write triggers no reconcile, so `Exposed` must not be read from the cache.
+    pub ingress: Option<Ingress>,
+    /// See `ingress`.
+    pub http_route: Option<HttpRoute>,
     /// Children deleted because the spec no longer asks for them, as `Kind/name`.
     pub pruned: Vec<String>,
     /// Same-named objects this server does not control; when any, nothing was written.
@@ -226,7 +233,14 @@ pub async fn apply(
         // spec asks for fails to apply with the API server's answer.
         apply_or_prune(target, children.http_route.as_ref()),
     )?;
-    for (writes, pruned) in [optional.0, optional.1, optional.2, optional.3] {
+    applied.ingress = optional.0.2;
+    applied.http_route = optional.3.2;
+    for (writes, pruned) in [
+        (optional.0.0, optional.0.1),
+        (optional.1.0, optional.1.1),
+        (optional.2.0, optional.2.1),
+        (optional.3.0, optional.3.1),
+    ] {
         applied.writes += writes;
         applied.pruned.extend(pruned);
     }
@@ -234,14 +248,21 @@ pub async fn apply(
 }
 
 /// Applies an optional child the spec asks for, or prunes the server's children of its kind
-/// when it does not; returns the writes made and the children pruned.
+/// when it does not; returns the writes made, the children pruned and the API server's answer
+/// when it was written.
 async fn apply_or_prune<K: Child>(
     target: &Target<'_>,
     desired: Option<&K>,
-) -> Result<(u32, Vec<String>), ApplyError> {
+) -> Result<(u32, Vec<String>, Option<K>), ApplyError> {
     match desired {
-        Some(desired) => Ok((apply_one(target, desired).await?.1, Vec::new())),
-        None => prune::<K>(target).await,
+        Some(desired) => {
+            let (answer, writes) = apply_one(target, desired).await?;
+            Ok((writes, Vec::new(), answer))
+        }
+        None => {
+            let (writes, pruned) = prune::<K>(target).await?;
+            Ok((writes, pruned, None))
+        }
     }
 }
 
