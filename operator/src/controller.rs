@@ -15,10 +15,10 @@ use crate::reconcile::build::{
     GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, MANAGED_BY, SERVER_LABEL,
 };
 use crate::reconcile::cache::Stores;
-use crate::reconcile::cached_server::CachedServer;
 use crate::reconcile::host_claims;
 use crate::reconcile::memory::{Memory, fingerprint};
 use crate::reconcile::{Context, error_chain, error_policy, exposed, pods, reconcile, status};
+use crate::resource::CachedServer;
 use crate::verifier::{self, Verifier};
 use changes::{Filter, changes};
 use futures_util::StreamExt as _;

@@ -4,7 +4,6 @@
 pub mod apply;
 pub mod build;
 pub mod cache;
-pub mod cached_server;
 pub mod exposed;
 pub mod host_claims;
 pub mod memory;
@@ -14,13 +13,12 @@ pub mod validate;
 pub mod verified;
 
 use crate::metrics::Metrics;
-use crate::resource::{MCPServer, MCPServerStatus};
+use crate::resource::{CachedServer, MCPServer, MCPServerStatus};
 use crate::verifier::Verifier;
 use apply::{ApplyError, FIELD_MANAGER, Target};
 use build::SERVER_LABEL;
 use cache::Child as _;
 use cache::Stores;
-use cached_server::CachedServer;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
@@ -460,14 +458,15 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    use super::cached_server::CachedServer;
+    use super::host_claims;
+    use crate::resource::CachedServer;
     use crate::resource::MCPServer;
 
     /// `server` as the watch delivers it, compacted as the controller caches it.
     pub fn cached(server: &MCPServer) -> CachedServer {
         let mut cached: CachedServer =
             serde_json::from_value(serde_json::to_value(server).unwrap()).unwrap();
-        cached.compact();
+        cached.compact(host_claims::claim);
         cached
     }
 

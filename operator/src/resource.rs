@@ -1,12 +1,14 @@
 //! The `MCPServer` custom resource: its spec (the runtime's declaration plus deployment fields),
 //! its status, and the CRD generated from them. Pure data and schema code, no I/O.
 
+mod cached;
 mod deployment_fields;
 mod generate;
 mod platform_fields;
 mod schema;
 mod status;
 
+pub use cached::{CachedServer, Claim, parse_spec};
 pub use deployment_fields::{
     DeploymentFields, ImagePullPolicy, IngressSpec, IngressTls, RegistrySpec, RuntimeLogLevel,
     ServiceSpec, ServiceType, SessionsSpec, TelemetrySpec,

@@ -9,7 +9,7 @@ pub mod report;
 pub mod schedule;
 
 use crate::metrics::Metrics;
-use crate::reconcile::cached_server::CachedServer;
+use crate::resource::CachedServer;
 use futures_util::Stream;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;

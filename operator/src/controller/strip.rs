@@ -2,11 +2,12 @@
 //! servers fit in a small pod. Deployments lose their pod template (the operator reads replicas
 //! and status), pods keep their labels, Ready and container states, IP and the container
 //! ports (for the verifier), ingresses and routes their status, servers their spec (as text, see
-//! `cached_server.rs`) and status without `kubectl apply`'s copy of the whole spec. Managed fields
+//! `resource/cached.rs`) and status without `kubectl apply`'s copy of the whole spec. Managed fields
 //! go everywhere. Pure.
 
 use super::super::reconcile::build::HttpRoute;
-use crate::reconcile::cached_server::CachedServer;
+use crate::reconcile::host_claims;
+use crate::resource::CachedServer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec, PodStatus};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -26,7 +27,7 @@ pub fn server(server: &mut CachedServer) {
     if let Some(annotations) = &mut server.metadata.annotations {
         annotations.remove(LAST_APPLIED);
     }
-    server.compact();
+    server.compact(host_claims::claim);
 }
 
 /// A Deployment without its pod template (what the operator wants of it is rebuilt from the

@@ -6,7 +6,7 @@
 //! without what the operator never reads (`controller.rs` strips them). No I/O.
 
 use super::build::HttpRoute;
-use super::cached_server::CachedServer;
+use crate::resource::CachedServer;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};

@@ -9,9 +9,9 @@
 //! controller the servers to look at again when a claim may have been released.
 
 use crate::reconcile::build::{BuildConfig, endpoint_paths, metadata_paths, public_endpoint, url};
-use crate::reconcile::cached_server::CachedServer;
 use crate::reconcile::validate::{Accepted, RefusalReason, Refused};
-use crate::resource::MCPServer;
+pub use crate::resource::Claim;
+use crate::resource::{CachedServer, MCPServer};
 use futures_util::Stream;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -23,24 +23,6 @@ use tokio::sync::mpsc;
 /// Server changes queued for [`requeue`] at most: past this, a change is dropped (the periodic
 /// resync looks at every server again anyway).
 const QUEUE: usize = 1024;
-
-/// What a server claims on the shared ingress or gateway: a host and the paths under it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Claim {
-    /// Field that declares the claim, for messages.
-    pub field: &'static str,
-    /// Host name, lower case.
-    pub host: String,
-    /// Path prefix, `/` at the root.
-    pub path: String,
-    /// Every exact path the server may route, sorted: its endpoints (the server card's
-    /// included) and its OAuth metadata, whether or not its spec turns them on now (turning
-    /// them on later must not take another server's path).
-    pub routes: Vec<String>,
-    /// The URL status reports while the server serves the claim (the cluster domain plays no
-    /// part in an external URL).
-    pub url: String,
-}
 
 /// The claim of `server`, when it is exposed outside the cluster.
 pub fn claim(server: &MCPServer) -> Option<Claim> {
@@ -334,6 +316,23 @@ mod tests {
             "/tools",
         );
         assert!(winner(&other, &cache(&[root, other.clone()])).is_none());
+    }
+
+    #[test]
+    fn the_claim_is_computed_when_cached() {
+        let exposed = server(
+            "
+            metadata: {name: s, namespace: n}
+            spec: {ingress: {host: Shop.Example.com}}
+            ",
+        );
+        let claim = cached(&exposed).claim.unwrap();
+        assert_eq!(
+            (claim.host.as_str(), claim.path.as_str()),
+            ("shop.example.com", "/")
+        );
+        let internal = server("metadata: {name: s, namespace: n}\nspec: {}");
+        assert!(cached(&internal).claim.is_none());
     }
 
     #[test]

@@ -3,8 +3,7 @@
 //! the registry. I/O: it watches the API server until shutdown.
 
 use super::catalog::Catalog;
-use crate::reconcile::cached_server::CachedServer;
-use crate::resource::MCPServer;
+use crate::resource::{CachedServer, MCPServer};
 use futures_util::StreamExt as _;
 use jiff::Timestamp;
 use kube::runtime::{WatchStreamExt as _, watcher};

@@ -5,8 +5,7 @@
 //! this operator cannot read (a field or an enum value of a newer CRD) then fails alone, in its
 //! own reconcile, instead of failing the list that every server is watched through. Pure.
 
-use super::host_claims::{self, Claim};
-use crate::resource::{DeploymentFields, MCPServer, MCPServerSpec, MCPServerStatus};
+use super::{DeploymentFields, MCPServer, MCPServerSpec, MCPServerStatus};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
@@ -30,6 +29,24 @@ pub struct CachedServer {
     /// is unreadable); set by [`CachedServer::compact`].
     #[serde(skip)]
     pub claim: Option<Claim>,
+}
+
+/// What a server claims on the shared ingress or gateway: a host and the paths under it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// Field that declares the claim, for messages.
+    pub field: &'static str,
+    /// Host name, lower case.
+    pub host: String,
+    /// Path prefix, `/` at the root.
+    pub path: String,
+    /// Every exact path the server may route, sorted: its endpoints (the server card's
+    /// included) and its OAuth metadata, whether or not its spec turns them on now (turning
+    /// them on later must not take another server's path).
+    pub routes: Vec<String>,
+    /// The URL status reports while the server serves the claim (the cluster domain plays no
+    /// part in an external URL).
+    pub url: String,
 }
 
 impl Resource for CachedServer {
@@ -67,9 +84,10 @@ impl CachedServer {
         })
     }
 
-    /// Computes what the cache keeps beside the text (the host claim).
-    pub fn compact(&mut self) {
-        self.claim = self.parse().ok().as_ref().and_then(host_claims::claim);
+    /// Computes what the cache keeps beside the text: the host claim, by `claim` (the
+    /// reconcile's rule, `host_claims::claim`).
+    pub fn compact(&mut self, claim: impl FnOnce(&MCPServer) -> Option<Claim>) {
+        self.claim = self.parse().ok().as_ref().and_then(claim);
     }
 }
 
@@ -128,7 +146,11 @@ fn readable_status<'de, D: Deserializer<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::test_support::{cached, server};
+
+    /// `server` as the watch delivers it.
+    fn cached(server: &MCPServer) -> CachedServer {
+        serde_json::from_value(serde_json::to_value(server).unwrap()).unwrap()
+    }
 
     #[test]
     fn the_cached_text_parses_to_the_server_it_was() {
@@ -169,22 +191,5 @@ mod tests {
         .unwrap();
         assert_eq!(cached.parse().unwrap().spec, MCPServerSpec::default());
         assert!(cached.status.is_none());
-    }
-
-    #[test]
-    fn the_claim_is_computed_when_cached() {
-        let exposed = server(
-            "
-            metadata: {name: s, namespace: n}
-            spec: {ingress: {host: Shop.Example.com}}
-            ",
-        );
-        let claim = cached(&exposed).claim.unwrap();
-        assert_eq!(
-            (claim.host.as_str(), claim.path.as_str()),
-            ("shop.example.com", "/")
-        );
-        let internal = server("metadata: {name: s, namespace: n}\nspec: {}");
-        assert!(cached(&internal).claim.is_none());
     }
 }
