@@ -90,6 +90,11 @@ struct RunArgs {
         value_delimiter = ','
     )]
     runtime_trusted_proxy: Vec<ipnet::IpNet>,
+    /// Let declared upstreams be at link-local addresses (cloud instance metadata and
+    /// credentials): the operator accepts such declarations and every runtime gets
+    /// `--allow-link-local-upstreams`. Default: refused.
+    #[arg(long, env = "MCP_OPERATOR_RUNTIME_ALLOW_LINK_LOCAL_UPSTREAMS")]
+    runtime_allow_link_local_upstreams: bool,
     /// Namespace whose pods may scrape the admin port (repeatable, or comma-separated).
     #[arg(
         long,
@@ -261,6 +266,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             cluster_domain: args.cluster_domain,
             server_cards: args.server_cards,
             trusted_proxies: args.runtime_trusted_proxy,
+            allow_link_local_upstreams: args.runtime_allow_link_local_upstreams,
             network: NetworkConfig {
                 enabled: args.network_policies,
                 ingress_namespaces: args.ingress_namespace,

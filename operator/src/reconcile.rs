@@ -225,7 +225,11 @@ async fn reconcile_inner(
     }
     let step = Instant::now();
     let verdict = match unreadable {
-        None => host_claims::check(server, &ctx.stores.servers, validate::validate(server)),
+        None => host_claims::check(
+            server,
+            &ctx.stores.servers,
+            validate::validate(server, &ctx.config),
+        ),
         Some(error) => Err(validate::Refused::unparseable(error)),
     };
     ctx.metrics.observe_step("validate", step.elapsed());

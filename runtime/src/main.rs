@@ -128,6 +128,12 @@ struct ServeArgs {
     /// without this, all its clients share one client's shares.
     #[arg(long = "trusted-proxy", value_name = "CIDR", value_delimiter = ',')]
     trusted_proxies: Vec<ipnet::IpNet>,
+    /// Let declared upstreams be at link-local addresses (169.254.0.0/16, fe80::/10,
+    /// fd00:ec2::254), where clouds serve instance metadata and the node's or pod's
+    /// credentials. Off by default: a URL naming one is refused when compiled, and a name that
+    /// resolves only to one fails to connect.
+    #[arg(long)]
+    allow_link_local_upstreams: bool,
     /// Interval of server pings on open session streams (0s disables).
     #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().ping_interval.unwrap_or_default().into())]
     ping_interval: humantime::Duration,
@@ -331,6 +337,7 @@ fn config(args: ServeArgs) -> RunConfig {
             template_fuel: args.template_fuel,
             read_files: true,
             secrets_dir: Some(args.secrets_dir.clone()),
+            allow_link_local_upstreams: args.allow_link_local_upstreams,
         },
         reload_interval: args.reload_interval.into(),
         shutdown_timeout: args.shutdown_timeout,

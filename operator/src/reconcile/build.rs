@@ -43,6 +43,9 @@ pub struct BuildConfig {
     pub server_cards: bool,
     /// Proxies whose `X-Forwarded-For` names the client (the runtimes' `--trusted-proxy`).
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Declared upstreams may be at link-local addresses (the runtimes'
+    /// `--allow-link-local-upstreams`; the operator's own compile allows them too).
+    pub allow_link_local_upstreams: bool,
     /// Who may reach the servers' pods (their NetworkPolicies).
     pub network: NetworkConfig,
 }
@@ -55,6 +58,7 @@ impl Default for BuildConfig {
             cluster_domain: "cluster.local".into(),
             server_cards: false,
             trusted_proxies: Vec::new(),
+            allow_link_local_upstreams: false,
             network: NetworkConfig::default(),
         }
     }
@@ -194,7 +198,7 @@ mod tests {
     }
 
     fn build(server: &MCPServer) -> Children {
-        let accepted = validate(server).unwrap();
+        let accepted = validate(server, &Default::default()).unwrap();
         children(
             server,
             &accepted.manifest_yaml,
@@ -313,9 +317,35 @@ mod tests {
     }
 
     #[test]
+    fn link_local_upstreams_are_refused_unless_the_platform_allows_them() {
+        let metadata = server(
+            "
+            metadata: {name: creds, namespace: tools}
+            spec:
+              tools: [{name: steal, http: {url: 'http://169.254.169.254/latest/meta-data/'}}]
+            ",
+        );
+        let refused = validate(&metadata, &BuildConfig::default()).unwrap_err();
+        assert!(
+            refused.errors[0].message.contains("is link-local"),
+            "{:?}",
+            refused.errors
+        );
+        let allowed = BuildConfig {
+            allow_link_local_upstreams: true,
+            ..BuildConfig::default()
+        };
+        let accepted = validate(&metadata, &allowed).unwrap();
+        let plain = runtime_args(&build(&weather()));
+        assert!(!plain.contains(&"--allow-link-local-upstreams".to_owned()));
+        let built = children(&metadata, &accepted.manifest_yaml, &accepted.hash, &allowed);
+        assert!(runtime_args(&built).contains(&"--allow-link-local-upstreams".to_owned()));
+    }
+
+    #[test]
     fn trusted_proxies_reach_every_runtime_and_none_by_default() {
         let server = weather();
-        let accepted = validate(&server).unwrap();
+        let accepted = validate(&server, &BuildConfig::default()).unwrap();
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--trusted-proxy".to_owned()), "{plain:?}");
         let config = BuildConfig {
@@ -341,7 +371,7 @@ mod tests {
             server_cards: true,
             ..BuildConfig::default()
         };
-        let accepted = validate(&server).unwrap();
+        let accepted = validate(&server, &BuildConfig::default()).unwrap();
         let built = children(&server, &accepted.manifest_yaml, &accepted.hash, &config);
         let args = runtime_args(&built);
         assert!(args.contains(&"--server-card".to_owned()), "{args:?}");
@@ -462,7 +492,7 @@ mod tests {
     #[test]
     fn network_policies_admit_only_the_configured_peers() {
         let mut config = BuildConfig::default();
-        let accepted = validate(&weather()).unwrap();
+        let accepted = validate(&weather(), &BuildConfig::default()).unwrap();
         assert_eq!(
             children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy,
             None
@@ -708,10 +738,10 @@ mod tests {
             "#,
         );
         // Validation refuses that `env` entry; built anyway, it still cannot replace the pod IP.
-        assert!(validate(&server).is_err());
+        assert!(validate(&server, &BuildConfig::default()).is_err());
         let mut accepted_spec = server.clone();
         accepted_spec.spec.deployment.env.clear();
-        let accepted = validate(&accepted_spec).unwrap();
+        let accepted = validate(&accepted_spec, &BuildConfig::default()).unwrap();
         let built = children(
             &server,
             &accepted.manifest_yaml,

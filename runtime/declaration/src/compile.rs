@@ -60,6 +60,8 @@ pub struct CompileOptions {
     /// Where `secretKeyRef`s are read (`<dir>/<name>/<key>`); `None` checks the references
     /// without reading them (the operator validates without the pod's files).
     pub secrets_dir: Option<PathBuf>,
+    /// Allow upstream URLs at link-local addresses (cloud metadata; `link_local.rs`).
+    pub allow_link_local_upstreams: bool,
 }
 
 impl Default for CompileOptions {
@@ -68,6 +70,7 @@ impl Default for CompileOptions {
             template_fuel: DEFAULT_FUEL,
             read_files: true,
             secrets_dir: None,
+            allow_link_local_upstreams: false,
         }
     }
 }
@@ -185,6 +188,7 @@ impl<'a> Compiler<'a> {
             prompts,
             templates: self.templates,
             upstreams: self.upstreams,
+            allow_link_local_upstreams: self.options.allow_link_local_upstreams,
             auth: decl.auth.clone(),
             access,
             transports,

@@ -303,6 +303,9 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
     if config.server_cards {
         args.push("--server-card".into());
     }
+    if config.allow_link_local_upstreams {
+        args.push("--allow-link-local-upstreams".into());
+    }
     args
 }
 

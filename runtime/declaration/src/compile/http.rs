@@ -58,6 +58,15 @@ impl Compiler<'_> {
             Target::Resource { label, .. } => (label.clone(), false),
         };
         let url = UrlTemplate::parse(&http.url)
+            .and_then(
+                |url| match crate::link_local::literal_link_local(url.origin()) {
+                    Some(ip) if !self.options.allow_link_local_upstreams => Err(format!(
+                        "the address {ip} {}",
+                        crate::link_local::LINK_LOCAL_REFUSED
+                    )),
+                    _ => Ok(url),
+                },
+            )
             .map_err(|message| self.error(format!("{path}.url"), message))
             .ok();
         let mut arg_refs: Vec<(String, String)> = Vec::new();

@@ -35,6 +35,9 @@ pub struct Compiled {
     pub templates: Templates,
     /// Every HTTP backend, each at its `slot`.
     pub upstreams: Vec<Arc<CompiledHttp>>,
+    /// Whether upstreams may be at link-local addresses (`CompileOptions`); the HTTP clients
+    /// refuse names that resolve there unless so.
+    pub allow_link_local_upstreams: bool,
     /// `spec.auth`, when requests must be authenticated.
     pub auth: Option<Auth>,
     /// How per-item `requiredScopes` and `allow` are evaluated (each item carries its own).

@@ -7,6 +7,7 @@
 mod mapping;
 mod redact;
 mod request;
+mod resolver;
 mod upstreams;
 
 pub use mapping::{resource_contents, tool_reply};

@@ -40,10 +40,13 @@ impl Upstreams {
             let client = match clients.get(&ca) {
                 Some(client) => client.clone(),
                 None => {
-                    let client = client(ca).map_err(|err| BuildError {
-                        label: http.label.clone(),
-                        message: err.to_string(),
-                    })?;
+                    let client =
+                        client(ca, compiled.allow_link_local_upstreams).map_err(|err| {
+                            BuildError {
+                                label: http.label.clone(),
+                                message: err.to_string(),
+                            }
+                        })?;
                     clients.insert(ca, client.clone());
                     client
                 }
@@ -62,11 +65,14 @@ impl Upstreams {
     }
 }
 
-fn client(ca_bundle: Option<&str>) -> reqwest::Result<reqwest::Client> {
+fn client(ca_bundle: Option<&str>, allow_link_local: bool) -> reqwest::Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .redirect(same_origin_redirects())
         .user_agent(concat!("kube-mcp/", env!("CARGO_PKG_VERSION")));
+    if !allow_link_local {
+        builder = builder.dns_resolver(std::sync::Arc::new(super::resolver::WithoutLinkLocal));
+    }
     if let Some(pem) = ca_bundle {
         // The compiler checked that the bundle holds certificates.
         for cert in reqwest::Certificate::from_pem_bundle(pem.as_bytes())? {
