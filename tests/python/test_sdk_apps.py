@@ -2,7 +2,8 @@
 a client that advertises the extension with the view's MIME type (`mcp.client.advertise`) sees
 `_meta.ui` on tools, the tool only the view calls, and the view's sandbox rules when it reads
 the `ui://` resource, in both eras; a client that advertises nothing gets the plain tools and
-the same text answer. No browser here: the host bridge and CSP enforcement are not tested."""
+the same text answer. No browser here: tests/e2e/apps.sh renders the view with the ext-apps host
+bridge in Chromium and checks the browser enforces its CSP."""
 
 from __future__ import annotations
 
