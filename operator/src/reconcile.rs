@@ -228,7 +228,7 @@ async fn reconcile_inner(
         None => host_claims::check(
             server,
             &ctx.stores.servers,
-            validate::validate(server, &ctx.config),
+            validate::validate(server, ctx.config.allow_link_local_upstreams),
         ),
         Some(error) => Err(validate::Refused::unparseable(error)),
     };

@@ -198,7 +198,7 @@ mod tests {
     }
 
     fn build(server: &MCPServer) -> Children {
-        let accepted = validate(server, &Default::default()).unwrap();
+        let accepted = validate(server, false).unwrap();
         children(
             server,
             &accepted.manifest_yaml,
@@ -325,7 +325,7 @@ mod tests {
               tools: [{name: steal, http: {url: 'http://169.254.169.254/latest/meta-data/'}}]
             ",
         );
-        let refused = validate(&metadata, &BuildConfig::default()).unwrap_err();
+        let refused = validate(&metadata, false).unwrap_err();
         assert!(
             refused.errors[0].message.contains("is link-local"),
             "{:?}",
@@ -335,7 +335,7 @@ mod tests {
             allow_link_local_upstreams: true,
             ..BuildConfig::default()
         };
-        let accepted = validate(&metadata, &allowed).unwrap();
+        let accepted = validate(&metadata, allowed.allow_link_local_upstreams).unwrap();
         let plain = runtime_args(&build(&weather()));
         assert!(!plain.contains(&"--allow-link-local-upstreams".to_owned()));
         let built = children(&metadata, &accepted.manifest_yaml, &accepted.hash, &allowed);
@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn trusted_proxies_reach_every_runtime_and_none_by_default() {
         let server = weather();
-        let accepted = validate(&server, &BuildConfig::default()).unwrap();
+        let accepted = validate(&server, false).unwrap();
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--trusted-proxy".to_owned()), "{plain:?}");
         let config = BuildConfig {
@@ -371,7 +371,7 @@ mod tests {
             server_cards: true,
             ..BuildConfig::default()
         };
-        let accepted = validate(&server, &BuildConfig::default()).unwrap();
+        let accepted = validate(&server, false).unwrap();
         let built = children(&server, &accepted.manifest_yaml, &accepted.hash, &config);
         let args = runtime_args(&built);
         assert!(args.contains(&"--server-card".to_owned()), "{args:?}");
@@ -492,7 +492,7 @@ mod tests {
     #[test]
     fn network_policies_admit_only_the_configured_peers() {
         let mut config = BuildConfig::default();
-        let accepted = validate(&weather(), &BuildConfig::default()).unwrap();
+        let accepted = validate(&weather(), false).unwrap();
         assert_eq!(
             children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy,
             None
@@ -738,10 +738,10 @@ mod tests {
             "#,
         );
         // Validation refuses that `env` entry; built anyway, it still cannot replace the pod IP.
-        assert!(validate(&server, &BuildConfig::default()).is_err());
+        assert!(validate(&server, false).is_err());
         let mut accepted_spec = server.clone();
         accepted_spec.spec.deployment.env.clear();
-        let accepted = validate(&accepted_spec, &BuildConfig::default()).unwrap();
+        let accepted = validate(&accepted_spec, false).unwrap();
         let built = children(
             &server,
             &accepted.manifest_yaml,

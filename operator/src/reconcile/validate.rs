@@ -1,7 +1,6 @@
 //! Validate step of the reconcile pipeline: compile the declaration with the runtime's own
 //! compiler, and render the manifest the runtime will read from the ConfigMap. Pure.
 
-use super::build::BuildConfig;
 use crate::resource::{Counts, MCPServer};
 use kube::ResourceExt;
 use mcp_declaration::{
@@ -115,7 +114,9 @@ fn reserved_env(server: &MCPServer) -> impl Iterator<Item = FieldError> + '_ {
 }
 
 /// Compiles the declaration of `server` as the runtime will, without reading files.
-pub fn validate(server: &MCPServer, config: &BuildConfig) -> Result<Accepted, Refused> {
+/// `allow_link_local_upstreams` is the platform's choice (`BuildConfig`): declared upstreams at
+/// link-local addresses are refused unless it is set.
+pub fn validate(server: &MCPServer, allow_link_local_upstreams: bool) -> Result<Accepted, Refused> {
     let name = server.name_any();
     let declaration = &server.spec.declaration;
     let manifest = Manifest {
@@ -126,7 +127,7 @@ pub fn validate(server: &MCPServer, config: &BuildConfig) -> Result<Accepted, Re
     };
     let options = CompileOptions {
         read_files: false,
-        allow_link_local_upstreams: config.allow_link_local_upstreams,
+        allow_link_local_upstreams,
         ..Default::default()
     };
     let mut errors = match compile(&manifest, &options) {
@@ -236,7 +237,7 @@ mod tests {
                   messages: [{role: user, content: {type: text, text: Plan.}}]
             "##,
         );
-        let accepted = validate(&server, &BuildConfig::default()).unwrap();
+        let accepted = validate(&server, false).unwrap();
         assert_eq!(
             accepted.counts,
             Counts {
@@ -271,7 +272,7 @@ mod tests {
                   content: [{type: text, text: hi}]
             "#,
         );
-        let refused = validate(&server, &BuildConfig::default()).unwrap_err();
+        let refused = validate(&server, false).unwrap_err();
         let paths: Vec<&str> = refused.errors.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -299,7 +300,7 @@ mod tests {
                 - {uri: "docs://readme", name: readme, file: README.md}
             "#,
         );
-        let refused = validate(&server, &BuildConfig::default()).unwrap_err();
+        let refused = validate(&server, false).unwrap_err();
         assert_eq!(
             refused.errors[0].path,
             "spec.resources[0].file (resource `docs://readme`)"
@@ -319,11 +320,7 @@ mod tests {
                     headers:
                       - {name: Authorization, secretKeyRef: {name: weather-api, key: token}}
             "#;
-        let refused = validate(
-            &server(&manifest.replace("SECRETS", "")),
-            &BuildConfig::default(),
-        )
-        .unwrap_err();
+        let refused = validate(&server(&manifest.replace("SECRETS", "")), false).unwrap_err();
         assert_eq!(
             refused.errors[0].path,
             "spec.tools[0].http (tool `forecast`)"
@@ -336,7 +333,7 @@ mod tests {
         assert!(
             validate(
                 &server(&manifest.replace("SECRETS", "secrets: [weather-api]")),
-                &BuildConfig::default()
+                false
             )
             .is_ok()
         );
@@ -352,7 +349,7 @@ mod tests {
               env: [{name: LANG, value: C}, {name: KUBE_MCP_POD_IP, value: "10.9.9.9"}]
             "#,
         );
-        let refused = validate(&server, &BuildConfig::default()).unwrap_err();
+        let refused = validate(&server, false).unwrap_err();
         assert_eq!(refused.errors.len(), 1, "{}", refused.message());
         assert_eq!(refused.errors[0].path, "spec.env[1].name");
         assert!(refused.errors[0].message.contains("reserved"));
@@ -380,7 +377,7 @@ mod tests {
               resources: [{{uri: 'docs://big', name: big, text: '{big}'}}]
             "
         ));
-        let refused = validate(&server, &BuildConfig::default()).unwrap_err();
+        let refused = validate(&server, false).unwrap_err();
         assert_eq!(refused.errors[0].path, "spec");
         assert!(
             refused.errors[0]
