@@ -316,6 +316,40 @@ mod tests {
         assert!(!plain.contains(&"--public-url".to_owned()));
     }
 
+    /// Children are written through the server's namespace (`apply.rs` uses its namespaced API,
+    /// which refuses an object naming another): no child may name another, or a tenant's server
+    /// would write into a namespace it does not own.
+    #[test]
+    fn every_child_lives_in_its_servers_namespace() {
+        let weather = weather();
+        let gateway = server(
+            "
+            metadata: {name: routed, namespace: tools}
+            spec:
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+              exposure: gateway
+              gateway: {host: mcp.example.com, parentRefs: [{name: shared, namespace: gateway-system}]}
+            ",
+        );
+        for server in [&weather, &gateway] {
+            let built = build(server);
+            let mut namespaces = vec![
+                built.config_map.metadata.namespace.clone(),
+                built.deployment.metadata.namespace.clone(),
+                built.service.metadata.namespace.clone(),
+                session_key(server, [0; 32]).metadata.namespace,
+            ];
+            namespaces.extend(built.ingress.map(|i| i.metadata.namespace));
+            namespaces.extend(built.pod_disruption_budget.map(|p| p.metadata.namespace));
+            namespaces.extend(built.network_policy.map(|n| n.metadata.namespace));
+            namespaces.extend(built.http_route.map(|r| r.metadata.namespace));
+            assert!(namespaces.len() >= 5, "{namespaces:?}");
+            for namespace in namespaces {
+                assert_eq!(namespace.as_deref(), Some("tools"));
+            }
+        }
+    }
+
     #[test]
     fn link_local_upstreams_are_refused_unless_the_platform_allows_them() {
         let metadata = server(
