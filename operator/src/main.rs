@@ -79,6 +79,16 @@ struct RunArgs {
     /// (repeatable, or comma-separated).
     #[arg(long, env = "MCP_OPERATOR_INGRESS_NAMESPACES", value_delimiter = ',')]
     ingress_namespace: Vec<String>,
+    /// Addresses that may reach the MCP port although they are no pod of a namespace: the
+    /// nodes of a hostNetwork ingress controller, or a cloud load balancer that keeps the
+    /// client's address (CIDRs, repeatable or comma-separated).
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_INGRESS_CIDRS",
+        value_name = "CIDR",
+        value_delimiter = ','
+    )]
+    ingress_cidr: Vec<ipnet::IpNet>,
     /// Network of the proxies in front of the servers, such as the ingress controller's pod
     /// network (CIDRs, repeatable or comma-separated): every runtime gets it as
     /// `--trusted-proxy`, so that its per-client shares count each client behind the proxy
@@ -270,6 +280,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             network: NetworkConfig {
                 enabled: args.network_policies,
                 ingress_namespaces: args.ingress_namespace,
+                ingress_cidrs: args.ingress_cidr,
                 monitoring_namespaces: args.monitoring_namespace,
                 // The operator's pods may reach the admin port: `--verify=pods` asks there.
                 operator_namespace: args

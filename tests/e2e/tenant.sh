@@ -69,6 +69,7 @@ log "chart: every new value set renders, lints and passes a server-side dry run"
 DIGEST=sha256:$(printf '%064d' 7)
 ALL_VALUES=(--set operator.replicas=2 --set image.digest=$DIGEST --set runtimeImage.digest=$DIGEST
   --set networkPolicy.enabled=true --set 'networkPolicy.ingressNamespaces={ingress-nginx,gateway-system}'
+  --set 'networkPolicy.ingressCIDRs={10.0.0.0/16,fd00:10::/64}'
   --set 'networkPolicy.monitoringNamespaces={monitoring}' --set rbac.aggregateToDefaultRoles=true
   --set test.image=registry.k8s.io/kubectl:v1.37.2 --set 'admissionPolicy.validationActions={Warn,Audit}'
   --set 'admissionPolicy.namespaceSelector.matchLabels.tenant=yes'
@@ -86,6 +87,7 @@ kubectl -n "$SYSTEM_NS" create serviceaccount other-kube-mcp-test >/dev/null
 helm template other "$CHART" -n "$SYSTEM_NS" "${ALL_VALUES[@]}" >"$E2E/all.yaml" 2>"$E2E/all.err" || cat "$E2E/all.err"
 check "kubectl apply --dry-run=server accepts every rendered object, helm test hooks included" \
   kubectl apply --dry-run=server -f "$E2E/all.yaml"
+check "the rendering passes networkPolicy.ingressCIDRs to the operator" grep -q -- '--ingress-cidr=10.0.0.0/16,fd00:10::/64' "$E2E/all.yaml"
 check "the rendering pulls both images by digest and has the operator's PDB" bash -c \
   "grep -q 'image: \"ghcr.io/kube-mcp/kube-mcp@$DIGEST\"' $E2E/all.yaml &&
    grep -q -- '--runtime-image=ghcr.io/kube-mcp/kube-mcp@$DIGEST' $E2E/all.yaml && grep -q '^kind: PodDisruptionBudget' $E2E/all.yaml"
@@ -278,7 +280,8 @@ ADMIN_PORT=$((20000 + RANDOM % 10000))
 KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=tenant-operator \
   "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name kube-mcp-leader \
   --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json \
-  --network-policies=true --ingress-namespace ingress-nginx,gateway-system --monitoring-namespace monitoring \
+  --network-policies=true --ingress-namespace ingress-nginx,gateway-system --ingress-cidr 192.0.2.0/24 \
+  --monitoring-namespace monitoring \
   --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
 OPERATOR_PID=$!
 check "operator /readyz answers" eventually 60 curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/readyz"
@@ -382,11 +385,12 @@ check "back to exposure: ingress prunes the HTTPRoute and writes an Ingress with
 
 # ----------------------------------------------------------------------------------------------
 log "NetworkPolicy per server"
-check "the server has a NetworkPolicy: MCP port for the ingress namespaces and its own pods, admin port for monitoring and the operator" \
+check "the server has a NetworkPolicy: MCP port for the ingress namespaces and address ranges and its own pods, admin port for monitoring and the operator" \
   eventually 30 holds "$T2" networkpolicy weather '
     .spec.podSelector.matchLabels["kube-mcp.io/server"] == "weather" and .spec.policyTypes == ["Ingress"] and
     ([.spec.ingress[0].from[] | select(.namespaceSelector) | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["ingress-nginx", "gateway-system"]) and
-    ([.spec.ingress[0].from[] | select(.namespaceSelector == null) | .podSelector.matchLabels["kube-mcp.io/server"]] == ["weather"]) and
+    ([.spec.ingress[0].from[] | select(.podSelector and .namespaceSelector == null) | .podSelector.matchLabels["kube-mcp.io/server"]] == ["weather"]) and
+    ([.spec.ingress[0].from[] | select(.ipBlock) | .ipBlock.cidr] == ["192.0.2.0/24"]) and ([.spec.ingress[1].from[] | select(.ipBlock)] == []) and
     .spec.ingress[0].ports[0].port == "http" and .spec.ingress[1].ports[0].port == "admin" and
     ([.spec.ingress[1].from[] | .namespaceSelector.matchLabels["kubernetes.io/metadata.name"]] == ["monitoring", "'"$SYSTEM_NS"'"]) and
     .spec.ingress[1].from[1].podSelector.matchLabels["app.kubernetes.io/component"] == "operator"'

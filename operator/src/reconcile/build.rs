@@ -536,10 +536,33 @@ mod tests {
             ingress_namespaces: vec!["ingress-nginx".into()],
             monitoring_namespaces: vec!["monitoring".into()],
             operator_namespace: Some("kube-mcp-system".into()),
+            ..Default::default()
         };
         let policy =
             children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy;
         insta::assert_yaml_snapshot!("weather_network_policy", policy);
+
+        // Ingress paths that are no pods (hostNetwork controllers, load balancers keeping the
+        // client's address) are admitted on the MCP port by address range, and only there.
+        config.network.ingress_cidrs = vec!["10.0.0.0/16".parse().unwrap()];
+        let policy = children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config)
+            .network_policy
+            .unwrap();
+        let rules = policy.spec.unwrap().ingress.unwrap();
+        let blocks = |rule: &k8s_openapi::api::networking::v1::NetworkPolicyIngressRule| {
+            rule.from
+                .iter()
+                .flatten()
+                .filter_map(|peer| peer.ip_block.as_ref().map(|b| b.cidr.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(blocks(&rules[0]), ["10.0.0.0/16"]);
+        assert_eq!(
+            rules[0].ports.as_ref().unwrap()[0].port,
+            Some(IntOrString::String("http".into()))
+        );
+        assert!(blocks(&rules[1]).is_empty());
+        config.network.ingress_cidrs.clear();
 
         // Nobody listed for a port: no rule for it (an empty rule would admit everyone); the
         // MCP port admits the server's own pods (replicas forward session requests).

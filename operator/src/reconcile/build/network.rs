@@ -1,5 +1,6 @@
 //! The server's NetworkPolicy: its pods admit, on the MCP port, the namespaces the ingress or
-//! gateway runs in, each other (a legacy session's requests are forwarded to the replica
+//! gateway runs in, the address ranges of ingress paths that are no pods (hostNetwork
+//! controllers, load balancers keeping the client's address), each other (a legacy session's requests are forwarded to the replica
 //! holding it) and the peers the spec adds; on the admin port, the monitoring namespaces and the
 //! operator's pods (which ask there what the pods serve). Egress is the platform's to restrict.
 //! Pure.
@@ -8,7 +9,7 @@ use super::BuildConfig;
 use super::meta::{child_meta, selector_labels};
 use crate::resource::MCPServer;
 use k8s_openapi::api::networking::v1::{
-    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    IPBlock, NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
     NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -29,6 +30,8 @@ pub struct NetworkConfig {
     pub enabled: bool,
     /// Namespaces of the ingress controllers and gateways (MCP port).
     pub ingress_namespaces: Vec<String>,
+    /// Address ranges that reach the MCP port from outside any pod network (MCP port).
+    pub ingress_cidrs: Vec<ipnet::IpNet>,
     /// Namespaces of the metrics scrapers (admin port).
     pub monitoring_namespaces: Vec<String>,
     /// The operator's own namespace, when its pods ask the servers' pods what they serve (admin
@@ -48,6 +51,13 @@ pub fn network_policy(server: &MCPServer, config: &BuildConfig) -> Option<Networ
         .iter()
         .map(|ns| namespace(ns, None))
         .collect();
+    mcp_peers.extend(network.ingress_cidrs.iter().map(|cidr| NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr: cidr.to_string(),
+            except: None,
+        }),
+        ..Default::default()
+    }));
     // The server's own pods (in its namespace): replicas forward session requests to each other.
     mcp_peers.push(NetworkPolicyPeer {
         pod_selector: Some(LabelSelector {
