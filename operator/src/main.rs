@@ -105,6 +105,16 @@ struct RunArgs {
     /// `--allow-link-local-upstreams`. Default: refused.
     #[arg(long, env = "MCP_OPERATOR_RUNTIME_ALLOW_LINK_LOCAL_UPSTREAMS")]
     runtime_allow_link_local_upstreams: bool,
+    /// The transports every runtime serves (its `--transports`), such as `modern,streamable` to
+    /// turn the deprecated HTTP+SSE off across the cluster; a server's `spec.transports` can
+    /// narrow it further. Default: the runtime's (all three).
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_RUNTIME_TRANSPORTS",
+        value_name = "LIST",
+        value_parser = mcp_declaration::Transports::parse
+    )]
+    runtime_transports: Option<mcp_declaration::Transports>,
     /// Namespace whose pods may scrape the admin port (repeatable, or comma-separated).
     #[arg(
         long,
@@ -277,6 +287,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             server_cards: args.server_cards,
             trusted_proxies: args.runtime_trusted_proxy,
             allow_link_local_upstreams: args.runtime_allow_link_local_upstreams,
+            transports: args.runtime_transports,
             network: NetworkConfig {
                 enabled: args.network_policies,
                 ingress_namespaces: args.ingress_namespace,

@@ -69,7 +69,7 @@ log "chart: every new value set renders, lints and passes a server-side dry run"
 DIGEST=sha256:$(printf '%064d' 7)
 ALL_VALUES=(--set operator.replicas=2 --set image.digest=$DIGEST --set runtimeImage.digest=$DIGEST
   --set networkPolicy.enabled=true --set 'networkPolicy.ingressNamespaces={ingress-nginx,gateway-system}'
-  --set 'networkPolicy.ingressCIDRs={10.0.0.0/16,fd00:10::/64}'
+  --set 'networkPolicy.ingressCIDRs={10.0.0.0/16,fd00:10::/64}' --set 'runtimeTransports={modern,streamable}'
   --set 'networkPolicy.monitoringNamespaces={monitoring}' --set rbac.aggregateToDefaultRoles=true
   --set test.image=registry.k8s.io/kubectl:v1.37.2 --set 'admissionPolicy.validationActions={Warn,Audit}'
   --set 'admissionPolicy.namespaceSelector.matchLabels.tenant=yes'
@@ -88,6 +88,7 @@ helm template other "$CHART" -n "$SYSTEM_NS" "${ALL_VALUES[@]}" >"$E2E/all.yaml"
 check "kubectl apply --dry-run=server accepts every rendered object, helm test hooks included" \
   kubectl apply --dry-run=server -f "$E2E/all.yaml"
 check "the rendering passes networkPolicy.ingressCIDRs to the operator" grep -q -- '--ingress-cidr=10.0.0.0/16,fd00:10::/64' "$E2E/all.yaml"
+check "the rendering passes runtimeTransports to the operator" grep -q -- '--runtime-transports=modern,streamable' "$E2E/all.yaml"
 check "the rendering pulls both images by digest and has the operator's PDB" bash -c \
   "grep -q 'image: \"ghcr.io/kube-mcp/kube-mcp@$DIGEST\"' $E2E/all.yaml &&
    grep -q -- '--runtime-image=ghcr.io/kube-mcp/kube-mcp@$DIGEST' $E2E/all.yaml && grep -q '^kind: PodDisruptionBudget' $E2E/all.yaml"

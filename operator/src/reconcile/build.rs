@@ -46,6 +46,8 @@ pub struct BuildConfig {
     /// Declared upstreams may be at link-local addresses (the runtimes'
     /// `--allow-link-local-upstreams`; the operator's own compile allows them too).
     pub allow_link_local_upstreams: bool,
+    /// The transports the runtimes serve (their `--transports`; `None`: the runtime's default).
+    pub transports: Option<mcp_declaration::Transports>,
     /// Who may reach the servers' pods (their NetworkPolicies).
     pub network: NetworkConfig,
 }
@@ -59,6 +61,7 @@ impl Default for BuildConfig {
             server_cards: false,
             trusted_proxies: Vec::new(),
             allow_link_local_upstreams: false,
+            transports: None,
             network: NetworkConfig::default(),
         }
     }
@@ -374,6 +377,29 @@ mod tests {
         assert!(!plain.contains(&"--allow-link-local-upstreams".to_owned()));
         let built = children(&metadata, &accepted.manifest_yaml, &accepted.hash, &allowed);
         assert!(runtime_args(&built).contains(&"--allow-link-local-upstreams".to_owned()));
+    }
+
+    #[test]
+    fn the_platforms_transports_reach_every_runtime() {
+        let server = weather();
+        let plain = runtime_args(&build(&server));
+        assert!(!plain.contains(&"--transports".to_owned()), "{plain:?}");
+        let accepted = validate(&server, false).unwrap();
+        let config = BuildConfig {
+            transports: Some(mcp_declaration::Transports::parse("streamable,modern").unwrap()),
+            ..BuildConfig::default()
+        };
+        let args = runtime_args(&children(
+            &server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+        ));
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--transports", "modern,streamable"]),
+            "{args:?}"
+        );
     }
 
     #[test]

@@ -306,6 +306,10 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
     if config.allow_link_local_upstreams {
         args.push("--allow-link-local-upstreams".into());
     }
+    if let Some(transports) = config.transports {
+        args.push("--transports".into());
+        args.push(transports.names());
+    }
     args
 }
 
