@@ -25,8 +25,10 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.auth import TokenStorage
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -373,3 +375,23 @@ def modern_request(request_id: int | str, method: str, params: dict | None = Non
     headers = dict(JSON_AND_SSE, **{"MCP-Protocol-Version": MODERN, "Mcp-Method": method})
     assert method not in ("tools/call", "prompts/get", "resources/read"), "add the Mcp-Name header"
     return headers, {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
+
+
+class TokenMemory(TokenStorage):
+    """An OAuth client's tokens and registration, kept in memory for one test."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info

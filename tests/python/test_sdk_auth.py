@@ -17,14 +17,14 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenStorage
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import OAuthClientMetadata
 from mcp.shared.exceptions import MCPError
 
 from auth_server import authorization_server, client_credentials, sign_in
-from harness import JSON_AND_SSE, MODERN, Runtime, StartRuntime, initialize_body, key_file, metric_labels, modern_request
+from harness import TokenMemory, JSON_AND_SSE, MODERN, Runtime, StartRuntime, initialize_body, key_file, metric_labels, modern_request
 
 pytestmark = pytest.mark.anyio
 
@@ -73,25 +73,7 @@ def authed(start: StartRuntime, tmp_path: Path, issuer: str) -> Runtime:
     return serve(start, tmp_path, issuer)
 
 
-class Memory(TokenStorage):
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
-def oauth(server_url: str) -> tuple[OAuthClientProvider, Memory]:
+def oauth(server_url: str) -> tuple[OAuthClientProvider, TokenMemory]:
     """The SDK's OAuth client, configured with nothing but a redirect URI: it must learn the
     authorization server, the scopes and the resource from the runtime."""
     answer: dict[str, str] = {}
@@ -102,7 +84,7 @@ def oauth(server_url: str) -> tuple[OAuthClientProvider, Memory]:
     async def callback_handler() -> AuthorizationCodeResult:
         return AuthorizationCodeResult(code=answer["code"], state=answer.get("state"), iss=answer.get("iss"))
 
-    storage = Memory()
+    storage = TokenMemory()
     provider = OAuthClientProvider(
         server_url=server_url,
         client_metadata=OAuthClientMetadata(

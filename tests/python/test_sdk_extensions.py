@@ -12,13 +12,11 @@ from pathlib import Path
 import httpx2
 import pytest
 from mcp import Client
-from mcp.client.auth import TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from auth_server import authorization_server
-from harness import MODERN, WEATHER, StartRuntime
+from harness import TokenMemory, MODERN, WEATHER, StartRuntime
 
 pytestmark = pytest.mark.anyio
 
@@ -48,24 +46,6 @@ def issuer(tmp_path_factory: pytest.TempPathFactory):
         yield url
 
 
-class Memory(TokenStorage):
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_client_credentials_client_sees_the_auth_extensions(
     start: StartRuntime, tmp_path: Path, issuer: str, mode: str
@@ -76,7 +56,7 @@ async def test_a_client_credentials_client_sees_the_auth_extensions(
     rt = start(manifest)
     provider = ClientCredentialsOAuthProvider(
         server_url=rt.url,
-        storage=Memory(),
+        storage=TokenMemory(),
         client_id="reader",
         client_secret="reader-secret",
         scope="mcp",
