@@ -85,9 +85,23 @@ impl CachedServer {
     }
 
     /// Computes what the cache keeps beside the text: the host claim, by `claim` (the
-    /// reconcile's rule, `host_claims::claim`).
+    /// reconcile's rule, `host_claims::claim`). It runs on every watch event, status writes
+    /// included, so it reads only the deployment fields a claim depends on (the served part is
+    /// skipped unparsed; the reconcile's strict parse refuses what this one lets by).
     pub fn compact(&mut self, claim: impl FnOnce(&MCPServer) -> Option<Claim>) {
-        self.claim = self.parse().ok().as_ref().and_then(claim);
+        let Ok(deployment) = serde_json::from_str::<DeploymentFields>(&self.spec) else {
+            self.claim = None;
+            return;
+        };
+        let server = MCPServer {
+            metadata: self.metadata.clone(),
+            spec: MCPServerSpec {
+                declaration: Declaration::default(),
+                deployment,
+            },
+            status: None,
+        };
+        self.claim = claim(&server);
     }
 }
 
