@@ -35,7 +35,6 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::future::Future;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -304,11 +303,11 @@ pub async fn run(
     let server_changes = changes(
         server_events,
         Filter {
-            // Status writes (the operator's own) do not change the generation.
+            // Status writes (the operator's own) change neither the generation nor the spec.
+            // The spec's text counts too: after a CRD update a re-listing may show a field the
+            // API server pruned before (same generation), which this operator must refuse.
             key: |server: &CachedServer| {
-                let mut hasher = std::collections::hash_map::DefaultHasher::new();
-                (server.metadata.generation, server.uid()).hash(&mut hasher);
-                hasher.finish()
+                changes::hash_one(&(server.metadata.generation, server.uid(), &server.spec))
             },
             echo: |_: &CachedServer| false,
             baseline: None,
