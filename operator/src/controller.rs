@@ -17,7 +17,9 @@ use crate::reconcile::build::{
 use crate::reconcile::cache::Stores;
 use crate::reconcile::host_claims;
 use crate::reconcile::memory::{Memory, fingerprint};
-use crate::reconcile::{Context, error_chain, error_policy, exposed, pods, reconcile, status};
+use crate::reconcile::{
+    Context, error_chain, error_policy, exposed, pods, reconcile, session_keys, status,
+};
 use crate::resource::CachedServer;
 use crate::verifier::{self, Verifier};
 use changes::{Filter, changes};
@@ -305,9 +307,16 @@ pub async fn run(
         Filter {
             // Status writes (the operator's own) change neither the generation nor the spec.
             // The spec's text counts too: after a CRD update a re-listing may show a field the
-            // API server pruned before (same generation), which this operator must refuse.
+            // API server pruned before (same generation), which this operator must refuse. A
+            // session key rotation is asked for with an annotation.
             key: |server: &CachedServer| {
-                changes::hash_one(&(server.metadata.generation, server.uid(), &server.spec))
+                let rotation = server.annotations().get(session_keys::ROTATE_ANNOTATION);
+                changes::hash_one(&(
+                    server.metadata.generation,
+                    server.uid(),
+                    &server.spec,
+                    rotation,
+                ))
             },
             echo: |_: &CachedServer| false,
             baseline: None,

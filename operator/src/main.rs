@@ -105,6 +105,12 @@ struct RunArgs {
     /// `--allow-link-local-upstreams`. Default: refused.
     #[arg(long, env = "MCP_OPERATOR_RUNTIME_ALLOW_LINK_LOCAL_UPSTREAMS")]
     runtime_allow_link_local_upstreams: bool,
+    /// After a session key rotation (a new value of a server's `kube-mcp.io/rotate-session-key`
+    /// annotation), how long the replaced key still opens what it sealed before it is unmounted
+    /// and deleted. Below the runtime's 24-hour session limit, older sessions end early: after a
+    /// leak, that is the point.
+    #[arg(long, env = "MCP_OPERATOR_SESSION_KEY_OVERLAP", default_value = "25h", value_parser = humantime::parse_duration)]
+    session_key_overlap: Duration,
     /// The transports every runtime serves (its `--transports`), such as `modern,streamable` to
     /// turn the deprecated HTTP+SSE off across the cluster; a server's `spec.transports` can
     /// narrow it further. Default: the runtime's (all three).
@@ -288,6 +294,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             trusted_proxies: args.runtime_trusted_proxy,
             allow_link_local_upstreams: args.runtime_allow_link_local_upstreams,
             transports: args.runtime_transports,
+            session_key_overlap: args.session_key_overlap,
             network: NetworkConfig {
                 enabled: args.network_policies,
                 ingress_namespaces: args.ingress_namespace,

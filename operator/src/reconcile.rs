@@ -8,6 +8,7 @@ pub mod exposed;
 pub mod host_claims;
 pub mod memory;
 pub mod pods;
+pub mod session_keys;
 pub mod status;
 pub mod validate;
 pub mod verified;
@@ -236,11 +237,34 @@ async fn reconcile_inner(
     let url = build::url(server, &ctx.config);
     let mut apply_error = None;
     let mut applied = apply::Applied::default();
+    let mut key_recheck = None;
     match &verdict {
         Ok(accepted) => {
             let step = Instant::now();
-            let children =
-                build::children(server, &accepted.manifest_yaml, &accepted.hash, &ctx.config);
+            let cached = apply::cached_deployment(&ctx.stores, server);
+            let created = ctx.memory.created_key(&uid);
+            let plan = session_keys::plan(
+                &session_keys::Facts {
+                    server: &name,
+                    requested: server
+                        .annotations()
+                        .get(session_keys::ROTATE_ANNOTATION)
+                        .map(String::as_str),
+                    deployment: cached.as_ref(),
+                    created: created.as_ref(),
+                    now: jiff::Timestamp::now(),
+                    overlap: ctx.config.session_key_overlap,
+                },
+                || session_keys::fresh_name(&name),
+            );
+            key_recheck = plan.recheck;
+            let children = build::children(
+                server,
+                &accepted.manifest_yaml,
+                &accepted.hash,
+                &ctx.config,
+                &plan.keys,
+            );
             ctx.metrics.observe_step("build", step.elapsed());
             let target = Target {
                 client: &ctx.client,
@@ -248,13 +272,21 @@ async fn reconcile_inner(
                 memory: &ctx.memory,
                 server,
             };
-            let session_key = || {
-                let mut key = [0u8; 32];
-                rand::rng().fill(&mut key);
-                build::session_key(server, key)
+            let keys = apply::KeyWrites {
+                create: plan.create.then(|| {
+                    let mut key = [0u8; 32];
+                    rand::rng().fill(&mut key);
+                    let created = session_keys::Created {
+                        name: plan.keys.current.clone(),
+                        replaced: plan.keys.previous.clone(),
+                        at: plan.keys.rotated_at.unwrap_or_else(jiff::Timestamp::now),
+                    };
+                    (build::session_key(server, &plan.keys.current, key), created)
+                }),
+                retire: plan.retire,
             };
             let step = Instant::now();
-            let applied_now = apply::apply(&target, &children, session_key).await;
+            let applied_now = apply::apply(&target, &children, keys).await;
             ctx.metrics.observe_step("apply", step.elapsed());
             match applied_now {
                 Ok(done) => applied = done,
@@ -335,14 +367,39 @@ async fn reconcile_inner(
         reason: "Pruned".into(),
         note: format!("deleted {child}: the spec no longer asks for it"),
     }));
+    events.extend(session_key_events(&applied));
     publish(ctx, server, &events).await;
     ctx.metrics.observe_step("status", step.elapsed());
     match apply_error {
         Some(error) => Err(error.into()),
         None if !applied.conflicts.is_empty() => Ok(Action::requeue(CONFLICT_RECHECK)),
-        // The end of a grace period: `Verified` may turn False without any other news.
-        None => Ok(Action::requeue(verify_recheck.unwrap_or_else(resync))),
+        // The end of a grace period (`Verified` may turn False) or of a replaced session key's
+        // overlap: due without any other news.
+        None => {
+            let due = verify_recheck.into_iter().chain(key_recheck).min();
+            Ok(Action::requeue(
+                due.map_or_else(resync, |due| due.min(resync())),
+            ))
+        }
     }
+}
+
+/// Events for the session keys this reconcile created (a rotation, when one was replaced) and
+/// deleted.
+fn session_key_events(applied: &apply::Applied) -> Vec<Transition> {
+    let created = applied.created_key.iter().map(|name| Transition {
+        action: "RotateSessionKey",
+        warning: false,
+        reason: "SessionKeyCreated".into(),
+        note: format!("created Secret {name}: new sessions are sealed with its key"),
+    });
+    let retired = applied.retired_keys.iter().map(|name| Transition {
+        action: "RotateSessionKey",
+        warning: false,
+        reason: "SessionKeyRetired".into(),
+        note: format!("deleted Secret {name}: sessions its key sealed are no longer served"),
+    });
+    created.chain(retired).collect()
 }
 
 /// The `Verified` condition from what the verifier found (`None`: `--verify=off`), and when to

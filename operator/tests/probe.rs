@@ -47,6 +47,7 @@ async fn the_runtime_reports_what_the_operator_stamped_without_a_token() {
         http: mcp_http::transport::HttpSettings::default(),
         sessions: mcp_server::sessions::SessionSettings::default(),
         session_key_file: None,
+        previous_session_key_file: None,
         advertise_address: None,
         replica_networks: Vec::new(),
         server: mcp_server::ServerSettings::default(),

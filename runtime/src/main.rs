@@ -144,6 +144,11 @@ struct ServeArgs {
     /// Default: a random key (one replica only).
     #[arg(long, value_name = "FILE")]
     session_key_file: Option<PathBuf>,
+    /// File with the key --session-key-file replaced, while a rotation is under way: ids and
+    /// tokens it sealed still open (until they expire; sessions live at most 24 hours), and
+    /// nothing new is sealed with it.
+    #[arg(long, value_name = "FILE", requires = "session_key_file")]
+    previous_session_key_file: Option<PathBuf>,
     /// This replica's address as the other replicas reach it (IP, or IP:PORT; without a port,
     /// the --listen port), such as the pod IP. The sessions it opens name it, and a request
     /// another replica (with the same --session-key-file and this flag) receives for one of
@@ -324,6 +329,7 @@ fn config(args: ServeArgs) -> RunConfig {
             max_session_bytes: args.max_session_bytes,
         },
         session_key_file: args.session_key_file,
+        previous_session_key_file: args.previous_session_key_file,
         advertise_address: args.advertise_address.map(|advertised| match advertised {
             Advertised::Address(address) => address,
             Advertised::Ip(ip) => SocketAddr::new(ip, args.listen.port()),

@@ -119,10 +119,12 @@ OPERATOR_SCOPE=()
 # Short enough for the cluster tests to see StaleDeclaration soon, long enough for them to see
 # Propagating first.
 VERIFY_GRACE_S=30
+# A replaced session key retires this soon, so the cluster tests see it go.
+SESSION_KEY_OVERLAP_S=20
 start_operator() {
   KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-operator \
     "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name "$LEASE" \
-    --verify-grace "${VERIFY_GRACE_S}s" \
+    --verify-grace "${VERIFY_GRACE_S}s" --session-key-overlap "${SESSION_KEY_OVERLAP_S}s" \
     --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json "${OPERATOR_SCOPE[@]}" \
     --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
   OPERATOR_PID=$!
@@ -160,10 +162,15 @@ owned() {
   holds "$1" "$2" ".metadata.ownerReferences | length == 1 and .[0].uid == \"$UID_WEATHER\" and .[0].controller == true and .[0].kind == \"MCPServer\""
 }
 for child in "configmap weather-manifest" "deployment weather" "service weather" "ingress weather" \
-  "poddisruptionbudget weather" "secret weather-session-key"; do
+  "poddisruptionbudget weather"; do
   # shellcheck disable=SC2086
   check "child $child exists, controlled by the MCPServer" eventually 30 owned $child
 done
+# The session key's name has a random part; the Deployment records it.
+weather_key() { kubectl -n "$NS" get deployment weather -o jsonpath='{.metadata.annotations.kube-mcp\.io/session-key}'; }
+WEATHER_KEY=$(weather_key)
+check "the Deployment names its session key Secret ($WEATHER_KEY)" [ -n "$WEATHER_KEY" ]
+check "the session key Secret is controlled by the MCPServer" owned secret "$WEATHER_KEY"
 applied_by_operator() {
   holds "$1" "$2" '[.metadata.managedFields[] | select(.operation == "Apply")] | length == 1 and .[0].manager == "mcp-operator"'
 }
@@ -174,8 +181,8 @@ done
 check "status is written by field manager mcp-operator" holds mcpserver weather \
   '[.metadata.managedFields[] | select(.subresource == "status")] | .[0].manager == "mcp-operator"'
 session_key() {
-  holds secret weather-session-key '.immutable == true' &&
-    [[ $(kubectl -n "$NS" get secret weather-session-key -o jsonpath='{.data.key}' | base64 -d | wc -c) == 32 ]]
+  holds secret "$WEATHER_KEY" '.immutable == true' &&
+    [[ $(kubectl -n "$NS" get secret "$WEATHER_KEY" -o jsonpath='{.data.key}' | base64 -d | wc -c) == 32 ]]
 }
 check "the session key is 32 random bytes, immutable" session_key
 check "the ConfigMap holds the runtime manifest" holds configmap weather-manifest \
@@ -301,7 +308,8 @@ log "cluster tests in Rust (operator/tests/cluster): Verified end to end, why po
 cluster_tests() {
   KUBECONFIG=$ADMIN_KUBECONFIG KUBE_MCP_E2E_NAMESPACE=$NS KUBE_MCP_E2E_OPERATOR_NAMESPACE=$SYSTEM_NS \
     KUBE_MCP_E2E_OPERATOR_ADMIN=127.0.0.1:$ADMIN_PORT KUBE_MCP_E2E_DIR=$E2E/cluster \
-    KUBE_MCP_E2E_VERIFY_GRACE_S=$VERIFY_GRACE_S MCP_RUNTIME_BIN=$RUNTIME_BIN \
+    KUBE_MCP_E2E_VERIFY_GRACE_S=$VERIFY_GRACE_S KUBE_MCP_E2E_SESSION_KEY_OVERLAP_S=$SESSION_KEY_OVERLAP_S \
+    MCP_RUNTIME_BIN=$RUNTIME_BIN \
     nice cargo test --quiet --manifest-path "$ROOT/Cargo.toml" -p mcp-operator --test cluster \
     -- --ignored --test-threads=1 --skip exposed::
 }
@@ -486,7 +494,7 @@ PARTITIONED_PID=
 # ----------------------------------------------------------------------------------------------
 log "deleting the MCPServer collects its children"
 check "kubectl delete mcpserver weather" kubectl -n "$NS" delete mcpserver weather --wait=true --timeout=60s
-for child in "configmap weather-manifest" "deployment weather" "service weather" "secret weather-session-key"; do
+for child in "configmap weather-manifest" "deployment weather" "service weather" "secret $WEATHER_KEY"; do
   # shellcheck disable=SC2086
   check "garbage collection removed $child" eventually 60 absent $child
 done

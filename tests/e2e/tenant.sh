@@ -288,6 +288,26 @@ OPERATOR_PID=$!
 check "operator /readyz answers" eventually 60 curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/readyz"
 check "the tenant's allowed server is accepted by the operator" eventually 60 accepted_is "$T1" allowed "True Compiled"
 
+log "a session key planted by someone who may only create Secrets is never mounted"
+kubectl -n "$T1" create role create-secrets --verb=create --resource=secrets >/dev/null
+kubectl -n "$T1" create rolebinding mallory-secrets --role=create-secrets --user=mallory >/dev/null
+check "mallory plants Secret planted-session-key (the name older operators used) first" \
+  kubectl --as mallory -n "$T1" create secret generic planted-session-key --from-literal=key=0123456789abcdef0123456789abcdef
+check "the tenant applies server planted" as_tenant_apply planted '{}'
+# mounts_own_key: the Deployment of server planted mounts one key, the operator's (owned, named
+# with a random part), not the planted Secret.
+mounts_own_key() {
+  local key
+  key=$(kubectl -n "$T1" get deployment planted -o jsonpath='{.metadata.annotations.kube-mcp\.io/session-key}') &&
+    [[ $key == planted-session-key-* ]] &&
+    holds "$T1" deployment planted "[.spec.template.spec.volumes[] | .secret.secretName // empty] == [\"$key\"]" &&
+    holds "$T1" secret "$key" '.metadata.ownerReferences[0].kind == "MCPServer" and .immutable'
+}
+check "its Deployment mounts an operator-made key, not the planted one" eventually 60 mounts_own_key
+check "the planted Secret is left as it was" bash -c \
+  "kubectl -n $T1 get secret planted-session-key -o json | jq -e '.metadata.ownerReferences == null' >/dev/null"
+check "deleting server planted" kubectl -n "$T1" delete mcpserver planted --wait=true --timeout=60s
+
 log "host conflicts: two namespaces claim one host and path"
 claim() { # claim NAMESPACE NAME PATH
   jq -n --arg name "$2" --arg host "shared.$DOMAIN" --arg path "$3" '{

@@ -1,9 +1,10 @@
 //! Apply step of the reconcile pipeline: server-side apply of the built children with one field
-//! manager, creation of the session key, and pruning of what the spec no longer asks for. I/O.
+//! manager, creation and retirement of session keys, and pruning of what the spec no longer asks
+//! for. I/O.
 //!
-//! Every write is skipped when it would change nothing: the session key is created once per
-//! server, a child is applied only when the desired object or the cached child changed since the
-//! operator's last apply, and pruning reads the watch cache. Each applied child carries the hash
+//! Every write is skipped when it would change nothing: a session key is created only when the
+//! plan (`session_keys`) asks for a new one, a child is applied only when the desired object or
+//! the cached child changed since the operator's last apply, and pruning reads the watch cache. Each applied child carries the hash
 //! of the object the operator asked for (`kube-mcp.io/applied-hash`), so that a restarted or
 //! newly elected operator, whose memory is empty, finds it already applied instead of applying
 //! it again. A same-named object someone else created is never adopted: the server gets
@@ -12,6 +13,7 @@
 use super::build::{Children, HttpRoute, SERVER_LABEL};
 use super::cache::{Child, Stores};
 use super::memory::{Applied as Remembered, Memory, child_key, fingerprint, hash_of};
+use super::session_keys::Created;
 use crate::resource::MCPServer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
@@ -53,8 +55,9 @@ pub enum ApplyError {
         #[source]
         source: kube::Error,
     },
-    /// The session key Secret could not be created.
-    #[error("cannot create Secret {name}")]
+    /// A session key Secret could not be created (never adopted: a Secret already under that
+    /// name is refused, and the next reconcile picks another name).
+    #[error("cannot create the session key Secret {name}")]
     SessionKey {
         /// Name of the Secret.
         name: String,
@@ -128,6 +131,10 @@ pub struct Applied {
     pub http_route: Option<HttpRoute>,
     /// Children deleted because the spec no longer asks for them, as `Kind/name`.
     pub pruned: Vec<String>,
+    /// The session key Secret created.
+    pub created_key: Option<String>,
+    /// Session key Secrets deleted because the Deployment no longer mounts them.
+    pub retired_keys: Vec<String>,
     /// Same-named objects this server does not control; when any, nothing was written.
     pub conflicts: Vec<Conflict>,
     /// API writes made.
@@ -156,13 +163,23 @@ impl Target<'_> {
     }
 }
 
-/// Writes what changed: the session key first (pods mount it), the manifest before the pods that
-/// read it, then prunes the optional children the spec dropped. Refuses (without writing) when a
-/// same-named object belongs to someone else.
+/// The session-key writes of a reconcile, as `session_keys::plan` decided them.
+#[derive(Debug, Default)]
+pub struct KeyWrites {
+    /// A new key to create before the Deployment that mounts it, and what to remember of it.
+    pub create: Option<(Secret, Created)>,
+    /// Keys to delete once the Deployment no longer mounts them.
+    pub retire: Vec<String>,
+}
+
+/// Writes what changed: a new session key first (pods mount it), the manifest before the pods
+/// that read it, then prunes the optional children the spec dropped and deletes the keys the
+/// Deployment stopped mounting. Refuses (without writing) when a same-named object belongs to
+/// someone else.
 pub async fn apply(
     target: &Target<'_>,
     children: &Children,
-    session_key: impl FnOnce() -> Secret,
+    keys: KeyWrites,
 ) -> Result<Applied, ApplyError> {
     let mut applied = Applied::default();
     // The checks, and then the writes that do not depend on each other, go out together: a
@@ -193,24 +210,19 @@ pub async fn apply(
         return Ok(applied);
     }
 
-    // The Deployment mounts the session key, and is applied only once the key exists: a
-    // Deployment of this server in the cache means the key was made (by this process or an
-    // earlier leader), and asking again would be a write for nothing.
     let deployment_cached = Deployment::cached(
         target.stores,
         &target.namespace(),
         &children.deployment.name_any(),
     )
     .filter(|d| controlled_by(d.as_ref(), &target.uid()));
-    if deployment_cached.is_some() {
-        target.memory.session_key_exists(&target.uid());
-    }
+    let created_key = keys.create.as_ref().map(|(secret, _)| secret.name_any());
     let session_key = async {
-        if target.memory.has_session_key(&target.uid()) {
+        let Some((secret, created)) = keys.create else {
             return Ok(0);
-        }
-        create_once(target.client, &target.namespace(), &session_key()).await?;
-        target.memory.session_key_exists(&target.uid());
+        };
+        create_new(target.client, &target.namespace(), &secret).await?;
+        target.memory.remember_created_key(&target.uid(), created);
         Ok(1)
     };
     // The session key and the manifest exist before the Deployment whose pods mount them; the
@@ -225,6 +237,11 @@ pub async fn apply(
         tokio::try_join!(pods, apply_one(target, &children.service))?;
     applied.deployment = deployment.or_else(|| deployment_cached.map(|d| d.as_ref().clone()));
     applied.writes += pod_writes + service.1;
+    applied.created_key = created_key;
+    for name in keys.retire {
+        applied.writes += retire(target, &name).await?;
+        applied.retired_keys.push(name);
+    }
     let optional = tokio::try_join!(
         apply_or_prune(target, children.ingress.as_ref()),
         apply_or_prune(target, children.pod_disruption_budget.as_ref()),
@@ -405,19 +422,35 @@ async fn apply_one<K: Child>(
     Ok((Some(answer), 1))
 }
 
-/// Creates the Secret unless it exists. Needs only `create` on Secrets: the operator never reads
-/// a Secret, and never rewrites the key (that would end every open session).
-async fn create_once(client: &Client, namespace: &str, secret: &Secret) -> Result<(), ApplyError> {
+/// Creates a session key Secret. Needs only `create` on Secrets: the operator never reads a
+/// Secret. A Secret already under the name is refused, never adopted: someone planted it (the
+/// name's random part is not guessable ahead), or an earlier create's answer was lost; either
+/// way the next reconcile picks another name, and the Secret stays with whoever made it.
+async fn create_new(client: &Client, namespace: &str, secret: &Secret) -> Result<(), ApplyError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let params = PostParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..Default::default()
     };
-    match api.create(&params, secret).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(source) => Err(ApplyError::SessionKey {
+    api.create(&params, secret)
+        .await
+        .map(drop)
+        .map_err(|source| ApplyError::SessionKey {
             name: secret.name_any(),
+            source,
+        })
+}
+
+/// Deletes a session key the Deployment no longer mounts (already gone counts as deleted);
+/// returns the deletes sent.
+async fn retire(target: &Target<'_>, name: &str) -> Result<u32, ApplyError> {
+    let api: Api<Secret> = Api::namespaced(target.client.clone(), &target.namespace());
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(1),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(1),
+        Err(source) => Err(ApplyError::Prune {
+            kind: "Secret".into(),
+            name: name.into(),
             source,
         }),
     }

@@ -8,7 +8,8 @@ mod network;
 mod route;
 
 pub use deployment::{
-    ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, SECRETS_DIR, SESSION_KEY_DIR, deployment,
+    ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, PREVIOUS_SESSION_KEY_DIR, SECRETS_DIR, SESSION_KEY_DIR,
+    deployment,
 };
 pub use exposure::{
     PublicEndpoint, endpoint_paths, ingress, metadata_paths, path_prefix, pod_disruption_budget,
@@ -16,11 +17,11 @@ pub use exposure::{
 };
 pub use meta::{
     MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, pod_selector, selector_labels,
-    session_key_name,
 };
 pub use network::{NetworkConfig, network_policy};
 pub use route::{GATEWAY_GROUP, GATEWAY_VERSION, HttpRoute, http_route};
 
+use super::session_keys::SessionKeys;
 use super::validate::HASH_ANNOTATION;
 use crate::resource::MCPServer;
 use k8s_openapi::ByteString;
@@ -50,6 +51,8 @@ pub struct BuildConfig {
     pub transports: Option<mcp_declaration::Transports>,
     /// Who may reach the servers' pods (their NetworkPolicies).
     pub network: NetworkConfig,
+    /// How long a replaced session key keeps opening what it sealed.
+    pub session_key_overlap: std::time::Duration,
 }
 
 impl Default for BuildConfig {
@@ -63,6 +66,7 @@ impl Default for BuildConfig {
             allow_link_local_upstreams: false,
             transports: None,
             network: NetworkConfig::default(),
+            session_key_overlap: super::session_keys::DEFAULT_OVERLAP,
         }
     }
 }
@@ -100,12 +104,14 @@ pub fn desired_replicas(server: &MCPServer, deployment: Option<&Deployment>) -> 
 /// Key of the runtime manifest in the ConfigMap.
 pub const MANIFEST_KEY: &str = "manifest.yaml";
 
-/// Builds the children of `server` from its validated manifest and the manifest's hash.
+/// Builds the children of `server` from its validated manifest and the manifest's hash, its
+/// pods mounting the session `keys`.
 pub fn children(
     server: &MCPServer,
     manifest_yaml: &str,
     hash: &str,
     config: &BuildConfig,
+    keys: &SessionKeys,
 ) -> Children {
     let mut config_map = config_map(server, manifest_yaml);
     config_map
@@ -115,7 +121,7 @@ pub fn children(
         .insert(HASH_ANNOTATION.to_owned(), hash.to_owned());
     Children {
         config_map,
-        deployment: deployment(server, config),
+        deployment: deployment(server, config, keys),
         service: service(server),
         ingress: ingress(server, config),
         pod_disruption_budget: pod_disruption_budget(server),
@@ -137,11 +143,12 @@ pub fn config_map(server: &MCPServer, manifest_yaml: &str) -> ConfigMap {
     }
 }
 
-/// The Secret holding the key that signs legacy session ids, shared by all replicas so any
-/// replica serves any session. Created once with a random key and never rewritten.
-pub fn session_key(server: &MCPServer, key: [u8; 32]) -> Secret {
+/// A Secret holding a key that seals legacy session ids, shared by all replicas so any replica
+/// serves any session. Created once with a random key and never rewritten (see
+/// `session_keys` for its name and rotation).
+pub fn session_key(server: &MCPServer, name: &str, key: [u8; 32]) -> Secret {
     Secret {
-        metadata: child_meta(server, session_key_name(server)),
+        metadata: child_meta(server, name.to_owned()),
         data: Some(BTreeMap::from([(
             "key".to_owned(),
             ByteString(key.to_vec()),
@@ -200,6 +207,14 @@ mod tests {
         );
     }
 
+    /// The keys of a server with no rotation under way.
+    fn keys() -> SessionKeys {
+        SessionKeys {
+            current: "weather-session-key-bbbbbbbbbb".into(),
+            ..Default::default()
+        }
+    }
+
     fn build(server: &MCPServer) -> Children {
         let accepted = validate(server, false).unwrap();
         children(
@@ -207,6 +222,7 @@ mod tests {
             &accepted.manifest_yaml,
             &accepted.hash,
             &BuildConfig::default(),
+            &keys(),
         )
     }
 
@@ -340,7 +356,7 @@ mod tests {
                 built.config_map.metadata.namespace.clone(),
                 built.deployment.metadata.namespace.clone(),
                 built.service.metadata.namespace.clone(),
-                session_key(server, [0; 32]).metadata.namespace,
+                session_key(server, "k", [0; 32]).metadata.namespace,
             ];
             namespaces.extend(built.ingress.map(|i| i.metadata.namespace));
             namespaces.extend(built.pod_disruption_budget.map(|p| p.metadata.namespace));
@@ -375,7 +391,13 @@ mod tests {
         let accepted = validate(&metadata, allowed.allow_link_local_upstreams).unwrap();
         let plain = runtime_args(&build(&weather()));
         assert!(!plain.contains(&"--allow-link-local-upstreams".to_owned()));
-        let built = children(&metadata, &accepted.manifest_yaml, &accepted.hash, &allowed);
+        let built = children(
+            &metadata,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &allowed,
+            &keys(),
+        );
         assert!(runtime_args(&built).contains(&"--allow-link-local-upstreams".to_owned()));
     }
 
@@ -394,6 +416,7 @@ mod tests {
             &accepted.manifest_yaml,
             &accepted.hash,
             &config,
+            &keys(),
         ));
         assert!(
             args.windows(2)
@@ -415,7 +438,13 @@ mod tests {
             ],
             ..BuildConfig::default()
         };
-        let built = children(&server, &accepted.manifest_yaml, &accepted.hash, &config);
+        let built = children(
+            &server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+            &keys(),
+        );
         let args = runtime_args(&built);
         assert!(
             args.windows(2)
@@ -432,7 +461,13 @@ mod tests {
             ..BuildConfig::default()
         };
         let accepted = validate(&server, false).unwrap();
-        let built = children(&server, &accepted.manifest_yaml, &accepted.hash, &config);
+        let built = children(
+            &server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+            &keys(),
+        );
         let args = runtime_args(&built);
         assert!(args.contains(&"--server-card".to_owned()), "{args:?}");
         assert!(
@@ -554,7 +589,14 @@ mod tests {
         let mut config = BuildConfig::default();
         let accepted = validate(&weather(), false).unwrap();
         assert_eq!(
-            children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy,
+            children(
+                &weather(),
+                &accepted.manifest_yaml,
+                &accepted.hash,
+                &config,
+                &keys()
+            )
+            .network_policy,
             None
         );
         config.network = NetworkConfig {
@@ -564,16 +606,28 @@ mod tests {
             operator_namespace: Some("kube-mcp-system".into()),
             ..Default::default()
         };
-        let policy =
-            children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config).network_policy;
+        let policy = children(
+            &weather(),
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+            &keys(),
+        )
+        .network_policy;
         insta::assert_yaml_snapshot!("weather_network_policy", policy);
 
         // Ingress paths that are no pods (hostNetwork controllers, load balancers keeping the
         // client's address) are admitted on the MCP port by address range, and only there.
         config.network.ingress_cidrs = vec!["10.0.0.0/16".parse().unwrap()];
-        let policy = children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config)
-            .network_policy
-            .unwrap();
+        let policy = children(
+            &weather(),
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+            &keys(),
+        )
+        .network_policy
+        .unwrap();
         let rules = policy.spec.unwrap().ingress.unwrap();
         let blocks = |rule: &k8s_openapi::api::networking::v1::NetworkPolicyIngressRule| {
             rule.from
@@ -596,9 +650,15 @@ mod tests {
             enabled: true,
             ..Default::default()
         };
-        let policy = children(&weather(), &accepted.manifest_yaml, &accepted.hash, &config)
-            .network_policy
-            .unwrap();
+        let policy = children(
+            &weather(),
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+            &keys(),
+        )
+        .network_policy
+        .unwrap();
         let rules = policy.spec.unwrap().ingress.unwrap();
         assert_eq!(rules.len(), 1);
         assert_eq!(
@@ -612,7 +672,14 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(
-            children(&opted_out, &accepted.manifest_yaml, &accepted.hash, &config).network_policy,
+            children(
+                &opted_out,
+                &accepted.manifest_yaml,
+                &accepted.hash,
+                &config,
+                &keys()
+            )
+            .network_policy,
             None
         );
     }
@@ -830,6 +897,7 @@ mod tests {
             &accepted.manifest_yaml,
             &accepted.hash,
             &BuildConfig::default(),
+            &keys(),
         );
         let pod = built.deployment.spec.template.spec.unwrap();
         let container = &pod.containers[0];
@@ -852,9 +920,15 @@ mod tests {
             },
             ..BuildConfig::default()
         };
-        let policy = children(&server, &accepted.manifest_yaml, &accepted.hash, &config)
-            .network_policy
-            .unwrap();
+        let policy = children(
+            &server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+            &keys(),
+        )
+        .network_policy
+        .unwrap();
         let rules = policy.spec.unwrap().ingress.unwrap();
         assert_eq!(rules.len(), 1);
         let peers = rules[0].from.clone().unwrap();
@@ -865,9 +939,70 @@ mod tests {
     }
 
     #[test]
+    fn during_a_rotation_the_pods_mount_the_previous_key_to_open_with() {
+        let server = weather();
+        let accepted = validate(&server, false).unwrap();
+        let rotating = SessionKeys {
+            previous: Some("weather-session-key-cccccccccc".into()),
+            rotated_at: Some("2026-12-02T12:00:00Z".parse().unwrap()),
+            ..keys()
+        };
+        let config = BuildConfig::default();
+        let built = children(
+            &server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+            &rotating,
+        );
+        let annotations = built.deployment.metadata.annotations.clone().unwrap();
+        assert_eq!(
+            annotations["kube-mcp.io/previous-session-key"],
+            "weather-session-key-cccccccccc"
+        );
+        assert_eq!(
+            annotations["kube-mcp.io/session-key-rotated-at"],
+            "2026-12-02T12:00:00Z"
+        );
+        let pod = built.deployment.spec.template.spec.unwrap();
+        let volume = pod
+            .volumes
+            .unwrap()
+            .into_iter()
+            .find(|v| v.name == "previous-session-key")
+            .unwrap();
+        assert_eq!(
+            volume.secret.unwrap().secret_name.as_deref(),
+            Some("weather-session-key-cccccccccc")
+        );
+        let args = pod.containers[0].args.clone().unwrap();
+        assert!(args.windows(2).any(|w| w
+            == [
+                "--previous-session-key-file",
+                &format!("{PREVIOUS_SESSION_KEY_DIR}/key")
+            ]));
+        // Settled again: one key, no flag.
+        let settled = children(
+            &server,
+            &accepted.manifest_yaml,
+            &accepted.hash,
+            &config,
+            &keys(),
+        );
+        let args = settled.deployment.spec.template.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap();
+        assert!(!args.iter().any(|a| a == "--previous-session-key-file"));
+    }
+
+    #[test]
     fn the_session_key_is_an_immutable_owned_secret() {
-        let secret = session_key(&weather(), [7; 32]);
-        assert_eq!(secret.metadata.name.as_deref(), Some("weather-session-key"));
+        let secret = session_key(&weather(), "weather-session-key-bbbbbbbbbb", [7; 32]);
+        assert_eq!(
+            secret.metadata.name.as_deref(),
+            Some("weather-session-key-bbbbbbbbbb")
+        );
         assert_eq!(secret.immutable, Some(true));
         assert_eq!(secret.data.unwrap()["key"].0.len(), 32);
         let owner = &secret.metadata.owner_references.unwrap()[0];

@@ -1,13 +1,14 @@
 //! What the operator remembers between reconciles, so that a reconcile with nothing to do makes
-//! no API call: which session-key Secrets it created, what it last applied to each child (and
+//! no API call: which session-key Secret it created last for each server, what it last applied to each child (and
 //! what the API server answered), and the status it last wrote. The watch caches lag the
 //! operator's own writes; this memory does not. In memory only: a restarted or newly elected
 //! operator starts empty and relearns from one write per object at most. No I/O.
 
+use super::session_keys::Created;
 use crate::resource::MCPServerStatus;
 use kube::{Resource, ResourceExt};
+use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
@@ -72,8 +73,8 @@ pub struct Memory {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// UIDs of servers whose session key exists (created, or found existing).
-    session_keys: HashSet<String>,
+    /// Per server UID: the session key created last (its Deployment may not show it yet).
+    created_keys: HashMap<String, Created>,
     /// Per server UID, per child: the last apply.
     applied: HashMap<String, HashMap<ChildKey, Applied>>,
     /// Per server UID: the status last written.
@@ -87,14 +88,14 @@ impl Memory {
         f(&mut inner)
     }
 
-    /// Whether the session key of the server is known to exist.
-    pub fn has_session_key(&self, uid: &str) -> bool {
-        self.with(|m| m.session_keys.contains(uid))
+    /// The session key created last for the server.
+    pub fn created_key(&self, uid: &str) -> Option<Created> {
+        self.with(|m| m.created_keys.get(uid).cloned())
     }
 
-    /// Remembers that the session key of the server exists.
-    pub fn session_key_exists(&self, uid: &str) {
-        self.with(|m| m.session_keys.insert(uid.to_owned()));
+    /// Remembers a session key created for the server.
+    pub fn remember_created_key(&self, uid: &str, created: Created) {
+        self.with(|m| m.created_keys.insert(uid.to_owned(), created));
     }
 
     /// The last apply of a child of the server.
@@ -145,7 +146,7 @@ impl Memory {
     /// Forgets a deleted server.
     pub fn forget_server(&self, uid: &str) {
         self.with(|m| {
-            m.session_keys.remove(uid);
+            m.created_keys.remove(uid);
             m.applied.remove(uid);
             m.status.remove(uid);
         });

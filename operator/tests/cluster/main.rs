@@ -15,6 +15,7 @@
 
 mod exposed;
 mod pods;
+mod session_keys;
 mod support;
 mod unreadable;
 mod verified;

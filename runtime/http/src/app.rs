@@ -34,6 +34,9 @@ pub struct RunConfig {
     pub sessions: SessionSettings,
     /// Shared session key file; `None` uses a random key (a single replica).
     pub session_key_file: Option<PathBuf>,
+    /// The key `session_key_file` replaced, during a rotation: it opens what it sealed (session
+    /// ids, hop and request-state tokens) and seals nothing. Needs `session_key_file`.
+    pub previous_session_key_file: Option<PathBuf>,
     /// This replica's MCP address as the other replicas reach it: sealed into the ids of the
     /// sessions it opens, which the others then route here. `None`: no routing.
     pub advertise_address: Option<SocketAddr>,
@@ -92,12 +95,16 @@ pub async fn serve(
     // A declaration that asks for authentication must be servable with it from the start.
     auth.for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
         .context("cannot authenticate requests")?;
-    let sealer = match &config.session_key_file {
-        Some(path) => Sealer::new(
-            &read_key(path)
-                .with_context(|| format!("cannot read session key {}", path.display()))?,
-        ),
-        None => Sealer::random(),
+    let key = |path: &PathBuf| {
+        read_key(path).with_context(|| format!("cannot read session key {}", path.display()))
+    };
+    let sealer = match (&config.session_key_file, &config.previous_session_key_file) {
+        (Some(path), None) => Sealer::new(&key(path)?),
+        (Some(path), Some(previous)) => Sealer::new(&key(path)?).with_previous(&key(previous)?),
+        (None, None) => Sealer::random(),
+        (None, Some(_)) => {
+            anyhow::bail!("a previous session key needs the current one (--session-key-file)")
+        }
     };
     let metrics = Arc::new(Metrics::default());
     let held = Budget::with_gauge(

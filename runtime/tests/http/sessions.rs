@@ -185,3 +185,33 @@ async fn a_second_replica_with_the_key_serves_the_session() {
     let stranger = start(MANIFEST, with_key(other_key)).await;
     assert_eq!(stranger.call(&session, 2, "ping", json!({})).await.0, 404);
 }
+
+#[tokio::test]
+async fn a_rotated_key_keeps_the_sessions_of_the_previous_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (dir.path().join("old"), dir.path().join("new"));
+    std::fs::write(&old, [42u8; 32]).unwrap();
+    std::fs::write(&new, [43u8; 32]).unwrap();
+    let before = start(MANIFEST, |c| c.session_key_file = Some(old.clone())).await;
+    let session = before.initialize().await;
+    let (new_key, old_key) = (new.clone(), old.clone());
+    let rotating = start(MANIFEST, move |c| {
+        c.session_key_file = Some(new_key);
+        c.previous_session_key_file = Some(old_key);
+    })
+    .await;
+    assert_eq!(rotating.call(&session, 1, "ping", json!({})).await.0, 200);
+    // Sessions opened during the rotation are sealed with the new key alone.
+    let opened_during = rotating.initialize().await;
+    let retired = start(MANIFEST, |c| c.session_key_file = Some(new)).await;
+    assert_eq!(
+        retired.call(&opened_during, 2, "ping", json!({})).await.0,
+        200
+    );
+    assert_eq!(
+        before.call(&opened_during, 3, "ping", json!({})).await.0,
+        404
+    );
+    // Once the previous key is gone, the sessions it sealed end.
+    assert_eq!(retired.call(&session, 4, "ping", json!({})).await.0, 404);
+}

@@ -54,6 +54,7 @@ pub fn config(manifest: PathBuf) -> RunConfig {
         http: HttpSettings::default(),
         sessions: SessionSettings::default(),
         session_key_file: None,
+        previous_session_key_file: None,
         advertise_address: None,
         replica_networks: Vec::new(),
         server: ServerSettings::default(),

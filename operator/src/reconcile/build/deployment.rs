@@ -2,8 +2,9 @@
 //! fields reach the pod template, so a declaration change never rolls pods. Pure.
 
 use super::exposure::{public_endpoint, public_url};
-use super::meta::{child_meta, config_map_name, labels, selector_labels, session_key_name};
+use super::meta::{child_meta, config_map_name, labels, selector_labels};
 use super::{BuildConfig, MANIFEST_KEY};
+use crate::reconcile::session_keys::SessionKeys;
 use crate::reconcile::validate::POD_IP_VAR;
 use crate::resource::MCPServer;
 use k8s_openapi::api::apps::v1::{
@@ -29,6 +30,8 @@ pub const ADMIN_PORT: i32 = 9090;
 pub const MANIFEST_DIR: &str = "/etc/kube-mcp";
 /// Where the session key Secret is mounted.
 pub const SESSION_KEY_DIR: &str = "/var/run/kube-mcp/session";
+/// Where the key the session key replaced is mounted, during a rotation.
+pub const PREVIOUS_SESSION_KEY_DIR: &str = "/var/run/kube-mcp/previous-session";
 /// Where the Secrets listed in `spec.secrets` are mounted, one directory each: the runtime's
 /// default `--secrets-dir`, so no flag is passed.
 pub const SECRETS_DIR: &str = "/var/run/kube-mcp/secrets";
@@ -36,8 +39,8 @@ pub const SECRETS_DIR: &str = "/var/run/kube-mcp/secrets";
 const RUNTIME_UID: i64 = 65532;
 const CONTAINER: &str = "mcp-runtime";
 
-/// The Deployment running the runtime for `server`.
-pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
+/// The Deployment running the runtime for `server`, with its session `keys`.
+pub fn deployment(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) -> Deployment {
     let spec = &server.spec.deployment;
     // Declared labels first, so the operator's own (the selector among them) win.
     let mut pod_labels = spec.pod_labels.clone();
@@ -53,15 +56,7 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
             }),
             ..Default::default()
         },
-        Volume {
-            name: "session-key".into(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(session_key_name(server)),
-                default_mode: Some(0o440),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
+        secret_volume("session-key", &keys.current),
         Volume {
             name: "tmp".into(),
             empty_dir: Some(EmptyDirVolumeSource::default()),
@@ -77,17 +72,13 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
             ..Default::default()
         },
     ];
+    if let Some(previous) = &keys.previous {
+        volumes.push(secret_volume("previous-session-key", previous));
+        mounts.push(mount("previous-session-key", PREVIOUS_SESSION_KEY_DIR));
+    }
     for (i, secret) in spec.secrets.iter().enumerate() {
         let volume = format!("secret-{i}");
-        volumes.push(Volume {
-            name: volume.clone(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(secret.clone()),
-                default_mode: Some(0o440),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
+        volumes.push(secret_volume(&volume, secret));
         mounts.push(mount(&volume, &format!("{SECRETS_DIR}/{secret}")));
     }
 
@@ -103,7 +94,7 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
             .map(|p| p.as_str().to_owned())
             .or_else(|| config.image_pull_policy.clone()),
         command: Some(vec!["mcp-runtime".into()]),
-        args: Some(args(server, config)),
+        args: Some(args(server, config, keys)),
         ports: Some(vec![port("http", HTTP_PORT), port("admin", ADMIN_PORT)]),
         env: Some(env(server)),
         resources: Some(
@@ -167,8 +158,10 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
         ..Default::default()
     };
 
+    let mut metadata = child_meta(server, server.name_any());
+    metadata.annotations = Some(keys.annotations());
     Deployment {
-        metadata: child_meta(server, server.name_any()),
+        metadata,
         spec: DeploymentSpec {
             // Unset: left out of the applied object, so the API server's default (1) applies on
             // creation and whoever scales the Deployment afterwards owns the count.
@@ -199,6 +192,19 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig) -> Deployment {
     }
 }
 
+/// A volume of a Secret, readable by the runtime's group only.
+fn secret_volume(name: &str, secret: &str) -> Volume {
+    Volume {
+        name: name.into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.into()),
+            default_mode: Some(0o440),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// Annotations of the pods: the declared ones, then the operator's (which win).
 fn pod_annotations(server: &MCPServer) -> BTreeMap<String, String> {
     let mut annotations = server.spec.deployment.pod_annotations.clone();
@@ -215,7 +221,7 @@ fn pod_annotations(server: &MCPServer) -> BTreeMap<String, String> {
 }
 
 /// The runtime's command line (its flags are fixed by the runtime; see its `serve --help`).
-fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
+fn args(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) -> Vec<String> {
     let spec = &server.spec.deployment;
     let name = server.name_any();
     let namespace = server.namespace().unwrap_or_default();
@@ -262,6 +268,12 @@ fn args(server: &MCPServer, config: &BuildConfig) -> Vec<String> {
         flag("--public-url", public_url(server, config));
     }
     flag("--session-key-file", format!("{SESSION_KEY_DIR}/key"));
+    if keys.previous.is_some() {
+        flag(
+            "--previous-session-key-file",
+            format!("{PREVIOUS_SESSION_KEY_DIR}/key"),
+        );
+    }
     // Replicas reach each other on the MCP port at their pod IPs: a legacy session's requests
     // are forwarded to the replica holding it (the kubelet expands the variable).
     flag("--advertise-address", format!("$({POD_IP_VAR})"));

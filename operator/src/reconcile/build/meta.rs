@@ -65,8 +65,3 @@ pub fn child_meta(server: &MCPServer, name: String) -> ObjectMeta {
 pub fn config_map_name(server: &MCPServer) -> String {
     format!("{}-manifest", server.name_any())
 }
-
-/// Name of the Secret holding the session key.
-pub fn session_key_name(server: &MCPServer) -> String {
-    format!("{}-session-key", server.name_any())
-}

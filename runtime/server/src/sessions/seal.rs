@@ -46,6 +46,9 @@ pub fn unix_now() -> u64 {
 #[derive(Clone)]
 pub struct Sealer {
     cipher: ChaCha20Poly1305,
+    /// The key this one replaced, kept during a rotation: it opens what it sealed but seals
+    /// nothing new, so ids issued before the rotation keep working until they expire.
+    previous: Option<ChaCha20Poly1305>,
 }
 
 impl Sealer {
@@ -53,6 +56,15 @@ impl Sealer {
     pub fn new(key: &[u8; KEY_LEN]) -> Self {
         Self {
             cipher: ChaCha20Poly1305::new(Key::from_slice(key)),
+            previous: None,
+        }
+    }
+
+    /// This sealer, also opening what `previous` (the key it replaces) sealed.
+    pub fn with_previous(self, previous: &[u8; KEY_LEN]) -> Self {
+        Self {
+            previous: Some(ChaCha20Poly1305::new(Key::from_slice(previous))),
+            ..self
         }
     }
 
@@ -104,9 +116,12 @@ impl Sealer {
             return None;
         }
         let (nonce, sealed) = bytes.split_at(NONCE_LEN);
-        self.cipher
-            .decrypt(Nonce::from_slice(nonce), Payload { msg: sealed, aad })
-            .ok()
+        let open = |cipher: &ChaCha20Poly1305| {
+            cipher
+                .decrypt(Nonce::from_slice(nonce), Payload { msg: sealed, aad })
+                .ok()
+        };
+        open(&self.cipher).or_else(|| self.previous.as_ref().and_then(open))
     }
 }
 
@@ -140,6 +155,19 @@ mod tests {
             created: 1_700_000_000,
             owner: None,
         }
+    }
+
+    #[test]
+    fn a_rotated_sealer_opens_old_ids_and_seals_only_with_the_new_key() {
+        let (old, new) = ([1u8; KEY_LEN], [2u8; KEY_LEN]);
+        let before = Sealer::new(&old).seal(&session());
+        let rotated = Sealer::new(&new).with_previous(&old);
+        assert_eq!(rotated.open(&before), Some(session()));
+        let after = rotated.seal(&session());
+        assert_eq!(Sealer::new(&new).open(&after), Some(session()));
+        assert_eq!(Sealer::new(&old).open(&after), None);
+        // Once the previous key is retired, what it sealed no longer opens.
+        assert_eq!(Sealer::new(&new).open(&before), None);
     }
 
     #[test]
