@@ -278,14 +278,16 @@ pub async fn run(
     let deleted_claim = claims_changed.clone();
     let forget = memory.clone();
     let forget_verified = verifier.clone();
+    let forget_rollout = ctx.clone();
     let metrics = ctx.metrics.clone();
     // A server deleted while the watch was behind: forgotten as if its deletion had been seen.
     let lost = {
-        let (memory, verifier, metrics, claims) = (
+        let (memory, verifier, metrics, claims, rollouts) = (
             memory.clone(),
             verifier.clone(),
             ctx.metrics.clone(),
             claims_changed.clone(),
+            ctx.clone(),
         );
         move |(namespace, name, uid): &changes::Identity| {
             let (namespace, name, uid) = (
@@ -295,6 +297,7 @@ pub async fn run(
             );
             tracing::info!(server = %format!("{namespace}/{name}"), "deleted while the watch was behind; forgotten");
             memory.forget_server(&uid);
+            rollouts.rollouts.done(&uid);
             metrics.forget_server(&namespace, &name);
             if let Some(verifier) = &verifier {
                 verifier.forget_server(&namespace, &name);
@@ -322,6 +325,9 @@ pub async fn run(
             baseline: None,
             on_delete: move |server: &CachedServer| {
                 forget.forget_server(&server.uid().unwrap_or_default());
+                forget_rollout
+                    .rollouts
+                    .done(&server.uid().unwrap_or_default());
                 // Reconciles are not called for deleted servers; their series go here.
                 metrics.forget_server(&server.namespace().unwrap_or_default(), &server.name_any());
                 if let Some(verifier) = &forget_verified {
@@ -372,6 +378,12 @@ pub async fn run(
         ))
         .reconcile_on(claims_released)
         .reconcile_on(verifier::changes(verified_rx))
+        .reconcile_on(futures_util::StreamExt::flatten(
+            futures_util::stream::iter(
+                ctx.take_rollout_wakeups()
+                    .map(tokio_stream::wrappers::ReceiverStream::new),
+            ),
+        ))
         .owns_stream(changes(
             deployment_events,
             Filter {

@@ -158,6 +158,16 @@ struct RunArgs {
     /// to about a minute to reach a pod's volume, plus the runtime's reload interval.
     #[arg(long, env = "MCP_OPERATOR_VERIFY_GRACE", default_value = "150s", value_parser = humantime::parse_duration)]
     verify_grace: Duration,
+    /// Servers whose pods roll at once at most, when their pod template changes (an operator
+    /// upgrade with a new runtime image, a key rotation): the others wait in line, their
+    /// Deployments unchanged, with `status.rolloutQueued`. A slot is held until the Deployment
+    /// has rolled out or passed its progress deadline. 0: no limit.
+    #[arg(
+        long,
+        env = "MCP_OPERATOR_MAX_CONCURRENT_ROLLOUTS",
+        default_value_t = 50
+    )]
+    max_concurrent_rollouts: usize,
     /// Log format.
     #[arg(long, env = "MCP_OPERATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     log_format: LogFormat,
@@ -317,6 +327,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
             Verify::Off => verifier::Mode::Off,
         },
         verify_grace: args.verify_grace,
+        max_concurrent_rollouts: args.max_concurrent_rollouts,
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

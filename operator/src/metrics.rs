@@ -85,6 +85,7 @@ pub struct Metrics {
     verify_probes: Family<Labels, Counter>,
     verify_in_flight: Gauge,
     verify_pods: Gauge,
+    rollouts: Family<Labels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -158,7 +159,14 @@ impl Metrics {
             "Ready runtime pods the verifier follows",
             verify_pods.clone(),
         );
+        let rollouts = Family::<Labels, Gauge>::default();
+        registry.register(
+            "rollouts",
+            "Servers rolling their pods (state=rolling) and waiting for a rollout slot (state=queued)",
+            rollouts.clone(),
+        );
         Self {
+            rollouts,
             registry,
             reconciles,
             failures,
@@ -272,6 +280,15 @@ impl Metrics {
     /// Sets the Ready pods the verifier follows.
     pub fn set_verify_pods(&self, n: usize) {
         self.verify_pods.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Sets the servers rolling and waiting for a rollout slot.
+    pub fn set_rollouts(&self, (rolling, queued): (usize, usize)) {
+        for (state, n) in [("rolling", rolling), ("queued", queued)] {
+            self.rollouts
+                .get_or_create(&vec![("state", state)])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 
     /// Records whether this replica leads.

@@ -8,6 +8,7 @@ pub mod exposed;
 pub mod host_claims;
 pub mod memory;
 pub mod pods;
+pub mod rollouts;
 pub mod session_keys;
 pub mod status;
 pub mod validate;
@@ -20,15 +21,18 @@ use apply::{ApplyError, FIELD_MANAGER, Target};
 use build::SERVER_LABEL;
 use cache::Child as _;
 use cache::Stores;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
 use mcp_declaration::FieldError;
 use memory::Memory;
 use rand::Rng as _;
+use rollouts::Rollouts;
 use status::{Observation, State, Transition};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -52,9 +56,16 @@ pub struct Context {
     pub verifier: Option<Arc<Verifier>>,
     /// How long pods may serve an older declaration before `Verified` is `False`.
     pub verify_grace: Duration,
+    /// The rollout slots: how many servers roll their pods at once.
+    pub rollouts: Rollouts,
+    /// Where servers waiting for a rollout slot are woken (taken once, by the controller).
+    rollout_wakeups: Mutex<Option<RolloutWakeups>>,
     /// Consecutive failures per server, for backoff.
     failures: Mutex<HashMap<String, u32>>,
 }
+
+/// Servers woken when a rollout slot frees.
+pub type RolloutWakeups = tokio::sync::mpsc::Receiver<ObjectRef<CachedServer>>;
 
 /// What a [`Context`] is made of besides the caches.
 pub struct Parts {
@@ -72,12 +83,17 @@ pub struct Parts {
     pub verifier: Option<Arc<Verifier>>,
     /// How long pods may serve an older declaration before `Verified` is `False`.
     pub verify_grace: Duration,
+    /// Servers rolling their pods at once at most (`0`: no limit).
+    pub max_concurrent_rollouts: usize,
 }
 
 impl Context {
     /// A context for reconciles.
     pub fn new(parts: Parts, stores: Stores) -> Self {
+        let (rollouts, wakeups) = Rollouts::new(parts.max_concurrent_rollouts);
         Self {
+            rollouts,
+            rollout_wakeups: Mutex::new(Some(wakeups)),
             client: parts.client,
             config: parts.config,
             recorder: parts.recorder,
@@ -88,6 +104,15 @@ impl Context {
             verify_grace: parts.verify_grace,
             failures: Mutex::default(),
         }
+    }
+
+    /// The servers woken when a rollout slot frees, for the controller (`None` after the first
+    /// call).
+    pub fn take_rollout_wakeups(&self) -> Option<RolloutWakeups> {
+        self.rollout_wakeups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }
 
@@ -135,6 +160,9 @@ fn resync() -> Duration {
 /// How often a server whose children conflict with foreign objects looks again (those objects
 /// are not watched: they lack the operator's labels).
 const CONFLICT_RECHECK: Duration = Duration::from_secs(60);
+
+/// How often a server waiting for a rollout slot looks again without being woken.
+const ROLLOUT_RECHECK: Duration = Duration::from_secs(30);
 
 /// Reconciles one server; the controller calls this on every change of it or its children.
 /// A server whose spec this operator cannot read is refused as `Unparseable` (its children are
@@ -238,25 +266,13 @@ async fn reconcile_inner(
     let mut apply_error = None;
     let mut applied = apply::Applied::default();
     let mut key_recheck = None;
+    let mut rollout_queued = false;
+    let mut desired_template = None;
     match &verdict {
         Ok(accepted) => {
             let step = Instant::now();
             let cached = apply::cached_deployment(&ctx.stores, server);
-            let created = ctx.memory.created_key(&uid);
-            let plan = session_keys::plan(
-                &session_keys::Facts {
-                    server: &name,
-                    requested: server
-                        .annotations()
-                        .get(session_keys::ROTATE_ANNOTATION)
-                        .map(String::as_str),
-                    deployment: cached.as_ref(),
-                    created: created.as_ref(),
-                    now: jiff::Timestamp::now(),
-                    overlap: ctx.config.session_key_overlap,
-                },
-                || session_keys::fresh_name(&name),
-            );
+            let plan = session_key_plan(ctx, server, cached.as_ref());
             key_recheck = plan.recheck;
             let children = build::children(
                 server,
@@ -266,27 +282,22 @@ async fn reconcile_inner(
                 &plan.keys,
             );
             ctx.metrics.observe_step("build", step.elapsed());
+            rollout_queued = !may_roll(ctx, server, cached.as_ref(), &children.deployment);
+            desired_template = template_hash(&children.deployment);
             let target = Target {
                 client: &ctx.client,
                 stores: &ctx.stores,
                 memory: &ctx.memory,
                 server,
             };
-            let keys = apply::KeyWrites {
-                create: plan.create.then(|| {
-                    let mut key = [0u8; 32];
-                    rand::rng().fill(&mut key);
-                    let created = session_keys::Created {
-                        name: plan.keys.current.clone(),
-                        replaced: plan.keys.previous.clone(),
-                        at: plan.keys.rotated_at.unwrap_or_else(jiff::Timestamp::now),
-                    };
-                    (build::session_key(server, &plan.keys.current, key), created)
-                }),
-                retire: plan.retire,
+            // A queued rollout writes no key either: a new key only matters to new pods.
+            let keys = if rollout_queued {
+                apply::KeyWrites::default()
+            } else {
+                key_writes(server, plan)
             };
             let step = Instant::now();
-            let applied_now = apply::apply(&target, &children, keys).await;
+            let applied_now = apply::apply(&target, &children, keys, rollout_queued).await;
             ctx.metrics.observe_step("apply", step.elapsed());
             match applied_now {
                 Ok(done) => applied = done,
@@ -298,6 +309,15 @@ async fn reconcile_inner(
         }
         Err(_) => applied.deployment = apply::cached_deployment(&ctx.stores, server),
     }
+    if !rollout_queued {
+        rollout_over(
+            ctx,
+            server,
+            applied.deployment.as_ref(),
+            desired_template.as_deref(),
+        );
+    }
+    ctx.metrics.set_rollouts(ctx.rollouts.counts());
     let pods = ctx.stores.pods.state_filter(|pod| {
         pod.namespace().as_deref() == Some(namespace.as_str())
             && pod.labels().get(SERVER_LABEL) == Some(&name)
@@ -316,6 +336,7 @@ async fn reconcile_inner(
         deployment: applied.deployment.as_ref(),
         pod_problem: pods::problem(pods.iter().map(AsRef::as_ref)),
         verified,
+        rollout_queued,
         exposed: exposed::exposed(
             server,
             applied
@@ -373,6 +394,8 @@ async fn reconcile_inner(
     match apply_error {
         Some(error) => Err(error.into()),
         None if !applied.conflicts.is_empty() => Ok(Action::requeue(CONFLICT_RECHECK)),
+        // Woken when a slot frees; the requeue covers a lost wake-up.
+        None if rollout_queued => Ok(Action::requeue(ROLLOUT_RECHECK)),
         // The end of a grace period (`Verified` may turn False) or of a replaced session key's
         // overlap: due without any other news.
         None => {
@@ -381,6 +404,126 @@ async fn reconcile_inner(
                 due.map_or_else(resync, |due| due.min(resync())),
             ))
         }
+    }
+}
+
+/// Which session keys the server's pods should mount (`reconcile/session_keys.rs`).
+fn session_key_plan(
+    ctx: &Context,
+    server: &MCPServer,
+    cached: Option<&Deployment>,
+) -> session_keys::Plan {
+    let name = server.name_any();
+    let created = ctx.memory.created_key(&server.uid().unwrap_or_default());
+    session_keys::plan(
+        &session_keys::Facts {
+            server: &name,
+            requested: server
+                .annotations()
+                .get(session_keys::ROTATE_ANNOTATION)
+                .map(String::as_str),
+            deployment: cached,
+            created: created.as_ref(),
+            now: jiff::Timestamp::now(),
+            overlap: ctx.config.session_key_overlap,
+        },
+        || session_keys::fresh_name(&name),
+    )
+}
+
+/// The key writes of `plan`: a new key with random bytes, and the keys to retire.
+fn key_writes(server: &MCPServer, plan: session_keys::Plan) -> apply::KeyWrites {
+    apply::KeyWrites {
+        create: plan.create.then(|| {
+            let mut key = [0u8; 32];
+            rand::rng().fill(&mut key);
+            let created = session_keys::Created {
+                name: plan.keys.current.clone(),
+                replaced: plan.keys.previous.clone(),
+                at: plan.keys.rotated_at.unwrap_or_else(jiff::Timestamp::now),
+            };
+            (build::session_key(server, &plan.keys.current, key), created)
+        }),
+        retire: plan.retire,
+    }
+}
+
+/// Whether the server may write `desired`: yes, unless it changes the pod template of an
+/// existing Deployment (a rollout) and no rollout slot is free.
+fn may_roll(
+    ctx: &Context,
+    server: &MCPServer,
+    cached: Option<&Deployment>,
+    desired: &Deployment,
+) -> bool {
+    let template = |d: &Deployment| {
+        d.annotations()
+            .get(build::TEMPLATE_HASH_ANNOTATION)
+            .cloned()
+    };
+    let Some(cached) = cached else {
+        return true;
+    };
+    if template(cached) == template(desired) {
+        return true;
+    }
+    let reference =
+        ObjectRef::new(&server.name_any()).within(&server.namespace().unwrap_or_default());
+    ctx.rollouts
+        .may_roll(&server.uid().unwrap_or_default(), reference, || {
+            rolling_servers(&ctx.stores)
+        })
+}
+
+/// The servers whose Deployments the watch cache shows rolling to a changed template (a
+/// revision past the first, not rolled out): when this leader started, they hold slots.
+fn rolling_servers(stores: &Stores) -> Vec<String> {
+    stores
+        .deployments
+        .state()
+        .iter()
+        .filter(|d| {
+            let revision = d
+                .annotations()
+                .get("deployment.kubernetes.io/revision")
+                .and_then(|r| r.parse::<u64>().ok());
+            revision.is_some_and(|r| r > 1) && !rollout_ended(d)
+        })
+        .filter_map(|d| {
+            d.owner_references()
+                .iter()
+                .find(|o| o.controller == Some(true) && o.kind == "MCPServer")
+                .map(|o| o.uid.clone())
+        })
+        .collect()
+}
+
+/// Whether a Deployment's rollout is over: rolled out, or past its progress deadline (its old
+/// pods keep serving: none is taken down before its replacement is available).
+fn rollout_ended(deployment: &Deployment) -> bool {
+    let rollout = status::rollout(deployment, deployment.spec.replicas.unwrap_or(1));
+    rollout.rolled_out || rollout.stuck.is_some()
+}
+
+/// The pod template hash a Deployment records.
+fn template_hash(deployment: &Deployment) -> Option<String> {
+    deployment
+        .annotations()
+        .get(build::TEMPLATE_HASH_ANNOTATION)
+        .cloned()
+}
+
+/// Frees the server's rollout slot once its rollout is over: the rollout of `desired` (a
+/// watch cache that lags the write still shows the previous template, rolled out).
+fn rollout_over(
+    ctx: &Context,
+    server: &MCPServer,
+    deployment: Option<&Deployment>,
+    desired: Option<&str>,
+) {
+    let current = |d: &&Deployment| desired.is_none() || template_hash(d).as_deref() == desired;
+    if deployment.filter(current).is_some_and(rollout_ended) {
+        ctx.rollouts.done(&server.uid().unwrap_or_default());
     }
 }
 

@@ -40,6 +40,8 @@ pub struct RunConfig {
     pub verify: verifier::Mode,
     /// How long pods may serve an older declaration before `Verified` is `False`.
     pub verify_grace: std::time::Duration,
+    /// Servers rolling their pods at once at most (`0`: no limit).
+    pub max_concurrent_rollouts: usize,
 }
 
 /// Why the operator stopped with an error.
@@ -178,6 +180,7 @@ async fn run_connected(
         memory: memory.clone(),
         verifier: verifier.clone(),
         verify_grace: config.verify_grace,
+        max_concurrent_rollouts: config.max_concurrent_rollouts,
     };
     let context = move |stores| Arc::new(Context::new(parts, stores));
     let stop = {

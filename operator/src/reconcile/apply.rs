@@ -174,12 +174,14 @@ pub struct KeyWrites {
 
 /// Writes what changed: a new session key first (pods mount it), the manifest before the pods
 /// that read it, then prunes the optional children the spec dropped and deletes the keys the
-/// Deployment stopped mounting. Refuses (without writing) when a same-named object belongs to
-/// someone else.
+/// Deployment stopped mounting. With `rollout_queued` the Deployment is left as it is (its new
+/// pod template waits for a rollout slot). Refuses (without writing) when a same-named object
+/// belongs to someone else.
 pub async fn apply(
     target: &Target<'_>,
     children: &Children,
     keys: KeyWrites,
+    rollout_queued: bool,
 ) -> Result<Applied, ApplyError> {
     let mut applied = Applied::default();
     // The checks, and then the writes that do not depend on each other, go out together: a
@@ -230,7 +232,11 @@ pub async fn apply(
     let pods = async {
         let (key_writes, config_map) =
             tokio::try_join!(session_key, apply_one(target, &children.config_map))?;
-        let (deployment, written) = apply_one(target, &children.deployment).await?;
+        let (deployment, written) = if rollout_queued {
+            (None, 0)
+        } else {
+            apply_one(target, &children.deployment).await?
+        };
         Ok::<_, ApplyError>((deployment, key_writes + config_map.1 + written))
     };
     let ((deployment, pod_writes), service) =

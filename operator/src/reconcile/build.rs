@@ -8,8 +8,8 @@ mod network;
 mod route;
 
 pub use deployment::{
-    ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, PREVIOUS_SESSION_KEY_DIR, SECRETS_DIR, SESSION_KEY_DIR,
-    deployment,
+    ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, PREVIOUS_SESSION_KEY_DIR, RUNTIME_IMAGE_ANNOTATION,
+    SECRETS_DIR, SESSION_KEY_DIR, TEMPLATE_HASH_ANNOTATION, deployment,
 };
 pub use exposure::{
     PublicEndpoint, endpoint_paths, ingress, metadata_paths, path_prefix, pod_disruption_budget,
@@ -230,7 +230,16 @@ mod tests {
     fn builds_every_child_of_the_weather_example() {
         let children = build(&weather());
         insta::assert_yaml_snapshot!("weather_config_map", children.config_map);
-        insta::assert_yaml_snapshot!("weather_deployment", children.deployment);
+        // The template hash is checked where it matters (a changed template changes it); its
+        // value depends on the hasher, so the snapshot leaves it out.
+        let mut deployment = children.deployment.clone();
+        let hash = deployment
+            .metadata
+            .annotations
+            .as_mut()
+            .and_then(|a| a.remove(TEMPLATE_HASH_ANNOTATION));
+        assert_eq!(hash.map(|h| h.len()), Some(16));
+        insta::assert_yaml_snapshot!("weather_deployment", deployment);
         insta::assert_yaml_snapshot!("weather_service", children.service);
         insta::assert_yaml_snapshot!("weather_ingress", children.ingress);
         insta::assert_yaml_snapshot!("weather_pdb", children.pod_disruption_budget);
@@ -994,6 +1003,33 @@ mod tests {
             .clone()
             .unwrap();
         assert!(!args.iter().any(|a| a == "--previous-session-key-file"));
+    }
+
+    #[test]
+    fn the_template_hash_changes_with_the_pods_only() {
+        let hash = |server: &MCPServer, config: &BuildConfig| {
+            let accepted = validate(server, false).unwrap();
+            let built = children(
+                server,
+                &accepted.manifest_yaml,
+                &accepted.hash,
+                config,
+                &keys(),
+            );
+            built.deployment.metadata.annotations.unwrap()[TEMPLATE_HASH_ANNOTATION].clone()
+        };
+        let config = BuildConfig::default();
+        let before = hash(&weather(), &config);
+        // A declaration change reaches the ConfigMap only: no rollout.
+        let mut edited = weather();
+        edited.spec.declaration.title = Some("Weather, edited".into());
+        assert_eq!(hash(&edited, &config), before);
+        // A new runtime image (an operator upgrade) is a rollout.
+        let upgraded = BuildConfig {
+            runtime_image: "ghcr.io/kube-mcp/kube-mcp:next".into(),
+            ..BuildConfig::default()
+        };
+        assert_ne!(hash(&weather(), &upgraded), before);
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! a condition changes, so writing the same status twice is a no-op.
 
 use super::apply::Conflict;
+use super::build::RUNTIME_IMAGE_ANNOTATION;
 use super::pods::PodProblem;
 use super::validate::{Accepted, Refused};
+use kube::ResourceExt as _;
 
 /// Condition type: what routes clients from outside took the server.
 pub const EXPOSED: &str = "Exposed";
@@ -39,6 +41,8 @@ pub struct Observation<'a> {
     /// The `Exposed` condition (`reconcile/exposed.rs`); `None` for a server not exposed
     /// outside the cluster.
     pub exposed: Option<State>,
+    /// A change of the pods waits for a rollout slot (`reconcile/rollouts.rs`).
+    pub rollout_queued: bool,
 }
 
 /// The status after this reconcile, from the status as last written (`old`: the operator's own
@@ -109,6 +113,10 @@ pub fn next_status(
         selector: Some(super::build::pod_selector(server)),
         ready_replicas: Some(available.unwrap_or(0)),
         counts,
+        runtime_image: seen
+            .deployment
+            .and_then(|d| d.annotations().get(RUNTIME_IMAGE_ANNOTATION).cloned()),
+        rollout_queued: seen.rollout_queued.then_some(true),
     }
 }
 
@@ -444,6 +452,7 @@ mod tests {
             pod_problem: None,
             verified: None,
             exposed: None,
+            rollout_queued: false,
         }
     }
 

@@ -38,6 +38,13 @@ pub struct MCPServerStatus {
     /// What the served declaration holds (the last accepted one, when the current is refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<Counts>,
+    /// The runtime image the server's Deployment runs (or rolls to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_image: Option<String>,
+    /// True while a change of the server's pods (a new runtime image, a new flag) waits for one
+    /// of the operator's `--max-concurrent-rollouts` slots; the Deployment stays as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_queued: Option<bool>,
 }
 
 /// Numbers of declared items.

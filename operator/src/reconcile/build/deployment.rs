@@ -4,6 +4,7 @@
 use super::exposure::{public_endpoint, public_url};
 use super::meta::{child_meta, config_map_name, labels, selector_labels};
 use super::{BuildConfig, MANIFEST_KEY};
+use crate::reconcile::memory::hash_of;
 use crate::reconcile::session_keys::SessionKeys;
 use crate::reconcile::validate::POD_IP_VAR;
 use crate::resource::MCPServer;
@@ -35,6 +36,12 @@ pub const PREVIOUS_SESSION_KEY_DIR: &str = "/var/run/kube-mcp/previous-session";
 /// Where the Secrets listed in `spec.secrets` are mounted, one directory each: the runtime's
 /// default `--secrets-dir`, so no flag is passed.
 pub const SECRETS_DIR: &str = "/var/run/kube-mcp/secrets";
+/// Deployment annotation: the hash of the pod template the operator asked for, so a changed
+/// template (a rollout: `reconcile/rollouts.rs`) is told from other changes without the template
+/// (the watch cache drops it).
+pub const TEMPLATE_HASH_ANNOTATION: &str = "kube-mcp.io/template-hash";
+/// Deployment annotation: the runtime image of the pod template.
+pub const RUNTIME_IMAGE_ANNOTATION: &str = "kube-mcp.io/runtime-image";
 /// Unprivileged user and group of the runtime (distroless `nonroot`).
 const RUNTIME_UID: i64 = 65532;
 const CONTAINER: &str = "mcp-runtime";
@@ -82,13 +89,13 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) 
         mounts.push(mount(&volume, &format!("{SECRETS_DIR}/{secret}")));
     }
 
+    let image = spec
+        .image
+        .clone()
+        .unwrap_or_else(|| config.runtime_image.clone());
     let container = Container {
         name: CONTAINER.into(),
-        image: Some(
-            spec.image
-                .clone()
-                .unwrap_or_else(|| config.runtime_image.clone()),
-        ),
+        image: Some(image.clone()),
         image_pull_policy: spec
             .image_pull_policy
             .map(|p| p.as_str().to_owned())
@@ -158,8 +165,22 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) 
         ..Default::default()
     };
 
+    let template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(pod_labels),
+            annotations: Some(pod_annotations),
+            ..Default::default()
+        }),
+        spec: Some(pod),
+    };
     let mut metadata = child_meta(server, server.name_any());
-    metadata.annotations = Some(keys.annotations());
+    let mut annotations = keys.annotations();
+    annotations.insert(
+        TEMPLATE_HASH_ANNOTATION.to_owned(),
+        format!("{:016x}", hash_of(&template)),
+    );
+    annotations.insert(RUNTIME_IMAGE_ANNOTATION.to_owned(), image);
+    metadata.annotations = Some(annotations);
     Deployment {
         metadata,
         spec: DeploymentSpec {
@@ -178,14 +199,7 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) 
                 }),
             }),
             revision_history_limit: Some(5),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(pod_labels),
-                    annotations: Some(pod_annotations),
-                    ..Default::default()
-                }),
-                spec: Some(pod),
-            },
+            template,
             ..Default::default()
         },
         status: None,
