@@ -121,11 +121,13 @@ OPERATOR_SCOPE=()
 VERIFY_GRACE_S=30
 # A replaced session key retires this soon, so the cluster tests see it go.
 SESSION_KEY_OVERLAP_S=20
+RUNTIME_IMAGE=ghcr.io/kube-mcp/kube-mcp:e2e
+OPERATOR_EXTRA=()
 start_operator() {
   KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=e2e-operator \
     "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name "$LEASE" \
     --verify-grace "${VERIFY_GRACE_S}s" --session-key-overlap "${SESSION_KEY_OVERLAP_S}s" \
-    --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json "${OPERATOR_SCOPE[@]}" \
+    --runtime-image "$RUNTIME_IMAGE" --log-format json "${OPERATOR_SCOPE[@]}" "${OPERATOR_EXTRA[@]}" \
     --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
   OPERATOR_PID=$!
 }
@@ -311,9 +313,39 @@ cluster_tests() {
     KUBE_MCP_E2E_VERIFY_GRACE_S=$VERIFY_GRACE_S KUBE_MCP_E2E_SESSION_KEY_OVERLAP_S=$SESSION_KEY_OVERLAP_S \
     MCP_RUNTIME_BIN=$RUNTIME_BIN \
     nice cargo test --quiet --manifest-path "$ROOT/Cargo.toml" -p mcp-operator --test cluster \
-    -- --ignored --test-threads=1 --skip exposed::
+    -- --ignored --test-threads=1 --skip exposed:: --skip fleet::
 }
 check "operator/tests/cluster passes" cluster_tests
+
+# ----------------------------------------------------------------------------------------------
+log "a fleet upgrade rolls at most --max-concurrent-rollouts servers at once"
+FLEET_SIZE=200
+MAX_ROLLOUTS=20
+fleet_test() {
+  KUBECONFIG=$ADMIN_KUBECONFIG KUBE_MCP_E2E_NAMESPACE=$NS KUBE_MCP_E2E_OPERATOR_NAMESPACE=$SYSTEM_NS \
+    KUBE_MCP_E2E_OPERATOR_ADMIN=127.0.0.1:$ADMIN_PORT KUBE_MCP_E2E_DIR=$E2E/cluster \
+    KUBE_MCP_E2E_VERIFY_GRACE_S=$VERIFY_GRACE_S MCP_RUNTIME_BIN=$RUNTIME_BIN \
+    KUBE_MCP_E2E_FLEET_SIZE=$FLEET_SIZE KUBE_MCP_E2E_FLEET_IMAGE=ghcr.io/kube-mcp/kube-mcp:e2e-next \
+    KUBE_MCP_E2E_MAX_ROLLOUTS=$MAX_ROLLOUTS \
+    nice cargo test --quiet --manifest-path "$ROOT/Cargo.toml" -p mcp-operator --test cluster \
+    -- --ignored --exact --nocapture "fleet::$1"
+}
+restart_operator() {
+  kill -TERM "$OPERATOR_PID" 2>/dev/null || true
+  wait "$OPERATOR_PID" 2>/dev/null || true
+  start_operator
+  eventually 60 admin /readyz
+}
+check "a fleet of $FLEET_SIZE servers comes up, every pod Ready" fleet_test a_fleet_comes_up
+RUNTIME_IMAGE=ghcr.io/kube-mcp/kube-mcp:e2e-next
+OPERATOR_EXTRA=(--max-concurrent-rollouts "$MAX_ROLLOUTS")
+check "the operator restarts with a new runtime image and --max-concurrent-rollouts $MAX_ROLLOUTS" restart_operator
+check "the fleet reaches the new image, never more than $MAX_ROLLOUTS rolling at once" \
+  fleet_test an_upgrade_rolls_at_most_the_limit_at_once
+grep -h '^fleet upgrade:' "$CHECK_LOG" >&2 || true
+RUNTIME_IMAGE=ghcr.io/kube-mcp/kube-mcp:e2e
+OPERATOR_EXTRA=()
+check "the operator restarts with the usual runtime image" restart_operator
 
 # ----------------------------------------------------------------------------------------------
 log "a refused declaration leaves the last good children serving"

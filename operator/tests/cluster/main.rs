@@ -14,6 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod exposed;
+mod fleet;
 mod pods;
 mod session_keys;
 mod support;
