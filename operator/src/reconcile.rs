@@ -282,8 +282,10 @@ async fn reconcile_inner(
                 &plan.keys,
             );
             ctx.metrics.observe_step("build", step.elapsed());
-            rollout_queued = !may_roll(ctx, server, cached.as_ref(), &children.deployment);
-            desired_template = template_hash(&children.deployment);
+            rollout_queued =
+                !ctx.rollouts
+                    .may_apply(&ctx.stores, server, cached.as_ref(), &children.deployment);
+            desired_template = rollouts::template_hash(&children.deployment);
             let target = Target {
                 client: &ctx.client,
                 stores: &ctx.stores,
@@ -310,8 +312,7 @@ async fn reconcile_inner(
         Err(_) => applied.deployment = apply::cached_deployment(&ctx.stores, server),
     }
     if !rollout_queued {
-        rollout_over(
-            ctx,
+        ctx.rollouts.observe(
             server,
             applied.deployment.as_ref(),
             desired_template.as_deref(),
@@ -445,85 +446,6 @@ fn key_writes(server: &MCPServer, plan: session_keys::Plan) -> apply::KeyWrites 
             (build::session_key(server, &plan.keys.current, key), created)
         }),
         retire: plan.retire,
-    }
-}
-
-/// Whether the server may write `desired`: yes, unless it changes the pod template of an
-/// existing Deployment (a rollout) and no rollout slot is free.
-fn may_roll(
-    ctx: &Context,
-    server: &MCPServer,
-    cached: Option<&Deployment>,
-    desired: &Deployment,
-) -> bool {
-    let template = |d: &Deployment| {
-        d.annotations()
-            .get(build::TEMPLATE_HASH_ANNOTATION)
-            .cloned()
-    };
-    let Some(cached) = cached else {
-        return true;
-    };
-    if template(cached) == template(desired) {
-        return true;
-    }
-    let reference =
-        ObjectRef::new(&server.name_any()).within(&server.namespace().unwrap_or_default());
-    ctx.rollouts
-        .may_roll(&server.uid().unwrap_or_default(), reference, || {
-            rolling_servers(&ctx.stores)
-        })
-}
-
-/// The servers whose Deployments the watch cache shows rolling to a changed template (a
-/// revision past the first, not rolled out): when this leader started, they hold slots.
-fn rolling_servers(stores: &Stores) -> Vec<String> {
-    stores
-        .deployments
-        .state()
-        .iter()
-        .filter(|d| {
-            let revision = d
-                .annotations()
-                .get("deployment.kubernetes.io/revision")
-                .and_then(|r| r.parse::<u64>().ok());
-            revision.is_some_and(|r| r > 1) && !rollout_ended(d)
-        })
-        .filter_map(|d| {
-            d.owner_references()
-                .iter()
-                .find(|o| o.controller == Some(true) && o.kind == "MCPServer")
-                .map(|o| o.uid.clone())
-        })
-        .collect()
-}
-
-/// Whether a Deployment's rollout is over: rolled out, or past its progress deadline (its old
-/// pods keep serving: none is taken down before its replacement is available).
-fn rollout_ended(deployment: &Deployment) -> bool {
-    let rollout = status::rollout(deployment, deployment.spec.replicas.unwrap_or(1));
-    rollout.rolled_out || rollout.stuck.is_some()
-}
-
-/// The pod template hash a Deployment records.
-fn template_hash(deployment: &Deployment) -> Option<String> {
-    deployment
-        .annotations()
-        .get(build::TEMPLATE_HASH_ANNOTATION)
-        .cloned()
-}
-
-/// Frees the server's rollout slot once its rollout is over: the rollout of `desired` (a
-/// watch cache that lags the write still shows the previous template, rolled out).
-fn rollout_over(
-    ctx: &Context,
-    server: &MCPServer,
-    deployment: Option<&Deployment>,
-    desired: Option<&str>,
-) {
-    let current = |d: &&Deployment| desired.is_none() || template_hash(d).as_deref() == desired;
-    if deployment.filter(current).is_some_and(rollout_ended) {
-        ctx.rollouts.done(&server.uid().unwrap_or_default());
     }
 }
 

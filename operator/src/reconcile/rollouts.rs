@@ -10,7 +10,12 @@
 //! is taken down before its replacement is available, so a broken release rolls on one wave
 //! per deadline without an outage.
 
-use crate::resource::CachedServer;
+use super::build::TEMPLATE_HASH_ANNOTATION;
+use super::cache::Stores;
+use super::status::rollout;
+use crate::resource::{CachedServer, MCPServer};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::ResourceExt as _;
 use kube::runtime::reflector::ObjectRef;
 use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
@@ -126,6 +131,81 @@ impl Rollouts {
     pub fn counts(&self) -> (usize, usize) {
         self.with(|inner| (inner.rolling.len(), inner.waiting.len()))
     }
+
+    /// Whether `server` may apply `desired`: yes, unless it changes the pod template of its
+    /// existing Deployment (`cached`), which is a rollout, and no slot is free.
+    pub fn may_apply(
+        &self,
+        stores: &Stores,
+        server: &MCPServer,
+        cached: Option<&Deployment>,
+        desired: &Deployment,
+    ) -> bool {
+        let Some(cached) = cached else {
+            return true;
+        };
+        if template_hash(cached) == template_hash(desired) {
+            return true;
+        }
+        let reference =
+            ObjectRef::new(&server.name_any()).within(&server.namespace().unwrap_or_default());
+        self.may_roll(&server.uid().unwrap_or_default(), reference, || {
+            under_way(stores)
+        })
+    }
+
+    /// Frees `server`'s slot once the rollout of the `desired` template (when known) is over
+    /// in `deployment`: a watch cache that lags the write still shows the previous template,
+    /// rolled out, which is not the end of this rollout.
+    pub fn observe(
+        &self,
+        server: &MCPServer,
+        deployment: Option<&Deployment>,
+        desired: Option<&str>,
+    ) {
+        let current = |d: &&Deployment| desired.is_none() || template_hash(d).as_deref() == desired;
+        if deployment.filter(current).is_some_and(ended) {
+            self.done(&server.uid().unwrap_or_default());
+        }
+    }
+}
+
+/// The pod template hash a Deployment records.
+pub fn template_hash(deployment: &Deployment) -> Option<String> {
+    deployment
+        .annotations()
+        .get(TEMPLATE_HASH_ANNOTATION)
+        .cloned()
+}
+
+/// Whether a Deployment's rollout is over: rolled out, or past its progress deadline (its old
+/// pods keep serving: none is taken down before its replacement is available).
+fn ended(deployment: &Deployment) -> bool {
+    let rollout = rollout(deployment, deployment.spec.replicas.unwrap_or(1));
+    rollout.rolled_out || rollout.stuck.is_some()
+}
+
+/// The servers whose Deployments the watch cache shows rolling to a changed template (a
+/// revision past the first, not over): when a leader starts, they hold slots.
+fn under_way(stores: &Stores) -> Vec<String> {
+    stores
+        .deployments
+        .state()
+        .iter()
+        .filter(|d| {
+            let revision = d
+                .annotations()
+                .get("deployment.kubernetes.io/revision")
+                .and_then(|r| r.parse::<u64>().ok());
+            revision.is_some_and(|r| r > 1) && !ended(d)
+        })
+        .filter_map(|d| {
+            d.owner_references()
+                .iter()
+                .find(|o| o.controller == Some(true) && o.kind == "MCPServer")
+                .map(|o| o.uid.clone())
+        })
+        .collect()
 }
 
 #[cfg(test)]
