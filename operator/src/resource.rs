@@ -5,6 +5,7 @@ mod cached;
 mod deployment_fields;
 mod generate;
 mod platform_fields;
+mod revision;
 mod schema;
 mod status;
 
@@ -17,6 +18,7 @@ pub use generate::{crd, crd_yaml, helm_crd_template};
 pub use platform_fields::{
     Exposure, GatewayParentRef, GatewaySpec, NetworkPolicySpec, UrlScheme, exposure_rules,
 };
+pub use revision::{CRD_REVISION, REVISION_ANNOTATION, RevisionError, Standing, standing};
 pub use status::{Condition, Counts, MCPServerStatus};
 
 use kube::{CustomResource, KubeSchema};

@@ -1,13 +1,19 @@
-//! The CRD as YAML: the file `crds/` holds and the Helm chart's CRD template. Both are generated
-//! from the Rust types; tests fail when the committed copies drift. Pure.
+//! The CRD, generated from the Rust types and stamped with its revision: the YAML that `crds/`
+//! holds and the Helm chart's CRD template (tests fail when the committed copies drift). Pure.
 
 use super::MCPServer;
+use super::revision::{CRD_REVISION, REVISION_ANNOTATION};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-/// The `MCPServer` CustomResourceDefinition.
+/// The `MCPServer` CustomResourceDefinition, annotated with its revision.
 pub fn crd() -> CustomResourceDefinition {
-    MCPServer::crd()
+    let mut crd = MCPServer::crd();
+    crd.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(REVISION_ANNOTATION.into(), CRD_REVISION.to_string());
+    crd
 }
 
 /// The CRD as the YAML file in `crds/`.
