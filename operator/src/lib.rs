@@ -2,11 +2,13 @@
 //! reports the truth about them in their status.
 //!
 //! Reconcile is a pipeline (`reconcile`): validate and build are pure, apply and status talk to
-//! the API server. `run` is the process: admin endpoints, leader election, the controller.
+//! the API server. `run` is the process: the CRD step (`crd_upgrade`), admin endpoints, leader
+//! election, the controller.
 
 pub mod admin;
 pub mod api_metrics;
 pub mod controller;
+pub mod crd_upgrade;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;

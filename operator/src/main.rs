@@ -168,6 +168,12 @@ struct RunArgs {
         default_value_t = 50
     )]
     max_concurrent_rollouts: usize,
+    /// At start-up, raise the installed MCPServer CRD to this operator's revision, or install it
+    /// when missing (server-side apply; a newer CRD is left alone). Off: only check it, and
+    /// refuse to run while it is missing or older than the operator (stored servers would lose
+    /// the fields it lacks).
+    #[arg(long, env = "MCP_OPERATOR_MANAGE_CRD", default_value_t = true, action = clap::ArgAction::Set)]
+    manage_crd: bool,
     /// Log format.
     #[arg(long, env = "MCP_OPERATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     log_format: LogFormat,
@@ -328,6 +334,7 @@ async fn run_operator(args: RunArgs) -> anyhow::Result<()> {
         },
         verify_grace: args.verify_grace,
         max_concurrent_rollouts: args.max_concurrent_rollouts,
+        manage_crd: args.manage_crd,
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

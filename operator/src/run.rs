@@ -3,6 +3,7 @@
 
 use crate::admin::{self, AdminState};
 use crate::controller;
+use crate::crd_upgrade::{self, CrdError};
 use crate::leader::{Elector, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::reconcile::build::BuildConfig;
@@ -42,6 +43,8 @@ pub struct RunConfig {
     pub verify_grace: std::time::Duration,
     /// Servers rolling their pods at once at most (`0`: no limit).
     pub max_concurrent_rollouts: usize,
+    /// Raise the installed CRD to this operator's revision at start-up (else only check it).
+    pub manage_crd: bool,
 }
 
 /// Why the operator stopped with an error.
@@ -59,6 +62,9 @@ pub enum RunError {
     /// No usable kubeconfig or in-cluster configuration.
     #[error("cannot configure the Kubernetes client")]
     Client(#[source] kube::Error),
+    /// The installed CRD cannot be used (older and not to be raised, or unreadable).
+    #[error(transparent)]
+    Crd(#[from] CrdError),
     /// Another replica took the lease; the process exits so it restarts as a candidate.
     #[error("lost the leader lease")]
     LostLease,
@@ -128,6 +134,9 @@ async fn run_connected(
             () = shutdown.cancelled() => return Ok(()),
         }
     }
+    // Before any watch or write: every replica, leader or not, so that a new replica raises the
+    // CRD while an older one still leads (an older operator refuses fields it does not know).
+    crd_upgrade::ensure(&client, config.manage_crd).await?;
     state.ready.store(true, Ordering::Relaxed);
     // The registry serves on every replica, leader or not: it only reads.
     if let Some(registry) = registry {

@@ -13,6 +13,7 @@
 // Test helpers outside `#[test]` functions may panic on setup failures: that fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod crd_revision;
 mod exposed;
 mod fleet;
 mod pods;
