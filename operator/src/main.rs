@@ -30,11 +30,7 @@ enum Command {
     /// Run the controller.
     Run(Box<RunArgs>),
     /// Print the MCPServer CustomResourceDefinition (the YAML that crds/ holds).
-    Crd {
-        /// Print the Helm chart's CRD template instead.
-        #[arg(long)]
-        helm_template: bool,
-    },
+    Crd,
 }
 
 #[derive(clap::Args)]
@@ -260,12 +256,8 @@ enum LogFormat {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Crd { helm_template } => {
-            let text = if helm_template {
-                mcp_operator::resource::helm_crd_template()
-            } else {
-                mcp_operator::resource::crd_yaml()
-            };
+        Command::Crd => {
+            let text = mcp_operator::resource::crd_yaml();
             print!("{}", text.context("cannot write the CRD as YAML")?);
             Ok(())
         }

@@ -87,17 +87,27 @@ kubectl create namespace "$SYSTEM_NS" >/dev/null
 kubectl create namespace "$NS" >/dev/null
 # The platform delegates the host the weather server is exposed on, with TLS (rule hostDelegation).
 kubectl annotate namespace "$NS" kube-mcp.io/hosts=mcp.example.com >/dev/null
-for values in "" "--set operator.watchNamespace=$NS" "--set crds.install=false --set metrics.service.enabled=false"; do
+check "the removed values crds.install and crds.keep are refused" bash -c \
+  "! helm template x '$CHART' --set crds.install=true >/dev/null 2>&1 && ! helm template x '$CHART' --set crds.keep=false >/dev/null 2>&1"
+for values in "" "--set operator.watchNamespace=$NS" "--set crds.manage=false --set metrics.service.enabled=false"; do
   # shellcheck disable=SC2086
-  check "kubectl apply --dry-run=server accepts every rendered object ${values:-(defaults)}" \
-    bash -c "helm template --skip-tests $RELEASE '$CHART' -n $SYSTEM_NS $values | kubectl apply --dry-run=server -f -"
+  check "kubectl apply --dry-run=server accepts every rendered object and the CRD ${values:-(defaults)}" \
+    bash -c "helm template --include-crds --skip-tests $RELEASE '$CHART' -n $SYSTEM_NS $values | kubectl apply --dry-run=server -f -"
 done
+check "crds.manage=false: the operator may only read its CRD" bash -c \
+  "helm template $RELEASE '$CHART' -n $SYSTEM_NS --set crds.manage=false | grep -A5 'resourceNames: \[\"mcpservers.kube-mcp.io\"\]' | grep -qx '    verbs: \[\"get\"\]'"
 
 log "chart: install with helm"
+CRD=crd/mcpservers.kube-mcp.io
+# revision_and_version: the CRD's revision annotation and its resourceVersion.
+revision_and_version() { kubectl get "$CRD" -o jsonpath='{.metadata.annotations.kube-mcp\.io/crd-revision} {.metadata.resourceVersion}'; }
+crd_revision_is() { [[ $(revision_and_version) == "$1 "* ]]; }
+SHIPPED_REVISION=$(sed -n 's/^    kube-mcp.io\/crd-revision: .\([0-9]*\).$/\1/p' "$CHART/crds/mcpservers.kube-mcp.io.yaml")
 check "helm install succeeds" helm install "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e
-check "the CRD is established" kubectl wait --for=condition=Established crd/mcpservers.kube-mcp.io --timeout=60s
-check "the CRD is kept on uninstall" bash -c \
-  "[[ \$(kubectl get crd mcpservers.kube-mcp.io -o jsonpath='{.metadata.annotations.helm\.sh/resource-policy}') == keep ]]"
+check "the CRD is established" kubectl wait --for=condition=Established "$CRD" --timeout=60s
+check "the CRD has the shipped revision (${SHIPPED_REVISION:-none found})" crd_revision_is "${SHIPPED_REVISION:-none}"
+check "the CRD is not in the release (rollback and uninstall cannot touch it)" bash -c \
+  "! helm get manifest $RELEASE -n $SYSTEM_NS | grep -q '^kind: CustomResourceDefinition'"
 
 # ----------------------------------------------------------------------------------------------
 log "the operator runs locally as the chart's ServiceAccount"
@@ -108,6 +118,8 @@ check "the token is the chart's ServiceAccount" bash -c \
   "KUBECONFIG='$SA_KUBECONFIG' kubectl auth whoami -o jsonpath='{.status.userInfo.username}' | grep -qx 'system:serviceaccount:$SYSTEM_NS:$SA'"
 check "RBAC: the operator cannot read Secrets" bash -c \
   "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i get secrets -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i list secrets -A) == no ]]"
+check "RBAC: the operator may read, patch and create its CRD, and no other" bash -c \
+  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i patch $CRD) == yes && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create $CRD) == yes && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i get crd/httproutes.gateway.networking.k8s.io) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create crd) == no ]]"
 check "RBAC: the operator cannot touch Pods or other namespaces' Leases" bash -c \
   "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i create pods -n $NS) == no && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i update leases -n default) == no ]]"
 # `--subresource`: `services/proxy` alone would name a Service called "proxy".
@@ -536,8 +548,17 @@ log "scoped to one namespace, with namespaced RBAC"
 kill -TERM "$OPERATOR_PID" 2>/dev/null || true
 wait "$OPERATOR_PID" 2>/dev/null || true
 OPERATOR_PID=
-check "helm upgrade to operator.watchNamespace=$NS (upgrades the CRD too)" \
+# Chart 0.1 templated the CRD; a release that held it without the keep annotation (crds.keep=false)
+# would have it, and every MCPServer, deleted by the upgrade to this chart.
+kubectl annotate "$CRD" meta.helm.sh/release-name="$RELEASE" meta.helm.sh/release-namespace="$SYSTEM_NS" >/dev/null
+check "helm upgrade refuses to delete a CRD the release holds without keep, naming the command" bash -c \
+  "! helm upgrade $RELEASE '$CHART' -n $SYSTEM_NS --set image.tag=e2e 2>'$E2E/handover.err'; grep -qF 'kubectl annotate crd mcpservers.kube-mcp.io helm.sh/resource-policy=keep' '$E2E/handover.err' || { cat '$E2E/handover.err'; false; }"
+kubectl annotate "$CRD" meta.helm.sh/release-name- meta.helm.sh/release-namespace- >/dev/null
+check "the refused upgrade left the CRD" kubectl get "$CRD"
+check "helm upgrade to operator.watchNamespace=$NS" \
   helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e --set operator.watchNamespace="$NS"
+check "RBAC: namespaced, the operator may still read and patch its CRD" bash -c \
+  "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i patch $CRD) == yes ]]"
 check "RBAC: MCPServers in $NS only" bash -c \
   "[[ \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i watch mcpservers.kube-mcp.io -n $NS) == yes && \$(KUBECONFIG='$SA_KUBECONFIG' kubectl auth can-i watch mcpservers.kube-mcp.io -A) == no ]]"
 kubectl create namespace e2e-other >/dev/null
@@ -562,6 +583,17 @@ check "an MCPServer without spec.auth is refused" eventually 20 bash -c \
   "! kubectl -n $NS create --dry-run=server -f '$E2E/policy-check.yaml' 2>'$E2E/policy.err' && grep -q 'requires spec.auth' '$E2E/policy.err'"
 check "one with spec.auth is admitted" bash -c \
   "sed 's|^spec:|spec:\\n  auth: {issuer: \"https://idp.example.com\"}|' '$E2E/policy-check.yaml' | kubectl -n $NS create --dry-run=server -f -"
+
+log "helm rollback leaves the CRD at its revision"
+# As if a later operator had raised the CRD: a rollback to the first release must not lower it.
+RAISED=$((SHIPPED_REVISION + 1))
+kubectl annotate "$CRD" --overwrite kube-mcp.io/crd-revision="$RAISED" >/dev/null
+BEFORE_ROLLBACK=$(revision_and_version)
+check "helm rollback to the first revision succeeds" helm rollback "$RELEASE" 1 -n "$SYSTEM_NS"
+check "the rollback happened (a ClusterRole again, no require-auth policy)" bash -c \
+  "kubectl get clusterrole $RELEASE && ! kubectl get validatingadmissionpolicy $RELEASE-require-auth"
+check "the CRD is untouched (revision and resourceVersion: $BEFORE_ROLLBACK)" test "$(revision_and_version)" == "$BEFORE_ROLLBACK"
+kubectl annotate "$CRD" --overwrite kube-mcp.io/crd-revision="$SHIPPED_REVISION" >/dev/null
 
 log "uninstall keeps the CRD"
 check "helm uninstall succeeds" helm uninstall "$RELEASE" -n "$SYSTEM_NS"
