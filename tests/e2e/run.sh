@@ -6,8 +6,9 @@
 # chart's ServiceAccount (a TokenRequest token, so the chart's RBAC is what is exercised), applies
 # the examples as a user would, and checks children, owner references, field manager, status,
 # events, pruning, garbage collection, refusals (API server and operator), leader election and
-# shutdown. It then serves the ConfigMap the operator wrote with mcp-runtime and talks to it with
-# the official MCP Python SDK: manifest -> operator -> ConfigMap -> runtime -> answered tool call.
+# shutdown, and that neither helm upgrade nor helm rollback lowers the CRD. It then serves the
+# ConfigMap the operator wrote with mcp-runtime and talks to it with the official MCP Python SDK:
+# manifest -> operator -> ConfigMap -> runtime -> answered tool call.
 # `Verified` is checked by the Rust cluster tests (operator/tests/cluster/, `kube::Api`): real
 # runtimes play a server's pods on loopback addresses, which the operator asks directly.
 #
@@ -593,7 +594,12 @@ check "helm rollback to the first revision succeeds" helm rollback "$RELEASE" 1 
 check "the rollback happened (a ClusterRole again, no require-auth policy)" bash -c \
   "kubectl get clusterrole $RELEASE && ! kubectl get validatingadmissionpolicy $RELEASE-require-auth"
 check "the CRD is untouched (revision and resourceVersion: $BEFORE_ROLLBACK)" test "$(revision_and_version)" == "$BEFORE_ROLLBACK"
-kubectl annotate "$CRD" --overwrite kube-mcp.io/crd-revision="$SHIPPED_REVISION" >/dev/null
+check "the API server refuses to lower the CRD's revision, naming the binding to delete" bash -c \
+  "! kubectl annotate $CRD --overwrite kube-mcp.io/crd-revision=$SHIPPED_REVISION 2>'$E2E/lower.err' &&
+   grep -q 'would lower the MCPServer CRD from revision $RAISED to $SHIPPED_REVISION.*ValidatingAdmissionPolicyBinding $RELEASE-crd-revision.kube-mcp.io' '$E2E/lower.err' || { cat '$E2E/lower.err'; false; }"
+check "and the older CRD file, applied as a GitOps tool would" bash -c \
+  "! kubectl apply --server-side --force-conflicts -f '$CHART/crds/mcpservers.kube-mcp.io.yaml' 2>'$E2E/lower.err' &&
+   grep -q 'would lower the MCPServer CRD' '$E2E/lower.err' || { cat '$E2E/lower.err'; false; }"
 
 log "uninstall keeps the CRD"
 check "helm uninstall succeeds" helm uninstall "$RELEASE" -n "$SYSTEM_NS"

@@ -3,13 +3,18 @@
 //! without `spec.auth`), makes a status write drop a stored server's `spec.auth`: the harm. The
 //! step raises it: a server written afterwards keeps its `spec.auth` through a status write, and
 //! Helm's marks are gone. A newer CRD is left untouched. Without `--manage-crd`, an older CRD
-//! stops the operator, naming the command to run.
+//! stops the operator, naming the command to run. Playing chart 0.1's CRD means lowering the
+//! installed one, which the chart's admission policy refuses (checked first): the test unbinds
+//! that policy meanwhile.
 
 use crate::support::{Env, eventually};
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };
-use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
 use kube::{Api, ResourceExt};
 use mcp_operator::crd_upgrade::{CRD_NAME, CrdError, Outcome, ensure};
 use mcp_operator::resource::{self, CRD_REVISION, MCPServer, REVISION_ANNOTATION};
@@ -23,14 +28,38 @@ const SOON: Duration = Duration::from_secs(60);
 async fn put_crd(
     crds: &Api<CustomResourceDefinition>,
     edit: impl Fn(&mut CustomResourceDefinition),
-) {
-    let installed = crds.get(CRD_NAME).await.unwrap();
+) -> Result<(), kube::Error> {
+    let installed = crds.get(CRD_NAME).await?;
     let mut crd = resource::crd();
     crd.metadata.resource_version = installed.resource_version();
     edit(&mut crd);
-    crds.replace(CRD_NAME, &PostParams::default(), &crd)
-        .await
-        .unwrap();
+    crds.replace(CRD_NAME, &PostParams::default(), &crd).await?;
+    Ok(())
+}
+
+/// Chart 0.1's CRD: no revision, Helm's marks, and here no spec.auth.
+fn as_chart_0_1(crd: &mut CustomResourceDefinition) {
+    let annotations = crd.metadata.annotations.get_or_insert_default();
+    annotations.remove(REVISION_ANNOTATION);
+    annotations.insert("meta.helm.sh/release-name".into(), "kube-mcp".into());
+    annotations.insert(
+        "meta.helm.sh/release-namespace".into(),
+        "kube-mcp-system".into(),
+    );
+    annotations.insert("helm.sh/resource-policy".into(), "keep".into());
+    let labels = crd.metadata.labels.get_or_insert_default();
+    labels.insert("app.kubernetes.io/managed-by".into(), "Helm".into());
+    spec_properties(crd).remove("auth");
+}
+
+/// The chart's bindings of its CRD revision policy (`templates/crd-revision-policy.yaml`).
+async fn revision_guards(env: &Env) -> Vec<ValidatingAdmissionPolicyBinding> {
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(env.client.clone());
+    let all = bindings.list(&ListParams::default()).await.unwrap();
+    all.items
+        .into_iter()
+        .filter(|b| b.spec.policy_name.ends_with("-crd-revision.kube-mcp.io"))
+        .collect()
 }
 
 /// The properties of `spec` in `crd`'s schema.
@@ -76,13 +105,41 @@ async fn write_status(env: &Env, name: &str) -> Result<Value, String> {
 }
 
 #[tokio::test]
-#[ignore = "needs a control plane: tests/e2e/run.sh runs it"]
+#[ignore = "needs a control plane and the chart: tests/e2e/run.sh runs it"]
 async fn an_older_crd_is_raised_and_a_newer_one_left_alone() {
     let env = Env::get().await;
     let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
-    // The other tests need this operator's CRD back, whatever happens here.
+    let guards = revision_guards(&env).await;
+    assert!(
+        !guards.is_empty(),
+        "the chart binds its CRD revision policy"
+    );
+    let refused = put_crd(&crds, as_chart_0_1).await.unwrap_err().to_string();
+    assert!(
+        refused.contains("would lower the MCPServer CRD from revision"),
+        "{refused}"
+    );
+
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(env.client.clone());
+    for guard in &guards {
+        bindings
+            .delete(&guard.name_any(), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    // The other tests need this operator's CRD and the guards back, whatever happens here.
     let outcome = tokio::spawn(older_and_newer(env.clone(), crds.clone())).await;
-    put_crd(&crds, |_| {}).await;
+    put_crd(&crds, |_| {}).await.unwrap();
+    for mut guard in guards {
+        guard.metadata.resource_version = None;
+        guard.metadata.uid = None;
+        guard.metadata.creation_timestamp = None;
+        guard.metadata.managed_fields = None;
+        bindings
+            .create(&PostParams::default(), &guard)
+            .await
+            .unwrap();
+    }
     for name in ["crd-revision-before", "crd-revision-after"] {
         let _ = servers(&env)
             .delete(name, &DeleteParams::background())
@@ -97,20 +154,12 @@ async fn older_and_newer(env: Env, crds: Api<CustomResourceDefinition>) {
     let auth = json!({"issuer": "https://idp.example.com"});
     apply_with_auth(&env, "crd-revision-before").await;
 
-    // Chart 0.1's CRD: no revision, Helm's marks, and here no spec.auth. The first status write
-    // under it stores the server without spec.auth: what lowering a CRD does.
-    put_crd(&crds, |crd| {
-        let annotations = crd.metadata.annotations.get_or_insert_default();
-        annotations.remove(REVISION_ANNOTATION);
-        annotations.insert("meta.helm.sh/release-name".into(), "kube-mcp".into());
-        annotations.insert(
-            "meta.helm.sh/release-namespace".into(),
-            "kube-mcp-system".into(),
-        );
-        annotations.insert("helm.sh/resource-policy".into(), "keep".into());
-        let labels = crd.metadata.labels.get_or_insert_default();
-        labels.insert("app.kubernetes.io/managed-by".into(), "Helm".into());
-        spec_properties(crd).remove("auth");
+    // Chart 0.1's CRD (once the guard's removal is in effect). The first status write under it
+    // stores the server without spec.auth: what lowering a CRD does.
+    eventually("the CRD can be lowered without the guard", SOON, || async {
+        put_crd(&crds, as_chart_0_1)
+            .await
+            .map_err(|e| e.to_string())
     })
     .await;
     eventually(
@@ -175,7 +224,8 @@ async fn older_and_newer(env: Env, crds: Api<CustomResourceDefinition>) {
             },
         );
     })
-    .await;
+    .await
+    .unwrap();
     let newer = crds.get(CRD_NAME).await.unwrap();
     for manage in [true, false] {
         assert_eq!(
