@@ -56,13 +56,15 @@ auth_server() {
 }
 
 # The operator suite, then tenant isolation (admission policy, host conflicts, exposure), then
-# the registry and its catalog page in Chromium, each on a fresh control plane of its own, then
-# an MCP Apps view in Chromium (no control plane); all run even if one fails.
+# the registry and its catalog page in Chromium, then an upgrade from the previous chart and the
+# ways back, each on a fresh control plane of its own, then an MCP Apps view in Chromium (no
+# control plane); all run even if one fails.
 e2e_tests() {
   local rc=0
   tests/e2e/run.sh || rc=1
   tests/e2e/tenant.sh || rc=1
   tests/e2e/registry.sh || rc=1
+  tests/e2e/upgrade.sh || rc=1
   tests/e2e/apps.sh || rc=1
   return "$rc"
 }
