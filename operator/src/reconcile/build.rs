@@ -163,7 +163,7 @@ pub fn session_key(server: &MCPServer, name: &str, key: [u8; 32]) -> Secret {
 mod tests {
     use super::*;
     use crate::reconcile::test_support::server;
-    use crate::reconcile::validate::validate;
+    use crate::reconcile::validate::{Accepted, validate};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     /// A server using every deployment field that shapes the children.
@@ -215,14 +215,22 @@ mod tests {
         }
     }
 
-    fn build(server: &MCPServer) -> Children {
-        let accepted = validate(server, false).unwrap();
+    /// The children of `server` from its validation, with the keys of [`keys`].
+    fn children_of(server: &MCPServer, accepted: &Accepted, config: &BuildConfig) -> Children {
         children(
             server,
             &accepted.manifest_yaml,
             &accepted.hash,
-            &BuildConfig::default(),
+            config,
             &keys(),
+        )
+    }
+
+    fn build(server: &MCPServer) -> Children {
+        children_of(
+            server,
+            &validate(server, false).unwrap(),
+            &BuildConfig::default(),
         )
     }
 
@@ -400,13 +408,7 @@ mod tests {
         let accepted = validate(&metadata, allowed.allow_link_local_upstreams).unwrap();
         let plain = runtime_args(&build(&weather()));
         assert!(!plain.contains(&"--allow-link-local-upstreams".to_owned()));
-        let built = children(
-            &metadata,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &allowed,
-            &keys(),
-        );
+        let built = children_of(&metadata, &accepted, &allowed);
         assert!(runtime_args(&built).contains(&"--allow-link-local-upstreams".to_owned()));
     }
 
@@ -420,13 +422,7 @@ mod tests {
             transports: Some(mcp_declaration::Transports::parse("streamable,modern").unwrap()),
             ..BuildConfig::default()
         };
-        let args = runtime_args(&children(
-            &server,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &keys(),
-        ));
+        let args = runtime_args(&children_of(&server, &accepted, &config));
         assert!(
             args.windows(2)
                 .any(|w| w == ["--transports", "modern,streamable"]),
@@ -447,13 +443,7 @@ mod tests {
             ],
             ..BuildConfig::default()
         };
-        let built = children(
-            &server,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &keys(),
-        );
+        let built = children_of(&server, &accepted, &config);
         let args = runtime_args(&built);
         assert!(
             args.windows(2)
@@ -470,13 +460,7 @@ mod tests {
             ..BuildConfig::default()
         };
         let accepted = validate(&server, false).unwrap();
-        let built = children(
-            &server,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &keys(),
-        );
+        let built = children_of(&server, &accepted, &config);
         let args = runtime_args(&built);
         assert!(args.contains(&"--server-card".to_owned()), "{args:?}");
         assert!(
@@ -598,14 +582,7 @@ mod tests {
         let mut config = BuildConfig::default();
         let accepted = validate(&weather(), false).unwrap();
         assert_eq!(
-            children(
-                &weather(),
-                &accepted.manifest_yaml,
-                &accepted.hash,
-                &config,
-                &keys()
-            )
-            .network_policy,
+            children_of(&weather(), &accepted, &config).network_policy,
             None
         );
         config.network = NetworkConfig {
@@ -615,28 +592,15 @@ mod tests {
             operator_namespace: Some("kube-mcp-system".into()),
             ..Default::default()
         };
-        let policy = children(
-            &weather(),
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &keys(),
-        )
-        .network_policy;
+        let policy = children_of(&weather(), &accepted, &config).network_policy;
         insta::assert_yaml_snapshot!("weather_network_policy", policy);
 
         // Ingress paths that are no pods (hostNetwork controllers, load balancers keeping the
         // client's address) are admitted on the MCP port by address range, and only there.
         config.network.ingress_cidrs = vec!["10.0.0.0/16".parse().unwrap()];
-        let policy = children(
-            &weather(),
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &keys(),
-        )
-        .network_policy
-        .unwrap();
+        let policy = children_of(&weather(), &accepted, &config)
+            .network_policy
+            .unwrap();
         let rules = policy.spec.unwrap().ingress.unwrap();
         let blocks = |rule: &k8s_openapi::api::networking::v1::NetworkPolicyIngressRule| {
             rule.from
@@ -659,15 +623,9 @@ mod tests {
             enabled: true,
             ..Default::default()
         };
-        let policy = children(
-            &weather(),
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &keys(),
-        )
-        .network_policy
-        .unwrap();
+        let policy = children_of(&weather(), &accepted, &config)
+            .network_policy
+            .unwrap();
         let rules = policy.spec.unwrap().ingress.unwrap();
         assert_eq!(rules.len(), 1);
         assert_eq!(
@@ -681,14 +639,7 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(
-            children(
-                &opted_out,
-                &accepted.manifest_yaml,
-                &accepted.hash,
-                &config,
-                &keys()
-            )
-            .network_policy,
+            children_of(&opted_out, &accepted, &config).network_policy,
             None
         );
     }
@@ -901,13 +852,7 @@ mod tests {
         let mut accepted_spec = server.clone();
         accepted_spec.spec.deployment.env.clear();
         let accepted = validate(&accepted_spec, false).unwrap();
-        let built = children(
-            &server,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &BuildConfig::default(),
-            &keys(),
-        );
+        let built = children_of(&server, &accepted, &BuildConfig::default());
         let pod = built.deployment.spec.template.spec.unwrap();
         let container = &pod.containers[0];
         let args = container.args.clone().unwrap();
@@ -929,15 +874,9 @@ mod tests {
             },
             ..BuildConfig::default()
         };
-        let policy = children(
-            &server,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &keys(),
-        )
-        .network_policy
-        .unwrap();
+        let policy = children_of(&server, &accepted, &config)
+            .network_policy
+            .unwrap();
         let rules = policy.spec.unwrap().ingress.unwrap();
         assert_eq!(rules.len(), 1);
         let peers = rules[0].from.clone().unwrap();
@@ -991,13 +930,7 @@ mod tests {
                 &format!("{PREVIOUS_SESSION_KEY_DIR}/key")
             ]));
         // Settled again: one key, no flag.
-        let settled = children(
-            &server,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &keys(),
-        );
+        let settled = children_of(&server, &accepted, &config);
         let args = settled.deployment.spec.template.spec.unwrap().containers[0]
             .args
             .clone()
@@ -1008,15 +941,8 @@ mod tests {
     #[test]
     fn the_template_hash_changes_with_the_pods_only() {
         let hash = |server: &MCPServer, config: &BuildConfig| {
-            let accepted = validate(server, false).unwrap();
-            let built = children(
-                server,
-                &accepted.manifest_yaml,
-                &accepted.hash,
-                config,
-                &keys(),
-            );
-            built.deployment.metadata.annotations.unwrap()[TEMPLATE_HASH_ANNOTATION].clone()
+            let children = children_of(server, &validate(server, false).unwrap(), config);
+            children.deployment.metadata.annotations.unwrap()[TEMPLATE_HASH_ANNOTATION].clone()
         };
         let config = BuildConfig::default();
         let before = hash(&weather(), &config);

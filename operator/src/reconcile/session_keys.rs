@@ -292,6 +292,16 @@ mod tests {
         }
     }
 
+    /// Keys rotated at `now()` by the request `r1`, from `b...` to `c...`.
+    fn rotating() -> SessionKeys {
+        SessionKeys {
+            current: key("cccccccccc"),
+            previous: Some(key("bbbbbbbbbb")),
+            rotated_at: Some(now()),
+            rotation: Some("r1".into()),
+        }
+    }
+
     fn key(suffix: &str) -> String {
         format!("weather-session-key-{suffix}")
     }
@@ -364,13 +374,7 @@ mod tests {
 
     #[test]
     fn the_previous_key_retires_after_the_overlap() {
-        let keys = SessionKeys {
-            current: key("cccccccccc"),
-            previous: Some(key("bbbbbbbbbb")),
-            rotated_at: Some(now()),
-            rotation: Some("r1".into()),
-        };
-        let mounted = deployment(&keys);
+        let mounted = deployment(&rotating());
         let mut later = facts(Some(&mounted), None);
         later.requested = Some("r1");
         later.now = now() + 25 * HOUR;
@@ -388,13 +392,7 @@ mod tests {
 
     #[test]
     fn a_second_rotation_retires_the_oldest_key_at_once() {
-        let keys = SessionKeys {
-            current: key("cccccccccc"),
-            previous: Some(key("bbbbbbbbbb")),
-            rotated_at: Some(now()),
-            rotation: Some("r1".into()),
-        };
-        let mounted = deployment(&keys);
+        let mounted = deployment(&rotating());
         let mut asked = facts(Some(&mounted), None);
         asked.requested = Some("r2");
         let rotated = plan(&asked, || key("dddddddddd"));
