@@ -7,7 +7,7 @@
 //! installed one, which the chart's admission policy refuses (checked first): the test unbinds
 //! that policy meanwhile.
 
-use crate::support::{Env, eventually};
+use crate::support::{Env, apply_server, eventually, server, spec_properties};
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
@@ -19,7 +19,6 @@ use kube::{Api, ResourceExt};
 use mcp_operator::crd_upgrade::{CRD_NAME, CrdError, Outcome, ensure};
 use mcp_operator::resource::{self, CRD_REVISION, MCPServer, REVISION_ANNOTATION};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 const SOON: Duration = Duration::from_secs(60);
@@ -62,18 +61,6 @@ async fn revision_guards(env: &Env) -> Vec<ValidatingAdmissionPolicyBinding> {
         .collect()
 }
 
-/// The properties of `spec` in `crd`'s schema.
-fn spec_properties(crd: &mut CustomResourceDefinition) -> &mut BTreeMap<String, JSONSchemaProps> {
-    crd.spec.versions[0]
-        .schema
-        .as_mut()
-        .and_then(|s| s.open_api_v3_schema.as_mut())
-        .and_then(|s| s.properties.as_mut())
-        .and_then(|p| p.get_mut("spec"))
-        .and_then(|s| s.properties.as_mut())
-        .expect("the CRD has spec properties")
-}
-
 fn servers(env: &Env) -> Api<DynamicObject> {
     let resource = ApiResource::erase::<MCPServer>(&());
     Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
@@ -82,15 +69,8 @@ fn servers(env: &Env) -> Api<DynamicObject> {
 /// Applies a server with `spec.auth` (the CRD must have it: server-side apply refuses a field
 /// the schema lacks).
 async fn apply_with_auth(env: &Env, name: &str) {
-    let server = json!({"apiVersion": "kube-mcp.io/v1alpha1", "kind": "MCPServer",
-        "metadata": {"name": name},
-        "spec": {"auth": {"issuer": "https://idp.example.com"},
-                 "tools": [{"name": "hi", "content": [{"type": "text", "text": "hi"}]}]}});
-    let apply = PatchParams::apply("e2e-cluster-tests").force();
-    servers(env)
-        .patch(name, &apply, &Patch::Apply(&server))
-        .await
-        .unwrap();
+    let with_auth = server(name, json!({"auth": {"issuer": "https://idp.example.com"}}));
+    apply_server(env, &with_auth).await.unwrap();
 }
 
 /// Writes a server's status as the operator does, and returns the `spec.auth` the API server

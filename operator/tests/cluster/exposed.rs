@@ -3,7 +3,7 @@
 //! status as one would (a Gateway that refuses the route, then takes it; an address on the
 //! Ingress). Needs the Gateway API CRDs (`tests/e2e/tenant.sh` installs them and runs it).
 
-use crate::support::{Env, eventually, wait_condition};
+use crate::support::{Env, apply_server, eventually, server, wait_condition};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use mcp_operator::reconcile::build::HttpRoute;
@@ -14,22 +14,7 @@ use std::time::Duration;
 const SOON: Duration = Duration::from_secs(60);
 
 async fn apply(env: &Env, name: &str, exposure: Value) {
-    let mut spec = json!({"tools": [{"name": "hi", "content": [{"type": "text", "text": "hi"}]}]});
-    for (key, value) in exposure.as_object().unwrap() {
-        spec[key] = value.clone();
-    }
-    let server = json!({
-        "apiVersion": "kube-mcp.io/v1alpha1", "kind": "MCPServer",
-        "metadata": {"name": name}, "spec": spec,
-    });
-    env.api::<MCPServer>()
-        .patch(
-            name,
-            &PatchParams::apply("e2e-cluster-tests").force(),
-            &Patch::Apply(&server),
-        )
-        .await
-        .unwrap();
+    apply_server(env, &server(name, exposure)).await.unwrap();
 }
 
 /// What a Gateway controller writes on a route it has looked at.

@@ -4,11 +4,13 @@
 //! any moment while all of them reach the new image. The tests play the kubelet: every pod of the
 //! fleet is marked Running and Ready, so rollouts end as on a real node.
 
-use crate::support::{Env, eventually, loopback_prefix, operator_metrics, set_pod};
+use crate::support::{
+    Env, apply_server, eventually, loopback_prefix, operator_metrics, server, set_pod,
+};
 use futures_util::{StreamExt as _, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use mcp_operator::reconcile::status::rollout;
 use mcp_operator::resource::MCPServer;
@@ -90,23 +92,12 @@ async fn a_fleet_comes_up() {
         )
         .await
         .unwrap();
-    let servers = env.api::<MCPServer>();
     stream::iter(0..fleet_size())
         .for_each_concurrent(16, |i| {
-            let servers = servers.clone();
+            let env = &env;
             async move {
-                let name = format!("fleet-{i:03}");
-                let server = json!({"apiVersion": "kube-mcp.io/v1alpha1", "kind": "MCPServer",
-                    "metadata": {"name": name},
-                    "spec": {"tools": [{"name": "hi", "content": [{"type": "text", "text": "hi"}]}]}});
-                servers
-                    .patch(
-                        &name,
-                        &PatchParams::apply("e2e-cluster-tests").force(),
-                        &Patch::Apply(server),
-                    )
-                    .await
-                    .unwrap();
+                let fleet_server = server(&format!("fleet-{i:03}"), json!({}));
+                apply_server(env, &fleet_server).await.unwrap();
             }
         })
         .await;

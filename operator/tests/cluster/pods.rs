@@ -2,7 +2,7 @@
 //! ReplicaSet's failure the real Deployment controller copies), and a pod no node can run
 //! (`Unschedulable`, written here as the scheduler would: this control plane has none).
 
-use crate::support::{Env, eventually, wait_condition};
+use crate::support::{Env, apply_server, eventually, server, wait_condition};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ResourceQuota};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -11,22 +11,6 @@ use serde_json::json;
 use std::time::Duration;
 
 const SOON: Duration = Duration::from_secs(60);
-
-async fn apply(api: &Api<MCPServer>, name: &str) {
-    let server = json!({
-        "apiVersion": "kube-mcp.io/v1alpha1",
-        "kind": "MCPServer",
-        "metadata": {"name": name},
-        "spec": {"tools": [{"name": "hi", "content": [{"type": "text", "text": "hi"}]}]},
-    });
-    api.patch(
-        name,
-        &PatchParams::apply("e2e-cluster-tests").force(),
-        &Patch::Apply(&server),
-    )
-    .await
-    .unwrap();
-}
 
 #[tokio::test]
 #[ignore = "needs a control plane and a running operator: tests/e2e/run.sh runs it"]
@@ -51,9 +35,10 @@ async fn a_quota_that_refuses_the_pods_is_failed_create() {
         )
         .await
         .unwrap();
-    let servers: Api<MCPServer> = Api::namespaced(env.client.clone(), &namespace);
-    apply(&servers, "quota").await;
     let in_namespace = env.in_namespace(&namespace);
+    apply_server(&in_namespace, &server("quota", json!({})))
+        .await
+        .unwrap();
     let ready = wait_condition(
         &in_namespace,
         "quota",
@@ -80,8 +65,9 @@ async fn a_quota_that_refuses_the_pods_is_failed_create() {
 #[ignore = "needs a control plane and a running operator: tests/e2e/run.sh runs it"]
 async fn a_pod_no_node_can_run_is_unschedulable() {
     let env = Env::get().await;
-    let servers = env.api::<MCPServer>();
-    apply(&servers, "unplaced").await;
+    apply_server(&env, &server("unplaced", json!({})))
+        .await
+        .unwrap();
     let pod = eventually("the Deployment controller makes a pod", SOON, || async {
         env.api::<Pod>()
             .list(&ListParams::default().labels("kube-mcp.io/server=unplaced"))
@@ -122,7 +108,7 @@ async fn a_pod_no_node_can_run_is_unschedulable() {
         "{}",
         ready.message
     );
-    servers
+    env.api::<MCPServer>()
         .delete("unplaced", &DeleteParams::background())
         .await
         .unwrap();

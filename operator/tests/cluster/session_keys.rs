@@ -3,12 +3,12 @@
 //! its server; a rotation mounts a new sealing key next to the replaced one, which is unmounted
 //! and deleted once the operator's `--session-key-overlap` (passed in) has passed.
 
-use crate::support::{Env, eventually};
+use crate::support::{Env, apply_server, eventually, server};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use mcp_operator::resource::MCPServer;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -93,17 +93,7 @@ async fn a_planted_key_is_never_mounted_and_a_rotation_retires_the_old_key() {
         .unwrap();
 
     let servers = env.api::<MCPServer>();
-    let server = |rotation: Option<&str>| {
-        let mut metadata = json!({"name": SERVER});
-        if let Some(rotation) = rotation {
-            metadata["annotations"] = json!({"kube-mcp.io/rotate-session-key": rotation});
-        }
-        json!({"apiVersion": "kube-mcp.io/v1alpha1", "kind": "MCPServer", "metadata": metadata,
-               "spec": {"tools": [{"name": "hi", "content": [{"type": "text", "text": "hi"}]}]}})
-    };
-    let params = PatchParams::apply("e2e-cluster-tests").force();
-    let applied = servers
-        .patch(SERVER, &params, &Patch::Apply(server(None)))
+    let applied = apply_server(&env, &server(SERVER, json!({})))
         .await
         .unwrap();
     let uid = applied.uid().unwrap();
@@ -121,10 +111,9 @@ async fn a_planted_key_is_never_mounted_and_a_rotation_retires_the_old_key() {
     assert!(untouched.owner_references().is_empty());
 
     // A rotation: a new key seals, the first one still opens.
-    servers
-        .patch(SERVER, &params, &Patch::Apply(server(Some("one"))))
-        .await
-        .unwrap();
+    let mut rotated = server(SERVER, json!({}));
+    rotated["metadata"]["annotations"] = json!({"kube-mcp.io/rotate-session-key": "one"});
+    apply_server(&env, &rotated).await.unwrap();
     let (annotations, mounted) = keys_when(&env, "the Deployment mounts a new key", SOON, |a| {
         a.get(KEY) != Some(&first) && a.get(PREVIOUS) == Some(&first)
     })

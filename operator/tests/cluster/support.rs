@@ -1,12 +1,15 @@
 //! What the cluster tests share: the environment `tests/e2e/run.sh` passes, bounded waits on
-//! API objects, the pods' status as a kubelet would write it, and mcp-runtime processes playing
-//! the pods (each stopped by its PID when dropped).
+//! API objects, minimal MCPServers applied server-side, the pods' status as a kubelet would
+//! write it, and mcp-runtime processes playing the pods (each stopped by its PID when dropped).
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Patch, PatchParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use mcp_operator::resource::{Condition, MCPServer};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -234,4 +237,45 @@ pub async fn operator_metrics(env: &Env) -> String {
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await.unwrap();
     String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// An MCPServer named `name` with one tool, the fields of `extra` added to its spec.
+pub fn server(name: &str, extra: Value) -> Value {
+    let mut spec = json!({"tools": [{"name": "hi", "content": [{"type": "text", "text": "hi"}]}]});
+    for (key, value) in extra.as_object().expect("extra is an object") {
+        spec[key] = value.clone();
+    }
+    json!({"apiVersion": "kube-mcp.io/v1alpha1", "kind": "MCPServer",
+           "metadata": {"name": name}, "spec": spec})
+}
+
+/// Server-side applies the MCPServer `object` in the test namespace, as the tests' field
+/// manager; returns what the API server stored, fields the operator does not know included.
+pub async fn apply_server(env: &Env, object: &Value) -> Result<DynamicObject, String> {
+    let name = object["metadata"]["name"]
+        .as_str()
+        .expect("the object has a name");
+    let resource = ApiResource::erase::<MCPServer>(&());
+    Api::<DynamicObject>::namespaced_with(env.client.clone(), &env.namespace, &resource)
+        .patch(
+            name,
+            &PatchParams::apply("e2e-cluster-tests").force(),
+            &Patch::Apply(object),
+        )
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The properties of `spec` in a CRD's schema.
+pub fn spec_properties(
+    crd: &mut CustomResourceDefinition,
+) -> &mut std::collections::BTreeMap<String, JSONSchemaProps> {
+    crd.spec.versions[0]
+        .schema
+        .as_mut()
+        .and_then(|s| s.open_api_v3_schema.as_mut())
+        .and_then(|s| s.properties.as_mut())
+        .and_then(|p| p.get_mut("spec"))
+        .and_then(|s| s.properties.as_mut())
+        .expect("the CRD has spec properties")
 }
