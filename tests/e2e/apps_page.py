@@ -13,24 +13,17 @@ I/O: HTTP to the host page, a headless browser process.
 
 import json
 import os
-import sys
 import urllib.parse
 import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
+from headless import WAIT_MS, launch, run, screenshot, step
+
 HOST = os.environ["APPS_HOST_URL"]
 ALLOWED = os.environ["APPS_ALLOWED"]
 DENIED = os.environ["APPS_DENIED"]
 ARTEFACTS = os.environ["E2E"]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-WAIT_MS = 20_000
-
-
-def step(name):
-    print(f"  - {name}", flush=True)
 
 
 def hits():
@@ -41,7 +34,7 @@ def hits():
 def main():
     query = urllib.parse.urlencode({"denied": DENIED})
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = launch(p)
         try:
             # The two origins use a self-signed certificate made by apps.sh.
             context = browser.new_context(ignore_https_errors=True)
@@ -75,15 +68,10 @@ def main():
             assert seen["allowed"] == {"/data": 1}, seen
             assert any("Content Security Policy" in line and DENIED in line for line in console), console
 
-            page.screenshot(path=os.path.join(ARTEFACTS, "apps.png"), full_page=True)
-            step(f"screenshot written to {ARTEFACTS}/apps.png")
+            screenshot(page, ARTEFACTS, "apps.png")
         finally:
             browser.close()
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as error:  # one line that says what failed, then the trace
-        print(f"FAILED: {error}", file=sys.stderr)
-        raise
+    run(main)

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import struct
 import urllib.request
@@ -23,14 +22,12 @@ import zlib
 
 from playwright.sync_api import expect, sync_playwright
 
+from headless import WAIT_MS, launch, run, screenshot, step
+
 REGISTRY = os.environ["KUBE_MCP_REGISTRY_URL"]
 NS = os.environ["KUBE_MCP_CATALOG_NS"]
 ARTEFACTS = os.environ["E2E"]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
-WAIT_MS = 20_000
 
 
 def png(width=48, height=48, rgb=(11, 87, 208)):
@@ -93,10 +90,6 @@ def eventually(what, check, seconds=30):
         time.sleep(0.3)
 
 
-def step(name):
-    print(f"  - {name}", flush=True)
-
-
 def card(page, name):
     return page.locator(f'li.server[data-name$="/{NS}.{name}"]')
 
@@ -117,7 +110,7 @@ def main():
     weather_url = "https://mcp.example.com/weather/mcp"
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = launch(p)
         try:
             step("without JavaScript the server-rendered list is complete")
             plain = browser.new_context(java_script_enabled=False)
@@ -210,8 +203,7 @@ def main():
             icon = card(page, "weather").locator("img.icon")
             expect(icon).to_have_attribute("src", ICON)
             assert page.evaluate("(img) => img.complete && img.naturalWidth", icon.element_handle()) == 48
-            page.screenshot(path=os.path.join(ARTEFACTS, "catalog.png"), full_page=True)
-            step(f"screenshot written to {ARTEFACTS}/catalog.png")
+            screenshot(page, ARTEFACTS, "catalog.png")
             assert not problems, f"console errors: {problems}"
             context.close()
         finally:
@@ -219,8 +211,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as error:  # one line that says what failed, then the trace
-        print(f"FAILED: {error}", file=sys.stderr)
-        raise
+    run(main)
