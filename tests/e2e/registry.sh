@@ -54,13 +54,8 @@ cleanup() {
 cluster_prerequisites
 log "a browser: Debian's Chromium and Playwright for Python"
 browser_prerequisites
-# A fresh control plane: this script's objects must not meet another script's.
-"$CP" stop >/dev/null 2>&1 || true
-"$CP" start
-trap cleanup EXIT
-eval "$("$CP" env)"
 rm -rf "$E2E"
-mkdir -p "$E2E"
+cluster_fresh
 
 # ----------------------------------------------------------------------------------------------
 log "chart: the registry's objects render, lint and pass a server-side dry run"

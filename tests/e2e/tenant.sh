@@ -46,12 +46,7 @@ cleanup() {
 
 cluster_prerequisites
 
-# A fresh control plane: this script's objects must not meet another script's.
-"$CP" stop >/dev/null 2>&1 || true
-"$CP" start
-trap cleanup EXIT
-eval "$("$CP" env)"
-mkdir -p "$E2E"
+cluster_fresh
 
 # ----------------------------------------------------------------------------------------------
 log "install the chart with the admission policy (host allow-list on)"

@@ -42,11 +42,7 @@ cleanup() {
 }
 
 cluster_prerequisites
-"$CP" stop >/dev/null 2>&1 || true
-"$CP" start
-trap cleanup EXIT
-eval "$("$CP" env)"
-mkdir -p "$E2E"
+cluster_fresh
 
 revision_is() { [[ $(kubectl get "$CRD" -o jsonpath='{.metadata.annotations.kube-mcp\.io/crd-revision}') == "$1" ]]; }
 SHIPPED_REVISION=$(sed -n 's/^    kube-mcp.io\/crd-revision: .\([0-9]*\).$/\1/p' "$CHART/crds/mcpservers.kube-mcp.io.yaml")
