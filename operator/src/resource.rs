@@ -187,6 +187,36 @@ mod tests {
     }
 
     #[test]
+    fn every_served_version_has_the_storage_schema() {
+        let crd = crd();
+        let names: Vec<&str> = crd.spec.versions.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, mcp_declaration::SERVED_VERSIONS);
+        let storage: Vec<String> = crd
+            .spec
+            .versions
+            .iter()
+            .filter(|v| v.storage)
+            .map(|v| format!("{}/{}", crd.spec.group, v.name))
+            .collect();
+        assert_eq!(storage, [mcp_declaration::API_VERSION]);
+        for version in &crd.spec.versions {
+            assert!(version.served, "{}", version.name);
+            assert_eq!(
+                version.schema, crd.spec.versions[0].schema,
+                "{}",
+                version.name
+            );
+            assert_eq!(
+                version.additional_printer_columns, crd.spec.versions[0].additional_printer_columns,
+                "{}",
+                version.name
+            );
+            assert_eq!(version.subresources, crd.spec.versions[0].subresources);
+        }
+        assert!(crd.spec.conversion.is_none(), "conversion: None");
+    }
+
+    #[test]
     fn the_example_is_a_valid_mcpserver() {
         let server: MCPServer =
             serde_yaml_ng::from_str(include_str!("../../examples/weather.yaml")).unwrap();

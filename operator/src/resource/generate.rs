@@ -6,14 +6,28 @@ use super::MCPServer;
 use super::revision::{CRD_REVISION, REVISION_ANNOTATION};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+use mcp_declaration::SERVED_VERSIONS;
 
-/// The `MCPServer` CustomResourceDefinition, annotated with its revision.
+/// The `MCPServer` CustomResourceDefinition, annotated with its revision: the Rust types' version
+/// (the storage version) and every other served version with the same schema. One schema makes
+/// `conversion: None` (the default, which rewrites nothing but `apiVersion`) lossless both ways.
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = MCPServer::crd();
     crd.metadata
         .annotations
         .get_or_insert_default()
         .insert(REVISION_ANNOTATION.into(), CRD_REVISION.to_string());
+    // The derive emits exactly one version, the types' own.
+    if let Some(storage) = crd.spec.versions.first().cloned() {
+        for version in SERVED_VERSIONS {
+            if *version != storage.name {
+                let mut served = storage.clone();
+                served.name = (*version).into();
+                served.storage = false;
+                crd.spec.versions.push(served);
+            }
+        }
+    }
     crd
 }
 

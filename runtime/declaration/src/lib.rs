@@ -45,8 +45,8 @@ pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest, spec_from
 pub use resource_uri::{UriTemplate, canonical as canonical_uri};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use stamp::{
-    API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META, declaration_hash, hash_of,
-    render_manifest, valid_hash,
+    API_GROUP, API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META, SERVED_VERSIONS,
+    declaration_hash, hash_of, render_manifest, valid_hash,
 };
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use transports::Transports;

@@ -2,7 +2,7 @@
 //! renders (the same shape holding only the served fields). Pure: the caller reads the file
 //! (`reload::load`).
 
-use super::stamp::{API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, valid_hash};
+use super::stamp::{API_GROUP, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_VERSIONS, valid_hash};
 use super::types::Declaration;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -99,6 +99,14 @@ fn stamped_hash(metadata: &Metadata) -> Result<Option<String>, LoadError> {
     }
 }
 
+/// Whether `api_version` is `kube-mcp.io/` and a served version.
+fn served_api_version(api_version: &str) -> bool {
+    api_version
+        .strip_prefix(API_GROUP)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|version| SERVED_VERSIONS.contains(&version))
+}
+
 /// Parses manifest text. Unknown fields are errors (a typo must not silently drop a tool), except
 /// the deployment fields in [`DEPLOYMENT_FIELDS`].
 pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadError> {
@@ -110,12 +118,18 @@ pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadErr
     let document = super::bounded_yaml::parse(text).map_err(|err| shape(err.to_string()))?;
     let envelope: Envelope =
         serde_json::from_value(document).map_err(|err| shape(err.to_string()))?;
-    if envelope.api_version != API_VERSION || envelope.kind != KIND {
+    if !served_api_version(&envelope.api_version) || envelope.kind != KIND {
+        let served: Vec<String> = SERVED_VERSIONS
+            .iter()
+            .map(|version| format!("{API_GROUP}/{version}"))
+            .collect();
         return Err(LoadError::Shape {
             path: "manifest".into(),
             message: format!(
-                "expected apiVersion {API_VERSION} and kind {KIND}, found {} {}",
-                envelope.api_version, envelope.kind
+                "expected apiVersion {} and kind {KIND}, found {} {}",
+                served.join(" or "),
+                envelope.api_version,
+                envelope.kind
             ),
         });
     }
@@ -257,8 +271,29 @@ mod tests {
         let err = parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\n").unwrap_err();
         assert!(
             err.to_string()
-                .contains("expected apiVersion kube-mcp.io/v1alpha1"),
+                .contains("expected apiVersion kube-mcp.io/v1alpha1 or kube-mcp.io/v1beta1"),
             "{err}"
         );
+        for other in [
+            "kube-mcp.io/v2",
+            "kube-mcp.iov1beta1",
+            "example.com/v1beta1",
+        ] {
+            let text = format!("apiVersion: {other}\nkind: MCPServer\nmetadata: {{name: w}}\n");
+            assert!(parse(&text).is_err(), "{other}");
+        }
+    }
+
+    #[test]
+    fn reads_every_served_version_the_same() {
+        let declared = |version: &str| {
+            parse(&format!(
+                "apiVersion: kube-mcp.io/{version}\nkind: MCPServer\nmetadata: {{name: w}}\n\
+                 spec: {{tools: [{{name: t, content: [{{type: text, text: hi}}]}}]}}\n"
+            ))
+            .unwrap()
+            .declaration
+        };
+        assert_eq!(declared("v1alpha1"), declared("v1beta1"));
     }
 }

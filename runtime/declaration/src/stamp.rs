@@ -8,8 +8,15 @@ use super::types::Declaration;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// The API group and version of `MCPServer`.
+/// The API group of `MCPServer`.
+pub const API_GROUP: &str = "kube-mcp.io";
+/// The API group and version the operator renders and `import` writes: the CRD's storage version.
 pub const API_VERSION: &str = "kube-mcp.io/v1alpha1";
+/// Every version of `MCPServer` the CRD serves, the storage version first. They share one schema:
+/// the CRD converts between them with `conversion: None`, which rewrites nothing but
+/// `apiVersion`, so a manifest of any of them is read the same way. A version with another
+/// schema needs its own types and a conversion webhook (CONTRIBUTING.md, "CRD compatibility").
+pub const SERVED_VERSIONS: &[&str] = &["v1alpha1", "v1beta1"];
 /// The kind the runtime serves.
 pub const KIND: &str = "MCPServer";
 
