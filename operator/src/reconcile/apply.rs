@@ -174,8 +174,8 @@ pub struct KeyWrites {
 
 /// Writes what changed: a new session key first (pods mount it), the manifest before the pods
 /// that read it, then prunes the optional children the spec dropped and deletes the keys the
-/// Deployment stopped mounting. With `rollout_queued` the Deployment is left as it is (its new
-/// pod template waits for a rollout slot). Refuses (without writing) when a same-named object
+/// Deployment stopped mounting. With `rollout_queued` the Deployment keeps its pod template (the
+/// new one waits for a rollout slot) and takes only the spec's replica count. Refuses (without writing) when a same-named object
 /// belongs to someone else.
 pub async fn apply(
     target: &Target<'_>,
@@ -233,7 +233,11 @@ pub async fn apply(
         let (key_writes, config_map) =
             tokio::try_join!(session_key, apply_one(target, &children.config_map))?;
         let (deployment, written) = if rollout_queued {
-            (None, 0)
+            let live = deployment_cached.as_ref().map(|d| d.as_ref());
+            (
+                None,
+                scale_queued(target, &children.deployment, live).await?,
+            )
         } else {
             apply_one(target, &children.deployment).await?
         };
@@ -268,6 +272,40 @@ pub async fn apply(
         applied.pruned.extend(pruned);
     }
     Ok(applied)
+}
+
+/// Scales a Deployment whose rollout waits for a slot to the replicas the spec asks for, through
+/// the scale subresource: scaling is no rollout (the pod template stays), so it never waits.
+/// Returns the writes made.
+async fn scale_queued(
+    target: &Target<'_>,
+    desired: &Deployment,
+    live: Option<&Deployment>,
+) -> Result<u32, ApplyError> {
+    let replicas = |d: &Deployment| d.spec.replicas;
+    let (Some(want), Some(live)) = (replicas(desired), live) else {
+        return Ok(0);
+    };
+    if replicas(live) == Some(want) {
+        return Ok(0);
+    }
+    let name = live.name_any();
+    Api::<Deployment>::namespaced(target.client.clone(), &target.namespace())
+        .patch_scale(
+            &name,
+            &PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..Default::default()
+            },
+            &Patch::Merge(serde_json::json!({"spec": {"replicas": want}})),
+        )
+        .await
+        .map_err(|source| ApplyError::Apply {
+            kind: "Deployment".into(),
+            name,
+            source,
+        })?;
+    Ok(1)
 }
 
 /// Applies an optional child the spec asks for, or prunes the server's children of its kind

@@ -1,7 +1,8 @@
 //! A fleet upgrade: `tests/e2e/run.sh` brings a fleet of servers up (`a_fleet_comes_up`),
 //! restarts the operator with another runtime image and `--max-concurrent-rollouts`, then checks
 //! (`an_upgrade_rolls_at_most_the_limit_at_once`) that no more Deployments than that roll at
-//! any moment while all of them reach the new image. The tests play the kubelet: every pod of the
+//! any moment while all of them reach the new image, and that a server waiting for a slot still
+//! scales at once (scaling is no rollout). The tests play the kubelet: every pod of the
 //! fleet is marked Running and Ready, so rollouts end as on a real node.
 
 use crate::support::{
@@ -10,7 +11,7 @@ use crate::support::{
 use futures_util::{StreamExt as _, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use mcp_operator::reconcile::status::rollout;
 use mcp_operator::resource::MCPServer;
@@ -122,12 +123,59 @@ async fn a_fleet_comes_up() {
     .await;
 }
 
+fn queued(server: &MCPServer) -> bool {
+    server
+        .status
+        .as_ref()
+        .is_some_and(|s| s.rollout_queued == Some(true))
+}
+
+/// Scales a server that waits for a rollout slot and sees its Deployment take the replicas on
+/// its old pod template. Called before the test plays the kubelet: no rollout can finish and
+/// free a slot meanwhile, so the server keeps waiting throughout.
+async fn a_queued_server_scales_at_once(env: &Env, new_image: &str) {
+    let waiting = eventually(
+        "a server waits for a rollout slot",
+        Duration::from_secs(60),
+        || async {
+            let servers = env.api::<MCPServer>().list(&ListParams::default()).await;
+            let servers = servers.map_err(|e| e.to_string())?;
+            let found = servers.items.iter().find(|s| queued(s));
+            found.map(|s| s.name_any()).ok_or_else(|| "none yet".into())
+        },
+    )
+    .await;
+    env.api::<MCPServer>()
+        .patch(
+            &waiting,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    eventually(
+        &format!("{waiting}'s Deployment has 2 replicas of its old pods"),
+        Duration::from_secs(30),
+        || async {
+            let deployment = env.api::<Deployment>().get(&waiting).await;
+            let deployment = deployment.map_err(|e| e.to_string())?;
+            assert_ne!(image(&deployment), Some(new_image), "{waiting} rolled");
+            match deployment.spec.replicas {
+                Some(2) => Ok(()),
+                other => Err(format!("replicas {other:?}")),
+            }
+        },
+    )
+    .await;
+}
+
 #[tokio::test]
 #[ignore = "needs a control plane and a running operator: tests/e2e/run.sh runs it"]
 async fn an_upgrade_rolls_at_most_the_limit_at_once() {
     let env = Env::get().await.in_namespace(NAMESPACE);
     let new_image = var("KUBE_MCP_E2E_FLEET_IMAGE");
     let limit: usize = var("KUBE_MCP_E2E_MAX_ROLLOUTS").parse().unwrap();
+    a_queued_server_scales_at_once(&env, &new_image).await;
     let (prefix, next_ip) = (loopback_prefix(), AtomicU32::new(0));
     let mut most = 0;
     let mut queued_seen = false;
@@ -146,11 +194,7 @@ async fn an_upgrade_rolls_at_most_the_limit_at_once() {
         );
         if !queued_seen {
             let servers = env.api::<MCPServer>().list(&ListParams::default()).await;
-            queued_seen = servers.unwrap().items.iter().any(|s| {
-                s.status
-                    .as_ref()
-                    .is_some_and(|s| s.rollout_queued == Some(true))
-            });
+            queued_seen = servers.unwrap().items.iter().any(queued);
         }
         if upgraded.len() == fleet_size() && rolling == 0 {
             break;
