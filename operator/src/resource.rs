@@ -186,6 +186,32 @@ mod tests {
         insta::assert_yaml_snapshot!(block);
     }
 
+    /// Client-side `kubectl apply` (Argo CD's default) stores the applied object in an
+    /// annotation of at most 256 KiB; the CRD must fit, with room for what a change adds.
+    #[test]
+    fn the_crd_fits_client_side_apply() {
+        const ANNOTATION_LIMIT: usize = 256 * 1024;
+        let bytes = serde_json::to_vec(&crd()).unwrap().len();
+        println!("CRD as JSON: {bytes} bytes, limit {ANNOTATION_LIMIT}");
+        assert!(
+            bytes < ANNOTATION_LIMIT,
+            "the CRD is {bytes} bytes as JSON, over client-side apply's {ANNOTATION_LIMIT}"
+        );
+    }
+
+    #[test]
+    fn kubernetes_typed_fields_keep_only_their_own_description() {
+        let spec = spec_schema();
+        for name in generate::KUBERNETES_TYPED {
+            let field = &spec["properties"][name];
+            assert!(field["description"].is_string(), "{name} keeps its own");
+            let nested = serde_json::to_string(&field["items"]).unwrap()
+                + &serde_json::to_string(&field["properties"]).unwrap();
+            assert!(!nested.contains("\"description\""), "{name}: {nested}");
+            assert!(nested.len() > 4, "{name} has a nested schema");
+        }
+    }
+
     #[test]
     fn every_served_version_has_the_storage_schema() {
         let crd = crd();
