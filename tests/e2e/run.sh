@@ -584,6 +584,9 @@ check "an MCPServer without spec.auth is refused" eventually 20 bash -c \
   "! kubectl -n $NS create --dry-run=server -f '$E2E/policy-check.yaml' 2>'$E2E/policy.err' && grep -q 'requires spec.auth' '$E2E/policy.err'"
 check "one with spec.auth is admitted" bash -c \
   "sed 's|^spec:|spec:\\n  auth: {issuer: \"https://idp.example.com\"}|' '$E2E/policy-check.yaml' | kubectl -n $NS create --dry-run=server -f -"
+check "and the rule holds for kube-mcp.io/v1beta1 as well" bash -c \
+  "! sed 's|^apiVersion: kube-mcp.io/v1alpha1$|apiVersion: kube-mcp.io/v1beta1|' '$E2E/policy-check.yaml' |
+     kubectl -n $NS create --dry-run=server -f - 2>'$E2E/policy-beta.err' && grep -q 'requires spec.auth' '$E2E/policy-beta.err'"
 
 log "helm rollback leaves the CRD at its revision"
 # As if a later operator had raised the CRD: a rollback to the first release must not lower it.

@@ -113,10 +113,10 @@ accepted_is() { [[ $(condition "$1" "$2" Accepted) == "$3" ]]; }
 serving() { accepted_is "$1" "$2" "True Compiled" && kubectl -n "$1" get ingress "$2"; }
 
 # as_tenant_apply NAME SPEC_JSON: applies an MCPServer NAME with one tool plus SPEC_JSON, as the
-# tenant; stderr goes to $E2E/NAME.err.
+# tenant, in version $MCP_VERSION (default v1alpha1); stderr goes to $E2E/NAME.err.
 as_tenant_apply() {
-  jq -n --arg name "$1" --argjson extra "$2" '{
-      apiVersion: "kube-mcp.io/v1alpha1", kind: "MCPServer", metadata: {name: $name},
+  jq -n --arg name "$1" --argjson extra "$2" --arg version "kube-mcp.io/${MCP_VERSION:-v1alpha1}" '{
+      apiVersion: $version, kind: "MCPServer", metadata: {name: $name},
       spec: ({tools: [{name: "hi", content: [{type: "text", text: "hi"}]}]} + $extra)}' |
     kubectl --as "$TENANT" -n "$T1" apply -f - 2>"$E2E/$1.err"
 }
@@ -130,6 +130,12 @@ refused() {
   fi
   cat "$E2E/$name.err"
   for text in "$@"; do grep -qF -- "$text" "$E2E/$name.err" || { echo "missing: $text"; return 1; }; done
+}
+# in_version VERSION COMMAND...: runs COMMAND with servers written as kube-mcp.io/VERSION.
+in_version() {
+  local MCP_VERSION=$1
+  shift
+  "$@"
 }
 HTTP_TOOL='{"name": "call", "http": {"url": "https://api.example.com/x",
   "headers": [{"name": "Authorization", "secretKeyRef": {"name": "SECRET", "key": "token"}}]}}'
@@ -148,6 +154,8 @@ check "refused: a gateway host outside the allowed domains" refused s-gateway \
   "spec.gateway.host" "rule ingressHosts"
 check "refused: an image outside the allow-list" refused s-image \
   '{"image": "registry.evil.example/runtime:1"}' "spec.image" "rule images" "registry.evil.example/runtime:1"
+check "refused in kube-mcp.io/v1beta1 too: the policy matches every served version" \
+  in_version v1beta1 refused s-image-beta '{"image": "registry.evil.example/runtime:1"}' "spec.image" "rule images"
 check "refused: a look-alike repository of the allowed one" refused s-lookalike \
   '{"image": "ghcr.io/kube-mcp/kube-mcp-extra:1"}' "rule images"
 check "refused: a host outside the allowed domains" refused s-host \

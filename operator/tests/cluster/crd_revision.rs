@@ -49,6 +49,8 @@ fn as_chart_0_1(crd: &mut CustomResourceDefinition) {
     let labels = crd.metadata.labels.get_or_insert_default();
     labels.insert("app.kubernetes.io/managed-by".into(), "Helm".into());
     spec_properties(crd).remove("auth");
+    // It served v1alpha1 alone.
+    crd.spec.versions.truncate(1);
 }
 
 /// The chart's bindings of its CRD revision policy (`templates/crd-revision-policy.yaml`).

@@ -21,3 +21,4 @@ mod session_keys;
 mod support;
 mod unreadable;
 mod verified;
+mod versions;
