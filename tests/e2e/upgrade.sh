@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # tests/e2e/upgrade.sh: an upgrade from the previous chart, and the ways back, lose nothing.
 #
-# The previous chart is tests/e2e/upgrade/kube-mcp-0.1.0.tgz: `helm package` of charts/kube-mcp at
-# be5ff7e, the last commit whose chart templated the CRD (with helm.sh/resource-policy: keep). On
-# a real control plane: install it, apply servers (one with spec.auth), `helm upgrade` to this
-# chart and run this operator as the chart's ServiceAccount. It raises the CRD to its revision;
-# every server keeps every field and is served with its auth. Then the ways back: `helm rollback`
-# fails on the CRD, which is no longer the release's (and the CRD revision policy would refuse to
-# lower it: the old schema would drop fields on the next write), the documented way back to the
-# old chart (crds.install=false) leaves the CRD alone, and the servers still hold every field.
+# The previous release is be5ff7e, the last commit whose chart templated the CRD (with
+# helm.sh/resource-policy: keep): its chart is tests/e2e/upgrade/kube-mcp-0.1.0.tgz (`helm
+# package` of charts/kube-mcp there) and its operator is built from that commit in the test
+# (tests/lib/previous-operator.sh, cached). On a real control plane: install that chart, apply
+# servers (one with spec.auth) and let that operator reconcile them; `helm upgrade` to this chart
+# and run this operator, both as the chart's ServiceAccount. It raises the CRD to its revision;
+# every server keeps every field, is served with its auth and rolls to this operator's pods.
+# Then the ways back: `helm rollback` fails on the CRD, which is no longer the release's (and the
+# CRD revision policy would refuse to lower it: the old schema would drop fields on the next
+# write); the documented way back to the old chart (crds.install=false) leaves the CRD alone; the
+# old operator then runs over the newer CRD and the status this operator wrote, keeps every field
+# and reconciles a server written as kube-mcp.io/v1beta1, a version it never knew.
 #
 # Usage: tests/e2e/upgrade.sh     (KEEP_CLUSTER=1 leaves the control plane running afterwards)
 # Prints `ok - ...` / `not ok - ...` lines and ends with `N passed, N failed`; exits 1 on failure.
@@ -26,12 +30,15 @@ RELEASE=kube-mcp
 SA=kube-mcp
 NS=upgrade-demo
 PREVIOUS=$ROOT/tests/e2e/upgrade/kube-mcp-0.1.0.tgz
+PREVIOUS_COMMIT=be5ff7e3fc3099e83385b977b0f3b39ce5cc3d17
 CHART=$ROOT/charts/kube-mcp
 CRD=crd/mcpservers.kube-mcp.io
 # shellcheck source=tests/lib/e2e.sh
 source "$ROOT/tests/lib/e2e.sh"
 # shellcheck source=tests/lib/cluster.sh
 source "$ROOT/tests/lib/cluster.sh"
+# shellcheck source=tests/lib/previous-operator.sh
+source "$ROOT/tests/lib/previous-operator.sh"
 
 OPERATOR_PID=
 cleanup() {
@@ -42,12 +49,16 @@ cleanup() {
 }
 
 cluster_prerequisites
+previous_operator "$PREVIOUS_COMMIT"
 cluster_fresh
 
 revision_is() { [[ $(kubectl get "$CRD" -o jsonpath='{.metadata.annotations.kube-mcp\.io/crd-revision}') == "$1" ]]; }
 SHIPPED_REVISION=$(sed -n 's/^    kube-mcp.io\/crd-revision: .\([0-9]*\).$/\1/p' "$CHART/crds/mcpservers.kube-mcp.io.yaml")
-# specs: every server's name and spec, sorted, as one JSON document.
-specs() { kubectl -n "$NS" get mcpservers -o json | jq -S '[.items[] | {name: .metadata.name, spec}] | sort_by(.name)'; }
+# specs: the first servers' names and specs, sorted, as one JSON document.
+specs() {
+  kubectl -n "$NS" get mcpservers -o json |
+    jq -S '[.items[] | select(.metadata.name != "late") | {name: .metadata.name, spec}] | sort_by(.name)'
+}
 specs_kept() { diff <(specs) "$E2E/specs-before.json"; }
 
 # ----------------------------------------------------------------------------------------------
@@ -93,25 +104,54 @@ specs >"$E2E/specs-before.json"
 check "their specs were stored whole (spec.auth among them)" bash -c \
   "jq -e '.[] | select(.name == \"secured\") | .spec.auth.issuer == \"https://idp.example.com\"' '$E2E/specs-before.json' >/dev/null"
 
+SA_KUBECONFIG=$E2E/operator.kubeconfig
+"$CP" sa-kubeconfig "$SYSTEM_NS" "$SA" "$SA_KUBECONFIG"
+ADMIN_PORT=$((20000 + RANDOM % 10000))
+# start_operator BINARY: runs an operator as the chart's ServiceAccount until stop_operator.
+start_operator() {
+  KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=upgrade-operator \
+    "$1" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name kube-mcp-leader \
+    --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json \
+    --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
+  OPERATOR_PID=$!
+  eventually 60 curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/readyz"
+}
+stop_operator() {
+  kill -TERM "$OPERATOR_PID" 2>/dev/null || true
+  wait "$OPERATOR_PID" 2>/dev/null || true
+  OPERATOR_PID=
+}
+both_accepted() {
+  [[ $(condition "$NS" secured Accepted) == "True Compiled" && $(condition "$NS" plain Accepted) == "True Compiled" ]]
+}
+# deployments_of_this_operator: both Deployments carry the pod-template hash this operator writes.
+deployments_of_this_operator() {
+  kubectl -n "$NS" get deployment secured plain -o json |
+    jq -e '[.items[].metadata.annotations["kube-mcp.io/template-hash"] // empty] | length == 2' >/dev/null
+}
+
+deployments_of_previous_operator() {
+  kubectl -n "$NS" get deployment secured plain -o json 2>/dev/null |
+    jq -e '.items | length == 2 and all(.metadata.annotations["kube-mcp.io/template-hash"] == null)' >/dev/null
+}
+
+log "the previous operator (${PREVIOUS_COMMIT:0:7}) reconciles them"
+check "the previous operator starts" start_operator "$PREVIOUS_OPERATOR_BIN"
+check "it accepts both servers" eventually 60 both_accepted
+check "and makes their Deployments (without this operator's template hash)" \
+  eventually 30 deployments_of_previous_operator
+check "its status writes kept every field" specs_kept
+stop_operator
+
 # ----------------------------------------------------------------------------------------------
 log "helm upgrade to this chart, then this operator"
 check "helm upgrade to this chart" helm upgrade "$RELEASE" "$CHART" -n "$SYSTEM_NS" --set image.tag=e2e
 check "the upgrade kept the CRD (the old release's keep policy)" kubectl get "$CRD"
-SA_KUBECONFIG=$E2E/operator.kubeconfig
-"$CP" sa-kubeconfig "$SYSTEM_NS" "$SA" "$SA_KUBECONFIG"
-ADMIN_PORT=$((20000 + RANDOM % 10000))
-KUBECONFIG=$SA_KUBECONFIG POD_NAMESPACE=$SYSTEM_NS POD_NAME=upgrade-operator \
-  "$OPERATOR_BIN" run --admin-listen "127.0.0.1:$ADMIN_PORT" --lease-name kube-mcp-leader \
-  --runtime-image ghcr.io/kube-mcp/kube-mcp:e2e --log-format json \
-  --log-level info,mcp_operator=debug >>"$E2E/operator.log" 2>&1 &
-OPERATOR_PID=$!
-check "operator /readyz answers" eventually 60 curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/readyz"
+check "this operator starts" start_operator "$OPERATOR_BIN"
 check "the operator raised the CRD to revision ${SHIPPED_REVISION:-none found}" \
   eventually 30 revision_is "$SHIPPED_REVISION"
-both_accepted() {
-  [[ $(condition "$NS" secured Accepted) == "True Compiled" && $(condition "$NS" plain Accepted) == "True Compiled" ]]
-}
 check "both servers are accepted" eventually 60 both_accepted
+check "their Deployments roll to this operator's pods" eventually 60 deployments_of_this_operator
 check "no server lost a field" specs_kept
 check "server secured is served with its auth (the manifest the pods read)" holds "$NS" configmap secured-manifest \
   '.data["manifest.yaml"] | test("issuer: https://idp.example.com")'
@@ -121,9 +161,7 @@ check "the operator's status writes kept every field" specs_kept
 
 # ----------------------------------------------------------------------------------------------
 log "the ways back"
-kill -TERM "$OPERATOR_PID" 2>/dev/null || true
-wait "$OPERATOR_PID" 2>/dev/null || true
-OPERATOR_PID=
+stop_operator
 rollback_refused() {
   if helm rollback "$RELEASE" 1 -n "$SYSTEM_NS" >"$E2E/rollback.log" 2>&1; then
     echo "the rollback went through"
@@ -140,6 +178,25 @@ check "helm upgrade back to the previous chart without its CRD (crds.install=fal
   helm upgrade "$RELEASE" "$PREVIOUS" -n "$SYSTEM_NS" --set image.tag=e2e --set crds.install=false
 check "the CRD kept its revision" revision_is "$SHIPPED_REVISION"
 check "every server kept every field" specs_kept
+
+log "the previous operator over the newer CRD (skew)"
+check "the previous operator starts again" start_operator "$PREVIOUS_OPERATOR_BIN"
+apply_late() {
+  kubectl -n "$NS" apply --server-side -f - <<'YAML'
+apiVersion: kube-mcp.io/v1beta1
+kind: MCPServer
+metadata: {name: late}
+spec:
+  tools:
+    - name: hi
+      content: [{type: text, text: hi}]
+YAML
+}
+check "a server written as kube-mcp.io/v1beta1 is stored" apply_late
+check "the previous operator accepts it" eventually 60 bash -c \
+  "[[ \$(kubectl -n $NS get mcpservers late -o jsonpath='{.status.conditions[?(@.type==\"Accepted\")].status}') == True ]]"
+check "and keeps the others accepted" both_accepted
+check "its writes over this operator's status kept every field" specs_kept
 
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))
