@@ -177,6 +177,12 @@ build_helm() {
 # The same helm `build` makes, alone: a chart check needs no cluster. It is stamped with the
 # requested Kubernetes version (a later `build` keeps it, even if kubernetes falls back).
 cmd_helm() {
+  # Built helm is only ever moved into place whole and never replaced: no lock needed to use it
+  # (a `build` may hold the lock for half an hour meanwhile).
+  if [[ -x $BIN/helm ]]; then
+    echo "$BIN/helm"
+    return 0
+  fi
   mkdir -p "$CACHE"
   exec 9>"$CACHE/.build.lock"
   flock 9

@@ -30,7 +30,6 @@ RELEASE=kube-mcp
 SA=kube-mcp
 NS=upgrade-demo
 PREVIOUS=$ROOT/tests/e2e/upgrade/kube-mcp-0.1.0.tgz
-PREVIOUS_COMMIT=be5ff7e3fc3099e83385b977b0f3b39ce5cc3d17
 CHART=$ROOT/charts/kube-mcp
 CRD=crd/mcpservers.kube-mcp.io
 # shellcheck source=tests/lib/e2e.sh
@@ -49,7 +48,7 @@ cleanup() {
 }
 
 cluster_prerequisites
-previous_operator "$PREVIOUS_COMMIT"
+previous_operator "$PREVIOUS_RELEASE"
 cluster_fresh
 
 revision_is() { [[ $(kubectl get "$CRD" -o jsonpath='{.metadata.annotations.kube-mcp\.io/crd-revision}') == "$1" ]]; }
@@ -135,7 +134,7 @@ deployments_of_previous_operator() {
     jq -e '.items | length == 2 and all(.metadata.annotations["kube-mcp.io/template-hash"] == null)' >/dev/null
 }
 
-log "the previous operator (${PREVIOUS_COMMIT:0:7}) reconciles them"
+log "the previous operator (${PREVIOUS_RELEASE:0:7}) reconciles them"
 check "the previous operator starts" start_operator "$PREVIOUS_OPERATOR_BIN"
 check "it accepts both servers" eventually 60 both_accepted
 check "and makes their Deployments (without this operator's template hash)" \
