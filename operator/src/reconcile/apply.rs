@@ -175,8 +175,8 @@ pub struct KeyWrites {
 /// Writes what changed: a new session key first (pods mount it), the manifest before the pods
 /// that read it, then prunes the optional children the spec dropped and deletes the keys the
 /// Deployment stopped mounting. With `rollout_queued` the Deployment keeps its pod template (the
-/// new one waits for a rollout slot) and takes only the spec's replica count. Refuses (without writing) when a same-named object
-/// belongs to someone else.
+/// new one waits for a rollout slot) and takes only the spec's replica count. Refuses (without
+/// writing) when a same-named object belongs to someone else.
 pub async fn apply(
     target: &Target<'_>,
     children: &Children,
