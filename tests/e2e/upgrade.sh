@@ -12,7 +12,8 @@
 # CRD revision policy would refuse to lower it: the old schema would drop fields on the next
 # write); the documented way back to the old chart (crds.install=false) leaves the CRD alone; the
 # old operator then runs over the newer CRD and the status this operator wrote, keeps every field
-# and reconciles a server written as kube-mcp.io/v1beta1, a version it never knew.
+# and reconciles a server written as kube-mcp.io/v1beta1, a version it never knew. Last, the
+# storage version moves to v1beta1 by the steps CONTRIBUTING.md gives, and no field is lost.
 #
 # Usage: tests/e2e/upgrade.sh     (KEEP_CLUSTER=1 leaves the control plane running afterwards)
 # Prints `ok - ...` / `not ok - ...` lines and ends with `N passed, N failed`; exits 1 on failure.
@@ -196,6 +197,29 @@ check "the previous operator accepts it" eventually 60 bash -c \
   "[[ \$(kubectl -n $NS get mcpservers late -o jsonpath='{.status.conditions[?(@.type==\"Accepted\")].status}') == True ]]"
 check "and keeps the others accepted" both_accepted
 check "its writes over this operator's status kept every field" specs_kept
+stop_operator
+
+# ----------------------------------------------------------------------------------------------
+log "the storage version moves to v1beta1 as CONTRIBUTING.md says"
+# As the release that makes v1beta1 the storage version would: the same CRD, storage flipped.
+kubectl get "$CRD" -o json |
+  jq '.spec.versions |= map(.storage = (.name == "v1beta1")) | del(.metadata.resourceVersion, .metadata.managedFields, .status)' \
+    >"$E2E/crd-beta-storage.json"
+check "a CRD storing v1beta1 is applied" kubectl replace -f "$E2E/crd-beta-storage.json"
+stored_versions_are() { [[ $(kubectl get "$CRD" -o jsonpath='{.status.storedVersions}') == "$1" ]]; }
+check "both versions are recorded as stored until the objects are rewritten" \
+  stored_versions_are '["v1alpha1","v1beta1"]'
+# The documented commands, verbatim but for the namespace.
+migrate() {
+  kubectl get mcpservers.v1beta1.kube-mcp.io -A -o json | kubectl replace -f - >/dev/null &&
+    kubectl patch crd mcpservers.kube-mcp.io --subresource=status --type=merge \
+      -p '{"status":{"storedVersions":["v1beta1"]}}'
+}
+check "every object is rewritten and v1alpha1 dropped from the stored versions" migrate
+check "only v1beta1 is stored now" stored_versions_are '["v1beta1"]'
+check "every server kept every field through the migration" specs_kept
+check "and reads the same in v1alpha1, still served" bash -c \
+  "diff <(kubectl -n $NS get mcpservers.v1alpha1.kube-mcp.io -o json | jq -S '[.items[] | select(.metadata.name != \"late\") | {name: .metadata.name, spec}] | sort_by(.name)') '$E2E/specs-before.json'"
 
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))
