@@ -15,6 +15,7 @@ mod responses;
 mod schema;
 mod security;
 mod select;
+mod shared;
 mod summary;
 
 pub use cli::{ImportArgs, ImportCommand, run_cli};

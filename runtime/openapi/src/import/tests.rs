@@ -95,9 +95,25 @@ fn a_spec_becomes_a_manifest_that_compiles() {
         tools[0]["inputSchema"]["properties"]["limit"]["type"],
         serde_json::json!(["integer", "null"])
     );
-    // The recursive Pet schema stays recursive, through $defs.
+    // Pet is written once, as a shared schema, and stays recursive; each tool refers to it.
     assert_eq!(
-        tools[0]["outputSchema"]["$defs"]["Pet"]["properties"]["parent"]["$ref"],
+        spec["schemas"],
+        serde_json::json!({"Pet": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, "parent": {"$ref": "#/schemas/Pet"}}}})
+    );
+    assert_eq!(
+        tools[0]["outputSchema"]["properties"]["result"]["items"]["$ref"],
+        "#/schemas/Pet"
+    );
+    assert_eq!(
+        tools[1]["inputSchema"]["properties"]["parent"]["$ref"],
+        "#/schemas/Pet"
+    );
+    // As served, each tool carries Pet under its own $defs.
+    let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
+    let served = &compiled.tools[0].descriptor["outputSchema"];
+    assert_eq!(
+        served["$defs"]["Pet"]["properties"]["parent"]["$ref"],
         "#/$defs/Pet"
     );
     assert_eq!(
