@@ -6,7 +6,7 @@ use super::load::{Documents, Version};
 use super::naming::{Names, clip, server_name, valid_server_name};
 use super::operation::{Built, Context, Item, build};
 use super::schema::SchemaConverter;
-use super::select::{operations, selected};
+use super::select::{IMPORTABLE_METHODS, check, methods, operations, selected};
 use super::summary::{Reason, Skipped, Summary};
 use super::{ImportError, ImportOptions, Imported, security};
 use mcp_declaration::{API_VERSION, CompileOptions, Declaration, KIND, compile, parse_manifest};
@@ -41,6 +41,8 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
         uri_scheme: &name,
     };
     let ops = operations(docs)?;
+    check(&ops, options)?;
+    let (methods, read_only_default) = methods(options);
     let mut summary = Summary {
         operations: ops.len(),
         ..Default::default()
@@ -58,6 +60,14 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
     for op in &ops {
         if !selected(op, options) {
             summary.filtered += 1;
+            continue;
+        }
+        // OPTIONS and TRACE go on, to be skipped with their reason like before.
+        if IMPORTABLE_METHODS.contains(&op.method) && !methods.contains(&op.method) {
+            summary.filtered += 1;
+            if read_only_default {
+                summary.writes_left_out += 1;
+            }
             continue;
         }
         let skip = |summary: &mut Summary, reason: Reason| {
