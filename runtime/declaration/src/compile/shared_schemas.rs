@@ -24,12 +24,12 @@ pub const MAX_SHARED_SCHEMAS: usize = 4096;
 /// (`A-Za-z0-9._-`), so a name is a JSON Pointer token as it stands.
 const MAX_NAME_LEN: usize = 128;
 /// Most bytes (as JSON) of the shared schemas one tool schema reaches. They are copied into that
-/// tool's `tools/list` entry; the largest a real API needs is far below this (a Kubernetes
-/// workload's whole object graph is about 0.5 MB).
+/// tool's `tools/list` entry; real APIs need far less (the most any tool of the Kubernetes API
+/// reaches, a workload's object graph, is 0.22 MB; GitHub's most is 0.07 MB).
 const MAX_REACHED_BYTES: usize = 4 << 20;
 /// Most bytes (as JSON) of shared schemas copied into all the tools together. References let a
 /// small manifest stand for a huge `tools/list`: this bounds the memory a declaration can make
-/// the runtime hold, well above the Kubernetes API's 1,196 tools (about 30 MB).
+/// the runtime hold, well above what the Kubernetes API's 1,196 tools copy (27 MB).
 const MAX_TOTAL_BYTES: usize = 256 << 20;
 
 /// How a declaration refers to a shared schema.
