@@ -11,6 +11,7 @@ process, socket and file I/O; every wait is bounded.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def imported(upstream, tmp_path_factory):
     spec = work / "openapi.json"
     spec.write_bytes(httpx2.get(f"{upstream}/openapi.json", timeout=5).content)
     assert json.loads(spec.read_text())["openapi"].startswith("3.1")
-    done = run("import", "openapi", str(spec), "--base-url", upstream, "--secret", "APIKeyHeader=items-api/key")
+    done = run("import", "openapi", str(spec), "--base-url", upstream, "--secret", "APIKeyHeader=items-api/key", "--methods", "all")
     assert done.returncode == 0, done.stderr.decode()
     manifest = work / "items.yaml"
     manifest.write_bytes(done.stdout)
@@ -112,7 +113,7 @@ def test_the_summary_accounts_for_every_operation(imported):
 
 def test_strict_refuses_and_check_reports_with_paths(imported, tmp_path):
     spec, manifest, _ = imported
-    strict = run("import", "openapi", str(spec), "--base-url", "http://127.0.0.1:1", "--strict")
+    strict = run("import", "openapi", str(spec), "--base-url", "http://127.0.0.1:1", "--strict", "--methods", "all")
     assert strict.returncode == 1
     assert b"--strict" in strict.stderr and b"multipart body" in strict.stderr
     no_base = run("import", "openapi", str(spec))
@@ -124,6 +125,45 @@ def test_strict_refuses_and_check_reports_with_paths(imported, tmp_path):
     verdicts = json.loads(check.stdout)
     assert [v["ok"] for v in verdicts] == [True, False]
     assert verdicts[1]["errors"][0]["path"] == "spec.tools[0].http.url", verdicts[1]
+
+
+def tool_names(manifest: bytes) -> list[str]:
+    """The tools of an imported manifest, in order (the importer writes each at this indent)."""
+    return re.findall(r"^  - name: (\S+)$", manifest.decode(), re.MULTILINE)
+
+
+def test_a_first_import_is_read_only_and_the_selection_is_checked(imported):
+    spec, _, _ = imported
+    paths = json.loads(spec.read_text())["paths"]
+    methods = [m for item in paths.values() for m in item if m in {"get", "post", "put", "delete", "patch"}]
+    reads = methods.count("get")
+    base = ("import", "openapi", str(spec), "--base-url", "http://127.0.0.1:1", "--secret", "APIKeyHeader=items-api/key")
+    first = run(*base)
+    assert first.returncode == 0, first.stderr.decode()
+    writes = len(methods) - reads
+    assert first.stderr.decode().strip() == (
+        f"{len(methods)} operations: {reads} tools, {writes} left out by filters, {writes} of them writes "
+        "(read-only by default: --methods all imports them)"
+    )
+    assert tool_names(first.stdout) == ["list_items", "get_item", "whoami", "admin_stats", "flaky"]
+    assert first.stdout.count(b"readOnlyHint: true") == reads
+    # Naming operations imports them, writes included; comma lists and repeats add up.
+    chosen = run(*base, "--operation", "create_item,get_item", "--operation", "login")
+    assert chosen.returncode == 0, chosen.stderr.decode()
+    assert tool_names(chosen.stdout) == ["create_item", "get_item", "login"]
+    writes_only = run(*base, "--methods", "post,PUT", "--exclude-path", "/upload,/login")
+    assert tool_names(writes_only.stdout) == ["create_item", "replace_item"]
+    for args, message in [
+        (("--methods", "GET,FETCH"), "`FETCH` is not a method the importer imports"),
+        (("--operation", "create_itm"), "--operation `create_itm`: no operation has this operationId"),
+        (("--include-tag", "items"), "--include-tag `items`: no operation has this tag"),
+        (("--include-path", "/item"), "--include-path `/item`: matches no path of the spec"),
+        (("--operation", "create_item", "--methods", "GET"), "--operation `create_item` is a POST request, which --methods leaves out"),
+        (("--include-path", "/upload"), "the selection keeps none of the spec's 10 operations: only GET and HEAD"),
+    ]:
+        refused = run(*base, *args)
+        assert refused.returncode != 0 and message in refused.stderr.decode(), (args, refused.stderr.decode())
+        assert refused.stdout == b"", args
 
 
 def tool_client(rt: Runtime, mode: str) -> Client:
@@ -221,4 +261,9 @@ async def test_annotations_and_names_follow_the_methods(served):
     delete = tools["delete_item_items_item_id_delete"]
     assert delete.annotations.destructive_hint is True and delete.annotations.idempotent_hint is True
     assert tools["create_item"].input_schema["required"] == ["name", "price"]
+    # `Item` is written once in the manifest (spec.schemas) and reaches the client inside the
+    # tool's own schema, as $defs: self-contained, nothing to resolve elsewhere.
+    items = tools["list_items"].output_schema
+    assert items["properties"]["result"]["items"] == {"$ref": "#/$defs/Item"}
+    assert items["$defs"]["Item"]["properties"]["name"]["type"] == "string"
     assert tools["list_items"].title == "List items"

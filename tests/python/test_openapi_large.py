@@ -27,6 +27,12 @@ OCTOKIT_VERSION = "23.0.2"
 K8S_VERSION = "v1.37.2"  # the control plane's (tests/control-plane.sh K8S_VERSION)
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 IMPORT_TIMEOUT_S = 600
+# Manifest bytes of the full import (`--methods all`) of the pinned specs: before shared schemas
+# (each tool carried its own `$defs` copy of every schema it used) and with them (`spec.schemas`,
+# each schema written once). The output is deterministic; the slack leaves room for small
+# importer changes while a return to per-tool copies fails.
+MANIFEST_BYTES = {"github": (10_022_063, 4_248_122), "kubernetes": (39_938_941, 10_295_191)}
+SLACK = 1.05
 
 
 def github_spec() -> Path:
@@ -93,8 +99,8 @@ def measured(args: list[str], out: Path) -> tuple[int, str, float, int]:
 @pytest.mark.parametrize(
     ("which", "extra"),
     [
-        ("github", []),
-        ("kubernetes", ["--base-url", "https://kubernetes.default.svc", "--secret", "BearerToken=kube-api/token"]),
+        ("github", ["--methods", "all"]),
+        ("kubernetes", ["--methods", "all", "--base-url", "https://kubernetes.default.svc", "--secret", "BearerToken=kube-api/token"]),
     ],
 )
 def test_large_specs_import_and_compile(which, extra, tmp_path, capsys):
@@ -116,8 +122,38 @@ def test_large_specs_import_and_compile(which, extra, tmp_path, capsys):
     assert check.returncode == 0, check.stdout[:2000]
     [verdict] = json.loads(check.stdout)
     assert verdict["ok"] and verdict["tools"] == tools
+    before, after = MANIFEST_BYTES[which]
+    size = out.stat().st_size
+    assert size <= after * SLACK, f"{which}: {size} bytes, {after} expected ({before} without spec.schemas)"
     with capsys.disabled():
         print(
-            f"\nimport {which}: {spec.stat().st_size / 1e6:.1f} MB spec -> {out.stat().st_size / 1e6:.1f} MB manifest; "
+            f"\nimport {which}: {spec.stat().st_size / 1e6:.1f} MB spec -> {size / 1e6:.1f} MB manifest "
+            f"({before / 1e6:.1f} MB without spec.schemas); "
             f"{line}; {seconds:.1f} s, peak RSS {peak_mib} MiB ({runtime_bin().parent.name} build)"
         )
+
+
+@pytest.mark.timeout(900)
+def test_a_reviewed_subset_of_a_large_spec_is_one_command(tmp_path, capsys):
+    """GitHub's issues API, read-only by default: exactly the spec's GET operations tagged
+    `issues`, every one a read-only tool, with only the shared schemas they reach."""
+    spec = github_spec()
+    paths = json.loads(spec.read_text())["paths"]
+    wanted = sum(1 for item in paths.values() for method, op in item.items() if method == "get" and "issues" in op.get("tags", []))
+    out = tmp_path / "issues.yaml"
+    code, stderr, seconds, _ = measured([str(runtime_bin()), "import", "openapi", str(spec), "--include-tag", "issues"], out)
+    assert code == 0, stderr
+    line = stderr.strip().splitlines()[-1]
+    m = re.match(r"(\d+) operations: (\d+) tools, (\d+) left out by filters, (\d+) of them writes", line)
+    assert m, line
+    tools = int(m.group(2))
+    skipped = sum(int(n) for n in re.findall(r"(\d+) skipped", line))
+    assert tools + skipped == wanted, line
+    text = out.read_text()
+    assert text.count("readOnlyHint: true") == tools
+    check = subprocess.run([str(runtime_bin()), "check", "--json", str(out)], capture_output=True, timeout=IMPORT_TIMEOUT_S)
+    assert check.returncode == 0, check.stdout[:2000]
+    full_after = MANIFEST_BYTES["github"][1]
+    assert out.stat().st_size < full_after / 10, out.stat().st_size
+    with capsys.disabled():
+        print(f"\nimport github --include-tag issues: {line}; {out.stat().st_size / 1e3:.0f} kB manifest; {seconds:.1f} s")

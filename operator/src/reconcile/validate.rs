@@ -260,6 +260,50 @@ mod tests {
     }
 
     #[test]
+    fn shared_schemas_are_rendered_once_for_the_pod() {
+        let server = server(
+            r#"
+            metadata: {name: pods, namespace: tools}
+            spec:
+              schemas:
+                Pod: {type: object, properties: {name: {type: string, description: "The name of the pod."}}}
+              tools:
+                - name: create
+                  inputSchema: {type: object, properties: {pod: {$ref: '#/schemas/Pod'}}}
+                  content: [{type: text, text: ok}]
+                - name: replace
+                  inputSchema: {type: object, properties: {pod: {$ref: '#/schemas/Pod'}}}
+                  content: [{type: text, text: ok}]
+            "#,
+        );
+        let accepted = validate(&server, false).unwrap();
+        // The ConfigMap carries the declaration as written (the pod resolves it again), so a
+        // schema shared by many tools counts once against its 1 MiB.
+        assert_eq!(
+            accepted
+                .manifest_yaml
+                .matches("The name of the pod.")
+                .count(),
+            1
+        );
+        let parsed = parse_manifest(&accepted.manifest_yaml, Default::default()).unwrap();
+        assert_eq!(parsed.declaration, server.spec.declaration);
+        let mut cyclic = server.clone();
+        cyclic.spec.declaration.schemas.insert(
+            "Pod".into(),
+            serde_json::json!({"allOf": [{"$ref": "#/schemas/Pod"}]}),
+        );
+        let refused = validate(&cyclic, false).unwrap_err();
+        assert!(
+            refused
+                .message()
+                .starts_with("spec.schemas[Pod].allOf[0].$ref: the cycle Pod -> Pod"),
+            "{}",
+            refused.message()
+        );
+    }
+
+    #[test]
     fn refuses_with_the_path_of_every_failing_field() {
         let server = server(
             r#"

@@ -18,7 +18,11 @@ pub use param_headers::{
 };
 mod prompts;
 mod resources;
+mod schema_walk;
 mod server_info;
+mod shared_schemas;
+pub use shared_schemas::MAX_SHARED_SCHEMAS;
+use shared_schemas::SharedSchemas;
 mod tools;
 mod url_elicit;
 pub use url_elicit::CompiledUrlStep;
@@ -113,6 +117,8 @@ struct Compiler<'a> {
     errors: Vec<FieldError>,
     /// Every HTTP backend compiled so far, in slot order.
     upstreams: Vec<Arc<CompiledHttp>>,
+    /// `spec.schemas`, checked before any item refers to them.
+    shared: SharedSchemas,
 }
 
 impl<'a> Compiler<'a> {
@@ -122,6 +128,7 @@ impl<'a> Compiler<'a> {
             templates: Templates::new(options.template_fuel),
             errors: Vec::new(),
             upstreams: Vec::new(),
+            shared: SharedSchemas::default(),
         }
     }
 
@@ -139,6 +146,7 @@ impl<'a> Compiler<'a> {
         base_dir: &Path,
         hash: String,
     ) -> Result<Compiled, InvalidDeclaration> {
+        self.shared = SharedSchemas::compile(&decl.schemas, &mut self.errors);
         let server_info = self.server_info(name, decl);
         let tools = self.tools(&decl.tools, &decl.resources);
         let resources = self.resources(&decl.resources, base_dir);

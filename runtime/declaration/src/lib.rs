@@ -32,9 +32,9 @@ pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
     CompiledInteraction, CompiledLog, CompiledParam, CompiledProgress, CompiledPrompt,
     CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledSample, CompiledTool,
-    CompiledToolUi, CompiledUrlStep, PARAM_HEADER_PREFIX, ParamHeader, ParamKind, ParamValue,
-    RESERVED_HEADERS, ROOTS_KEY, ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem,
-    X_MCP_HEADER, compile, valid_param_header_name,
+    CompiledToolUi, CompiledUrlStep, MAX_SHARED_SCHEMAS, PARAM_HEADER_PREFIX, ParamHeader,
+    ParamKind, ParamValue, RESERVED_HEADERS, ROOTS_KEY, ResolvedUri, Retry, SAMPLE_KEY,
+    StatusMatch, UriItem, X_MCP_HEADER, compile, valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};

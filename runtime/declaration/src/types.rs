@@ -53,6 +53,14 @@ pub struct Declaration {
     /// How long clients of the 2026-07-28 protocol may cache list and read results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CachePolicy>,
+    /// JSON Schemas shared by reference within this declaration: name -> schema (names of 1-128
+    /// characters of `A-Za-z0-9._-`, at most 4096 entries). A tool's `inputSchema` or
+    /// `outputSchema`, an elicited field's `schema`, or another shared schema refers to one as
+    /// `{$ref: "#/schemas/NAME"}`. Each tool is served self-contained: its schema carries the
+    /// shared schemas it reaches under `$defs`, the references rewritten to `#/$defs/NAME`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::types::schema_map")]
+    pub schemas: BTreeMap<String, Value>,
     /// Tools the server offers, in the order `tools/list` returns them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool>,
@@ -539,6 +547,16 @@ pub(crate) fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema 
     schemars::json_schema!({
         "type": "object",
         "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+/// Schema of `spec.schemas`: names to JSON Schemas kept as written, at most
+/// [`MAX_SHARED_SCHEMAS`](crate::MAX_SHARED_SCHEMAS) of them.
+pub(crate) fn schema_map(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "maxProperties": crate::MAX_SHARED_SCHEMAS,
+        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true},
     })
 }
 

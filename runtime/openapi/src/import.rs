@@ -15,10 +15,12 @@ mod responses;
 mod schema;
 mod security;
 mod select;
+mod shared;
 mod summary;
 
 pub use cli::{ImportArgs, ImportCommand, run_cli};
 pub use load::{Documents, MAX_SPEC_BYTES};
+pub use select::{IMPORTABLE_METHODS, READ_ONLY_METHODS, parse_methods};
 pub use summary::{Skipped, Summary};
 
 use mcp_declaration::SecretKeyRef;
@@ -39,10 +41,14 @@ pub struct ImportOptions {
     pub include_paths: Vec<String>,
     /// No operation whose path matches one of these globs.
     pub exclude_paths: Vec<String>,
-    /// Only these operationIds.
+    /// Only these operationIds (`--operation`); naming operations imports them whatever
+    /// their method, unless `methods` is set.
     pub include_operations: Vec<String>,
     /// Not these operationIds.
     pub exclude_operations: Vec<String>,
+    /// Only operations of these methods (lower-case; see [`IMPORTABLE_METHODS`]). `None`: all
+    /// of them when `include_operations` names operations, else [`READ_ONLY_METHODS`].
+    pub methods: Option<Vec<&'static str>>,
     /// Most tools (and resources) emitted; later operations are skipped.
     pub max_tools: Option<usize>,
     /// Security scheme name -> the Secret key holding its credential.

@@ -212,7 +212,8 @@ impl Compiler<'_> {
                 format!("`{form}` is the key of another input request; name the form (or field) differently"),
             );
         }
-        let schema = &field.schema;
+        // MCP forms carry no references: a field that is a shared schema gets it inlined.
+        let schema = &self.shared.inline(&field.schema);
         for key in schema.keys() {
             if !FIELD_KEYWORDS.contains(&key.as_str()) {
                 self.error(

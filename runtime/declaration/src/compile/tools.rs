@@ -43,20 +43,33 @@ impl Compiler<'_> {
                 "must be 1-128 characters of A-Z, a-z, 0-9, `_`, `-` and `.`",
             );
         }
-        let input_schema = tool.input_schema.clone().unwrap_or_else(|| {
+        let declared_input = tool.input_schema.clone().unwrap_or_else(|| {
             let mut schema = Map::new();
             schema.insert("type".into(), json!("object"));
             schema
         });
+        // Self-contained, as clients receive it: shared schemas copied under `$defs`. When that
+        // fails (the errors say why), the declared schema is still checked, but not compiled.
+        let resolved = self.shared.resolve(
+            &format!("{path}.inputSchema"),
+            &declared_input,
+            &mut self.errors,
+        );
+        let input = resolved
+            .as_ref()
+            .and_then(|schema| self.schema(&format!("{path}.inputSchema"), schema));
+        let input_schema = resolved.unwrap_or(declared_input);
         if input_schema.get("type") != Some(&json!("object")) {
             self.error(format!("{path}.inputSchema.type"), "must be \"object\"");
         }
-        let input = self.schema(&format!("{path}.inputSchema"), &input_schema);
         let (param_headers, header_errors) =
             param_headers::scan(&input_schema, &format!("{path}.inputSchema"));
         self.errors.extend(header_errors);
-        let output = tool
-            .output_schema
+        let output_schema = tool.output_schema.as_ref().and_then(|declared| {
+            self.shared
+                .resolve(&format!("{path}.outputSchema"), declared, &mut self.errors)
+        });
+        let output = output_schema
             .as_ref()
             .and_then(|schema| self.schema(&format!("{path}.outputSchema"), schema));
         let declared_reply = tool.content.is_some() || tool.structured_content.is_some();
@@ -144,7 +157,7 @@ impl Compiler<'_> {
         insert_some(&mut descriptor, "title", &tool.title);
         insert_some(&mut descriptor, "description", &tool.description);
         descriptor["inputSchema"] = Value::Object(input_schema);
-        insert_some(&mut descriptor, "outputSchema", &tool.output_schema);
+        insert_some(&mut descriptor, "outputSchema", &output_schema);
         insert_some(&mut descriptor, "annotations", &tool.annotations);
         if !tool.icons.is_empty() {
             descriptor["icons"] = json!(tool.icons);

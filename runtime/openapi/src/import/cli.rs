@@ -11,9 +11,10 @@ use std::process::ExitCode;
 /// What to import from.
 #[derive(Subcommand)]
 pub enum ImportCommand {
-    /// Print an MCPServer manifest with one tool per operation of an OpenAPI 3.0/3.1 or
-    /// Swagger 2.0 description. The manifest is compiled before it is printed; what cannot be
-    /// imported is listed, with the reason, in comments atop it and on stderr.
+    /// Print an MCPServer manifest with one tool per selected operation of an OpenAPI 3.0/3.1
+    /// or Swagger 2.0 description (read-only by default: GET and HEAD; see --methods). The
+    /// manifest is compiled before it is printed; what cannot be imported is listed, with the
+    /// reason, in comments atop it and on stderr.
     Openapi(Box<ImportArgs>),
 }
 
@@ -31,24 +32,42 @@ pub struct ImportArgs {
     /// variables); its scheme, host and port are fixed in every tool.
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
-    /// Import only operations with this tag (repeatable).
-    #[arg(long = "include-tag", value_name = "TAG")]
+    /// Import only operations with one of these tags (repeatable, or comma-separated).
+    #[arg(long = "include-tag", value_name = "TAG", value_delimiter = ',')]
     include_tags: Vec<String>,
-    /// Leave out operations with this tag (repeatable).
-    #[arg(long = "exclude-tag", value_name = "TAG")]
+    /// Leave out operations with one of these tags (repeatable, or comma-separated).
+    #[arg(long = "exclude-tag", value_name = "TAG", value_delimiter = ',')]
     exclude_tags: Vec<String>,
-    /// Import only operations whose path matches this glob (`*` matches anything; repeatable).
-    #[arg(long = "include-path", value_name = "GLOB")]
+    /// Import only operations whose path matches one of these globs (`*` matches anything,
+    /// `/` included; repeatable, or comma-separated).
+    #[arg(long = "include-path", value_name = "GLOB", value_delimiter = ',')]
     include_paths: Vec<String>,
-    /// Leave out operations whose path matches this glob (repeatable).
-    #[arg(long = "exclude-path", value_name = "GLOB")]
+    /// Leave out operations whose path matches one of these globs (repeatable, or
+    /// comma-separated).
+    #[arg(long = "exclude-path", value_name = "GLOB", value_delimiter = ',')]
     exclude_paths: Vec<String>,
-    /// Import only this operationId (repeatable).
-    #[arg(long = "include-operation", value_name = "ID")]
+    /// Import only the operations with these operationIds (repeatable, or comma-separated),
+    /// whatever their method unless --methods is given.
+    #[arg(
+        long = "operation",
+        alias = "include-operation",
+        value_name = "ID",
+        value_delimiter = ','
+    )]
     include_operations: Vec<String>,
-    /// Leave out this operationId (repeatable).
-    #[arg(long = "exclude-operation", value_name = "ID")]
+    /// Leave out the operations with these operationIds (repeatable, or comma-separated).
+    #[arg(long = "exclude-operation", value_name = "ID", value_delimiter = ',')]
     exclude_operations: Vec<String>,
+    /// Import only operations of these methods: GET, HEAD, POST, PUT, PATCH, DELETE, or `all`
+    /// (comma-separated, any case; repeatable). Default: GET,HEAD (read-only), or all methods
+    /// when --operation names the operations.
+    #[arg(
+        long,
+        value_name = "METHODS",
+        value_delimiter = ',',
+        value_parser = super::parse_methods
+    )]
+    methods: Vec<&'static [&'static str]>,
     /// Most tools and resources emitted; later operations are skipped.
     #[arg(long, value_name = "N")]
     max_tools: Option<usize>,
@@ -101,6 +120,14 @@ pub fn run_cli(command: ImportCommand) -> ExitCode {
         exclude_paths: args.exclude_paths,
         include_operations: args.include_operations,
         exclude_operations: args.exclude_operations,
+        methods: (!args.methods.is_empty()).then(|| {
+            let chosen: Vec<&'static str> = args.methods.concat();
+            super::IMPORTABLE_METHODS
+                .iter()
+                .copied()
+                .filter(|m| chosen.contains(m))
+                .collect()
+        }),
         max_tools: args.max_tools,
         secrets: args.secrets,
         resources: args.resources,

@@ -5,7 +5,8 @@
 use super::load::{Documents, Version};
 use super::naming::{Names, clip, server_name, valid_server_name};
 use super::operation::{Built, Context, Item, build};
-use super::select::{operations, selected};
+use super::schema::SchemaConverter;
+use super::select::{IMPORTABLE_METHODS, check, methods, operations, selected};
 use super::summary::{Reason, Skipped, Summary};
 use super::{ImportError, ImportOptions, Imported, security};
 use mcp_declaration::{API_VERSION, CompileOptions, Declaration, KIND, compile, parse_manifest};
@@ -40,6 +41,8 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
         uri_scheme: &name,
     };
     let ops = operations(docs)?;
+    check(&ops, options)?;
+    let (methods, read_only_default) = methods(options);
     let mut summary = Summary {
         operations: ops.len(),
         ..Default::default()
@@ -51,11 +54,20 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
         ..Default::default()
     };
     let mut tool_names = Names::default();
+    let mut converter = SchemaConverter::new(docs);
     // Each list's operation labels, to name an item the compiler refuses.
     let mut labels: [Vec<String>; 3] = Default::default();
     for op in &ops {
         if !selected(op, options) {
             summary.filtered += 1;
+            continue;
+        }
+        // OPTIONS and TRACE go on, to be skipped with their reason like before.
+        if IMPORTABLE_METHODS.contains(&op.method) && !methods.contains(&op.method) {
+            summary.filtered += 1;
+            if read_only_default {
+                summary.writes_left_out += 1;
+            }
             continue;
         }
         let skip = |summary: &mut Summary, reason: Reason| {
@@ -70,7 +82,7 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
             continue;
         }
         let name = tool_names.tool(op.id(), op.method, op.path);
-        let built = match build(&ctx, op, name) {
+        let built = match build(&ctx, &mut converter, op, name) {
             Ok(built) => built,
             Err(reason) => {
                 skip(&mut summary, reason);
@@ -97,7 +109,13 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
             }
         }
     }
-    let yaml = compiled_yaml(&name, &mut declaration, &mut labels, &mut summary)?;
+    let yaml = compiled_yaml(
+        &name,
+        &mut declaration,
+        converter.shared(),
+        &mut labels,
+        &mut summary,
+    )?;
     if options.strict && !summary.skipped.is_empty() {
         return Err(ImportError::Strict(summary.line()));
     }
@@ -110,12 +128,14 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
 /// Most rounds of dropping items that do not compile.
 const MAX_ROUNDS: usize = 3;
 
-/// Writes the manifest and compiles it as the runtime will read it. An item the compiler
-/// refuses is dropped and skipped with the compiler's message (the importer meant to write
-/// only what compiles, so this is the safety net), and the rest compiled again.
+/// Writes the manifest, with the shared schemas its tools reach, and compiles it as the runtime
+/// will read it. An item the compiler refuses is dropped and skipped with the compiler's
+/// message (the importer meant to write only what compiles, so this is the safety net), and the
+/// rest compiled again.
 fn compiled_yaml(
     name: &str,
     declaration: &mut Declaration,
+    shared: &serde_json::Map<String, Value>,
     labels: &mut [Vec<String>; 3],
     summary: &mut Summary,
 ) -> Result<String, ImportError> {
@@ -125,6 +145,7 @@ fn compiled_yaml(
         ..Default::default()
     };
     for _ in 0..MAX_ROUNDS {
+        declaration.schemas = super::shared::reached(declaration, shared);
         let yaml = manifest_yaml(name, declaration)?;
         let manifest = parse_manifest(&yaml, Default::default())
             .map_err(|err| ImportError::Compile(err.to_string()))?;
@@ -133,6 +154,24 @@ fn compiled_yaml(
         };
         let mut culprits: BTreeMap<(usize, usize), Vec<String>> = BTreeMap::new();
         for error in invalid.errors {
+            // A shared schema the compiler refuses takes down every tool that uses it.
+            if let Some(schema) = error
+                .path
+                .strip_prefix("spec.schemas[")
+                .and_then(|rest| rest.split(']').next())
+            {
+                let users = super::shared::users(declaration, shared, schema);
+                if users.is_empty() {
+                    return Err(ImportError::Compile(error.to_string()));
+                }
+                for index in users {
+                    culprits
+                        .entry((0, index))
+                        .or_default()
+                        .push(error.to_string());
+                }
+                continue;
+            }
             let item = ["spec.tools[", "spec.resources[", "spec.resourceTemplates["]
                 .iter()
                 .enumerate()

@@ -47,8 +47,14 @@ pub(super) struct Context<'a> {
     pub uri_scheme: &'a str,
 }
 
-/// Builds the item for `op`, named `name`.
-pub(super) fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built, Reason> {
+/// Builds the item for `op`, named `name`; the schemas it refers to are collected in
+/// `converter`, shared by every operation of the import.
+pub(super) fn build(
+    ctx: &Context,
+    converter: &mut SchemaConverter,
+    op: &Operation,
+    name: String,
+) -> Result<Built, Reason> {
     let docs = ctx.docs;
     // Appended to the base URL: `@evil.example.com/x` or `.evil.example.com/x` would change the
     // host the tool calls, and send the Secret's credential there.
@@ -74,9 +80,8 @@ pub(super) fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built
     };
     let all_params = params::collect(docs, op)?;
     let mut names = Names::default();
-    let mut converter = SchemaConverter::new(docs);
-    let mapped = params::map(docs, &mut converter, &mut names, op.path, &all_params)?;
-    let body = body::map(docs, &mut converter, &mut names, op, &all_params)?;
+    let mapped = params::map(docs, converter, &mut names, op.path, &all_params)?;
+    let body = body::map(docs, converter, &mut names, op, &all_params)?;
     if body.is_some() && matches!(method, HttpMethod::Get | HttpMethod::Head) {
         return Err(Reason::new(
             "unsupported body",
@@ -84,7 +89,7 @@ pub(super) fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built
         ));
     }
     let auth = security::map(docs, op, ctx.secrets)?;
-    let answers = responses::map(docs, op);
+    let answers = responses::map(docs, converter, op);
     let mut notes = mapped.notes.clone();
     notes.extend(answers.notes.iter().cloned());
 
@@ -105,7 +110,6 @@ pub(super) fn build(ctx: &Context, op: &Operation, name: String) -> Result<Built
         input.insert("required".into(), json!(required));
     }
     input.insert("additionalProperties".into(), json!(false));
-    converter.attach_defs(&mut input);
 
     let text = |key: &str| {
         op.op

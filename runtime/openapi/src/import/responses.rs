@@ -21,14 +21,13 @@ pub(super) struct Mapped {
 }
 
 /// Maps `op`'s responses.
-pub(super) fn map(docs: &Documents, op: &Operation) -> Mapped {
+pub(super) fn map(docs: &Documents, converter: &mut SchemaConverter, op: &Operation) -> Mapped {
     let mut mapped = Mapped::default();
-    let mut converter = SchemaConverter::new(docs);
     match success_schema(docs, op) {
         Ok(Some((file, schema))) => match converter.inline(&file, &schema) {
             Ok(Value::Object(converted)) if !converted.is_empty() => {
                 let object = converted.get("type") == Some(&json!("object"));
-                let (mut root, jq) = if object {
+                let (root, jq) = if object {
                     (converted, ".")
                 } else {
                     let mut root = Map::new();
@@ -37,7 +36,6 @@ pub(super) fn map(docs: &Documents, op: &Operation) -> Mapped {
                     root.insert("required".into(), json!(["result"]));
                     (root, "{result: .}")
                 };
-                converter.attach_defs(&mut root);
                 mapped.output_schema = Some(root);
                 mapped.responses.push(HttpResponse {
                     status: "2xx".into(),
@@ -129,7 +127,7 @@ mod tests {
     fn run(text: &str) -> Mapped {
         let docs = Documents::parse(text, Path::new(".")).unwrap();
         let ops = super::super::select::operations(&docs).unwrap();
-        map(&docs, &ops[0])
+        map(&docs, &mut SchemaConverter::new(&docs), &ops[0])
     }
 
     #[test]
@@ -142,7 +140,7 @@ mod tests {
         let schema = mapped.output_schema.unwrap();
         assert_eq!(
             Value::Object(schema),
-            json!({"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}, "$defs": {"B": {"type": "string"}}})
+            json!({"type": "object", "properties": {"b": {"$ref": "#/schemas/B"}}})
         );
         let statuses: Vec<&str> = mapped.responses.iter().map(|r| r.status.as_str()).collect();
         assert_eq!(statuses, ["2xx", "4xx", "5xx"]);

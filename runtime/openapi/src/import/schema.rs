@@ -1,6 +1,7 @@
 //! OpenAPI schemas to JSON Schema 2020-12, as `inputSchema` and `outputSchema` need them:
-//! `$ref`s become `$defs` entries of the tool's schema (so shared and recursive schemas stay
-//! linear in size and cycles are kept), 3.0 `nullable` becomes a type union, boolean
+//! each `$ref` becomes a reference to a shared schema (`#/schemas/NAME`, the manifest's
+//! `spec.schemas`), converted once per import however many tools use it (so the manifest stays
+//! linear in the spec's size, and cycles are kept); 3.0 `nullable` becomes a type union, boolean
 //! `exclusiveMinimum`/`exclusiveMaximum` become numbers, OpenAPI-only keywords are dropped.
 //! Pure.
 
@@ -45,21 +46,36 @@ const DROPPED: &[&str] = &[
     "definitions",
 ];
 
-/// Converts the schemas of one tool, collecting the `$defs` they share.
+/// How a converted schema refers to a shared one (`spec.schemas`).
+const SHARED_PREFIX: &str = "#/schemas/";
+
+/// Converts the schemas of every tool of one import, collecting the shared schemas they refer
+/// to.
 pub(super) struct SchemaConverter<'d> {
     docs: &'d Documents,
-    defs: Map<String, Value>,
+    /// Shared schemas converted so far, by name.
+    shared: Map<String, Value>,
+    /// The name each converted location got.
     names: HashMap<Location, String>,
+    /// Locations in the order they were named, to take back those named while converting a
+    /// schema that then fails.
+    named: Vec<Location>,
 }
 
 impl<'d> SchemaConverter<'d> {
-    /// A converter with no `$defs` yet.
+    /// A converter with no shared schemas yet.
     pub(super) fn new(docs: &'d Documents) -> Self {
         Self {
             docs,
-            defs: Map::new(),
+            shared: Map::new(),
             names: HashMap::new(),
+            named: Vec::new(),
         }
+    }
+
+    /// Every shared schema converted so far, by name (some may be used by no emitted tool).
+    pub(super) fn shared(&self) -> &Map<String, Value> {
+        &self.shared
     }
 
     /// Converts a schema that becomes (part of) a root schema: a `$ref` at the top is inlined.
@@ -170,13 +186,15 @@ impl<'d> SchemaConverter<'d> {
             .map(Value::Array)
     }
 
-    /// The `$defs` pointer standing for `reference`, converting its target the first time.
+    /// The shared-schema reference standing for `reference`, converting its target the first
+    /// time. When the target cannot be converted, every schema named while trying is taken
+    /// back: a later tool must not refer to a half-converted one.
     fn reference(&mut self, file: &Path, reference: &str, depth: usize) -> Result<String, Reason> {
         let unresolvable =
             |err: super::ImportError| Reason::new("unresolvable $ref", err.to_string());
         let location = self.docs.locate(file, reference).map_err(unresolvable)?;
         if let Some(name) = self.names.get(&location) {
-            return Ok(format!("#/$defs/{name}"));
+            return Ok(format!("{SHARED_PREFIX}{name}"));
         }
         let target = self.docs.get(&location).ok_or_else(|| {
             Reason::new(
@@ -190,13 +208,26 @@ impl<'d> SchemaConverter<'d> {
             .deref(&location.file, target)
             .map_err(|err| Reason::new("unresolvable $ref", err.to_string()))?;
         let name = self.def_name(&location);
+        let mark = self.named.len();
         self.names.insert(location.clone(), name.clone());
+        self.named.push(location.clone());
         // A placeholder first, so a reference back to this schema while converting it (a
         // cycle) finds its name.
-        self.defs.insert(name.clone(), Value::Bool(true));
-        let converted = self.convert(&location.file, target, depth + 1)?;
-        self.defs.insert(name.clone(), converted);
-        Ok(format!("#/$defs/{name}"))
+        self.shared.insert(name.clone(), Value::Bool(true));
+        match self.convert(&location.file, target, depth + 1) {
+            Ok(converted) => {
+                self.shared.insert(name.clone(), converted);
+                Ok(format!("{SHARED_PREFIX}{name}"))
+            }
+            Err(reason) => {
+                for location in self.named.drain(mark..) {
+                    if let Some(name) = self.names.remove(&location) {
+                        self.shared.remove(&name);
+                    }
+                }
+                Err(reason)
+            }
+        }
     }
 
     fn def_name(&self, location: &Location) -> String {
@@ -226,18 +257,11 @@ impl<'d> SchemaConverter<'d> {
             .collect();
         let mut name = base.clone();
         let mut n = 1;
-        while self.defs.contains_key(&name) {
+        while self.shared.contains_key(&name) {
             n += 1;
             name = format!("{base}_{n}");
         }
         name
-    }
-
-    /// Puts the collected `$defs` into a root schema (an object).
-    pub(super) fn attach_defs(&self, root: &mut Map<String, Value>) {
-        if !self.defs.is_empty() {
-            root.insert("$defs".into(), Value::Object(self.defs.clone()));
-        }
     }
 }
 
@@ -304,7 +328,7 @@ mod tests {
         let mut converter = SchemaConverter::new(docs);
         let schema = docs.root().pointer(pointer).unwrap();
         let out = converter.inline(Path::new("<stdin>"), schema).unwrap();
-        (out, Value::Object(converter.defs.clone()))
+        (out, Value::Object(converter.shared.clone()))
     }
 
     #[test]
@@ -337,29 +361,50 @@ mod tests {
     }
 
     #[test]
-    fn refs_become_defs_and_cycles_are_kept() {
+    fn refs_become_shared_schemas_and_cycles_are_kept() {
         let d = docs(
             "openapi: 3.1.0\ncomponents:\n  schemas:\n    Node:\n      type: object\n      \
              properties:\n        children: {type: array, items: {$ref: '#/components/schemas/Node'}}\n        \
              tag: {$ref: '#/components/schemas/Tag'}\n    Tag: {type: string}\n",
         );
-        let (root, defs) = convert(&d, "/components/schemas/Node");
+        let (root, shared) = convert(&d, "/components/schemas/Node");
         assert_eq!(
             root["properties"]["children"]["items"],
-            json!({"$ref": "#/$defs/Node"})
+            json!({"$ref": "#/schemas/Node"})
         );
-        assert_eq!(root["properties"]["tag"], json!({"$ref": "#/$defs/Tag"}));
-        assert_eq!(defs["Tag"], json!({"type": "string"}));
+        assert_eq!(root["properties"]["tag"], json!({"$ref": "#/schemas/Tag"}));
+        assert_eq!(shared["Tag"], json!({"type": "string"}));
         assert_eq!(
-            defs["Node"]["properties"]["children"]["items"],
-            json!({"$ref": "#/$defs/Node"})
+            shared["Node"]["properties"]["children"]["items"],
+            json!({"$ref": "#/schemas/Node"})
         );
-        // The result is a schema the validator accepts and that means what it says.
+        // With the shared schemas where the runtime's compiler puts them, the result is a schema
+        // the validator accepts and that means what it says.
         let mut schema = root.as_object().unwrap().clone();
-        schema.insert("$defs".into(), defs);
-        let validator = jsonschema::validator_for(&Value::Object(schema)).unwrap();
+        schema.insert("$defs".into(), shared);
+        let text = serde_json::to_string(&schema).unwrap();
+        let schema: Value = serde_json::from_str(&text.replace("#/schemas/", "#/$defs/")).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
         assert!(validator.is_valid(&json!({"children": [{"children": [], "tag": "x"}]})));
         assert!(!validator.is_valid(&json!({"children": [{"tag": 1}]})));
+    }
+
+    #[test]
+    fn a_schema_that_fails_is_taken_back_with_what_it_named() {
+        let d = docs(
+            "swagger: '2.0'\nA: {properties: {b: {$ref: '#/B'}, f: {$ref: '#/F'}}}\n\
+             B: {properties: {a: {$ref: '#/A'}}}\nF: {type: file}\n\
+             s: {properties: {a: {$ref: '#/A'}}}\nt: {properties: {b: {$ref: '#/B'}}}\n",
+        );
+        let mut c = SchemaConverter::new(&d);
+        let err = c.inline(Path::new("<stdin>"), &d.root()["s"]).unwrap_err();
+        assert_eq!(err.kind, "file upload");
+        assert!(c.shared().is_empty(), "{:?}", c.shared());
+        // B alone was fine, but it refers to A, which fails: B must fail again, never refer to a
+        // placeholder.
+        let err = c.inline(Path::new("<stdin>"), &d.root()["t"]).unwrap_err();
+        assert_eq!(err.kind, "file upload");
+        assert!(c.shared().is_empty());
     }
 
     #[test]
@@ -372,15 +417,15 @@ mod tests {
     }
 
     #[test]
-    fn same_named_schemas_in_two_places_get_distinct_defs() {
+    fn same_named_schemas_in_two_places_get_distinct_names() {
         let d = docs(
             "openapi: 3.1.0\na: {Item: {type: string}}\nb: {Item: {type: integer}}\n\
              s: {properties: {x: {$ref: '#/a/Item'}, y: {$ref: '#/b/Item'}, z: {$ref: '#/a/Item'}}}\n",
         );
-        let (root, defs) = convert(&d, "/s");
-        assert_eq!(root["properties"]["y"], json!({"$ref": "#/$defs/Item_2"}));
-        assert_eq!(root["properties"]["z"], json!({"$ref": "#/$defs/Item"}));
-        assert_eq!(defs["Item_2"], json!({"type": "integer"}));
+        let (root, shared) = convert(&d, "/s");
+        assert_eq!(root["properties"]["y"], json!({"$ref": "#/schemas/Item_2"}));
+        assert_eq!(root["properties"]["z"], json!({"$ref": "#/schemas/Item"}));
+        assert_eq!(shared["Item_2"], json!({"type": "integer"}));
     }
 
     #[test]

@@ -34,8 +34,10 @@ pub struct Skipped {
 pub struct Summary {
     /// Operations in the spec (before filters).
     pub operations: usize,
-    /// Operations left out by the include/exclude options.
+    /// Operations left out by the selection options (`--methods` included).
     pub filtered: usize,
+    /// Of those, the write operations left out only because the import is read-only by default.
+    pub writes_left_out: usize,
     /// Tools emitted.
     pub tools: usize,
     /// Resources emitted.
@@ -60,6 +62,12 @@ impl Summary {
         }
         if self.filtered > 0 {
             parts.push(format!("{} left out by filters", self.filtered));
+        }
+        if self.writes_left_out > 0 {
+            parts.push(format!(
+                "{} of them writes (read-only by default: --methods all imports them)",
+                self.writes_left_out
+            ));
         }
         let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
         for skipped in &self.skipped {

@@ -60,8 +60,10 @@ components:
         parent: {$ref: "#/components/schemas/Pet"}
 "##;
 
+/// The token mapped, every method imported.
 fn token() -> ImportOptions {
     ImportOptions {
+        methods: Some(IMPORTABLE_METHODS.to_vec()),
         secrets: vec![(
             "token".into(),
             mcp_declaration::SecretKeyRef {
@@ -95,9 +97,25 @@ fn a_spec_becomes_a_manifest_that_compiles() {
         tools[0]["inputSchema"]["properties"]["limit"]["type"],
         serde_json::json!(["integer", "null"])
     );
-    // The recursive Pet schema stays recursive, through $defs.
+    // Pet is written once, as a shared schema, and stays recursive; each tool refers to it.
     assert_eq!(
-        tools[0]["outputSchema"]["$defs"]["Pet"]["properties"]["parent"]["$ref"],
+        spec["schemas"],
+        serde_json::json!({"Pet": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, "parent": {"$ref": "#/schemas/Pet"}}}})
+    );
+    assert_eq!(
+        tools[0]["outputSchema"]["properties"]["result"]["items"]["$ref"],
+        "#/schemas/Pet"
+    );
+    assert_eq!(
+        tools[1]["inputSchema"]["properties"]["parent"]["$ref"],
+        "#/schemas/Pet"
+    );
+    // As served, each tool carries Pet under its own $defs.
+    let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
+    let served = &compiled.tools[0].descriptor["outputSchema"];
+    assert_eq!(
+        served["$defs"]["Pet"]["properties"]["parent"]["$ref"],
         "#/$defs/Pet"
     );
     assert_eq!(
@@ -122,6 +140,110 @@ fn a_spec_becomes_a_manifest_that_compiles() {
     );
     // Deterministic: the same spec gives the same bytes.
     assert_eq!(import(PETS, &token()).unwrap().yaml, imported.yaml);
+}
+
+#[test]
+fn a_first_import_is_read_only_and_named_operations_are_imported_whatever_their_method() {
+    let read_only = ImportOptions {
+        methods: None,
+        ..token()
+    };
+    let imported = import(PETS, &read_only).unwrap();
+    assert_eq!(
+        imported.summary.line(),
+        "5 operations: 2 tools, 3 left out by filters, 3 of them writes \
+         (read-only by default: --methods all imports them)"
+    );
+    assert!(imported.summary.balanced());
+    let names = |imported: &Imported| -> Vec<String> {
+        spec_value(imported)["spec"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&imported), ["listPets", "showPet"]);
+    let chosen = ImportOptions {
+        include_operations: vec!["createPet".into(), "deletePet".into()],
+        ..read_only.clone()
+    };
+    assert_eq!(
+        names(&import(PETS, &chosen).unwrap()),
+        ["createPet", "deletePet"]
+    );
+    let writes = ImportOptions {
+        methods: Some(vec!["post", "delete"]),
+        ..read_only
+    };
+    assert_eq!(
+        names(&import(PETS, &writes).unwrap()),
+        ["createPet", "deletePet"]
+    );
+}
+
+#[test]
+fn a_selection_naming_what_the_spec_lacks_or_keeping_nothing_is_refused() {
+    let refused = |options: ImportOptions| import(PETS, &options).unwrap_err().to_string();
+    assert_eq!(
+        refused(ImportOptions {
+            include_tags: vec!["pet".into()],
+            ..token()
+        }),
+        "--include-tag `pet`: no operation has this tag (the spec's tags: admin, pets)"
+    );
+    assert_eq!(
+        refused(ImportOptions {
+            exclude_operations: vec!["listPet".into()],
+            ..token()
+        }),
+        "--exclude-operation `listPet`: no operation has this operationId (5 operations have one)"
+    );
+    assert!(
+        refused(ImportOptions {
+            include_paths: vec!["/pet".into()],
+            ..token()
+        })
+        .starts_with("--include-path `/pet`: matches no path of the spec")
+    );
+    assert_eq!(
+        refused(ImportOptions {
+            include_operations: vec!["deletePet".into()],
+            methods: Some(vec!["get"]),
+            ..token()
+        }),
+        "--operation `deletePet` is a DELETE request, which --methods leaves out"
+    );
+    // Each filter names something, but together they keep nothing.
+    assert_eq!(
+        refused(ImportOptions {
+            include_tags: vec!["admin".into()],
+            methods: None,
+            ..token()
+        }),
+        "the selection keeps none of the spec's 5 operations: only GET and HEAD are imported \
+         unless --methods names others (or `all`)"
+    );
+    assert_eq!(
+        refused(ImportOptions {
+            include_tags: vec!["admin".into()],
+            exclude_paths: vec!["/pets/*".into()],
+            ..token()
+        }),
+        "the selection keeps none of the spec's 5 operations"
+    );
+}
+
+#[test]
+fn methods_parse_in_any_case_and_all_means_every_importable_one() {
+    assert_eq!(parse_methods("Get").unwrap(), ["get"]);
+    assert_eq!(parse_methods("ALL").unwrap(), IMPORTABLE_METHODS);
+    let err = parse_methods("OPTIONS").unwrap_err();
+    assert!(
+        err.contains("expected GET, HEAD, POST, PUT, PATCH, DELETE or all"),
+        "{err}"
+    );
+    assert!(parse_methods("").is_err());
 }
 
 #[test]
@@ -337,6 +459,7 @@ definitions:
                 key: "key".into(),
             },
         )],
+        methods: Some(IMPORTABLE_METHODS.to_vec()),
         ..Default::default()
     };
     let imported = import(spec, &options).unwrap();

@@ -289,6 +289,27 @@ mod tests {
     }
 
     #[test]
+    fn fields_marked_in_shared_schemas_are_redacted_as_served() {
+        // `spec.schemas` reach the audit through the compiled descriptor, as local `$defs`.
+        let manifest = mcp_declaration::parse_manifest(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {name: t}\nspec:\n  \
+             schemas:\n    Login: {type: object, properties: {password: {$ref: '#/schemas/Secret'}}}\n    \
+             Secret: {type: string, writeOnly: true}\n  tools:\n  - name: login\n    \
+             inputSchema: {type: object, properties: {login: {$ref: '#/schemas/Login'}}}\n    \
+             content: [{type: text, text: ok}]\n",
+            std::path::PathBuf::new(),
+        )
+        .unwrap();
+        let compiled =
+            mcp_declaration::compile(&manifest, &mcp_declaration::CompileOptions::default())
+                .unwrap();
+        let schema = &compiled.tools[0].descriptor["inputSchema"];
+        let (value, paths) = redact(schema, &json!({"login": {"password": "hunter2"}}));
+        assert!(!value.to_string().contains("hunter2"), "{value}");
+        assert_eq!(paths, ["/login/password"]);
+    }
+
+    #[test]
     fn survives_reference_cycles() {
         let schema = json!({"$ref": "#", "properties": {"x": {"$ref": "#"}}});
         let args = json!({"x": {"x": {"x": 1}}});
