@@ -257,7 +257,14 @@ async fn reconcile_inner(
         None => host_claims::check(
             server,
             &ctx.stores.servers,
-            validate::validate(server, ctx.config.allow_link_local_upstreams),
+            validate::validate(
+                server,
+                ctx.config.allow_link_local_upstreams,
+                build::desired_replicas(
+                    server,
+                    apply::cached_deployment(&ctx.stores, server).as_ref(),
+                ),
+            ),
         ),
         Some(error) => Err(validate::Refused::unparseable(error)),
     };

@@ -19,7 +19,7 @@ pub use platform_fields::{
     Exposure, GatewayParentRef, GatewaySpec, NetworkPolicySpec, UrlScheme, exposure_rules,
 };
 pub use revision::{CRD_REVISION, REVISION_ANNOTATION, RevisionError, Standing, standing};
-pub use status::{Condition, Counts, MCPServerStatus};
+pub use status::{Condition, Counts, LimitsStatus, MCPServerStatus};
 
 use kube::{CustomResource, KubeSchema};
 use mcp_declaration::Declaration;

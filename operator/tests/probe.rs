@@ -32,7 +32,7 @@ spec:
 #[tokio::test]
 async fn the_runtime_reports_what_the_operator_stamped_without_a_token() {
     let server: MCPServer = serde_yaml_ng::from_str(SERVER).unwrap();
-    let accepted = validate(&server, false).unwrap();
+    let accepted = validate(&server, false, 1).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("manifest.yaml");
     std::fs::write(&manifest, &accepted.manifest_yaml).unwrap();

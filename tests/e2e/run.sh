@@ -412,6 +412,32 @@ check "one replica" kubectl -n "$NS" patch mcpserver weather --type=merge -p '{"
 check "the PodDisruptionBudget is pruned" eventually 30 absent poddisruptionbudget weather
 
 # ----------------------------------------------------------------------------------------------
+log "spec.limits: each replica reads its share, and a scale re-divides"
+check "a server declaring limits, with 2 replicas" bash -c "kubectl -n $NS apply --server-side -f - >/dev/null <<'YAML'
+apiVersion: kube-mcp.io/v1alpha1
+kind: MCPServer
+metadata: {name: limited}
+spec:
+  replicas: 2
+  limits:
+    server: {rate: 100/s, burst: 200}
+    perPrincipal: {quota: 5000/day}
+  tools:
+    - {name: hi, content: [{type: text, text: hi}]}
+YAML"
+check "status.limits: 2 replicas, half of each limit" eventually 30 holds mcpserver limited \
+  '.status.limits.replicas == 2 and .status.limits.perReplica.server == {rate: "50/s", burst: 100} and .status.limits.perReplica.perPrincipal.quota == "2500/day"'
+check "the pods' manifest holds the shares" eventually 30 holds configmap limited-manifest \
+  '.data["manifest.yaml"] | test("rate: 50/s") and test("burst: 100") and test("quota: 2500/day")'
+check "kubectl scale to 3" kubectl -n "$NS" scale mcpserver limited --replicas=3
+check "status.limits: a third of each, rounded down" eventually 30 holds mcpserver limited \
+  '.status.limits.replicas == 3 and .status.limits.perReplica.server == {rate: "2000/min", burst: 66} and .status.limits.perReplica.perPrincipal.quota == "1666/day"'
+check "the pods' manifest was rewritten with them" eventually 30 holds configmap limited-manifest \
+  '.data["manifest.yaml"] | test("rate: 2000/min") and test("burst: 66") and test("quota: 1666/day")'
+check "the spec keeps the declared limits" holds mcpserver limited '.spec.limits.server == {rate: "100/s", burst: 200}'
+kubectl -n "$NS" delete mcpserver limited --wait=false >/dev/null
+
+# ----------------------------------------------------------------------------------------------
 log "every example is accepted"
 kubectl create namespace e2e-examples >/dev/null
 for file in "$ROOT"/examples/*.yaml; do

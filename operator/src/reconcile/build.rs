@@ -229,7 +229,7 @@ mod tests {
     fn build(server: &MCPServer) -> Children {
         children_of(
             server,
-            &validate(server, false).unwrap(),
+            &validate(server, false, 1).unwrap(),
             &BuildConfig::default(),
         )
     }
@@ -395,7 +395,7 @@ mod tests {
               tools: [{name: steal, http: {url: 'http://169.254.169.254/latest/meta-data/'}}]
             ",
         );
-        let refused = validate(&metadata, false).unwrap_err();
+        let refused = validate(&metadata, false, 1).unwrap_err();
         assert!(
             refused.errors[0].message.contains("is link-local"),
             "{:?}",
@@ -405,7 +405,7 @@ mod tests {
             allow_link_local_upstreams: true,
             ..BuildConfig::default()
         };
-        let accepted = validate(&metadata, allowed.allow_link_local_upstreams).unwrap();
+        let accepted = validate(&metadata, allowed.allow_link_local_upstreams, 1).unwrap();
         let plain = runtime_args(&build(&weather()));
         assert!(!plain.contains(&"--allow-link-local-upstreams".to_owned()));
         let built = children_of(&metadata, &accepted, &allowed);
@@ -417,7 +417,7 @@ mod tests {
         let server = weather();
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--transports".to_owned()), "{plain:?}");
-        let accepted = validate(&server, false).unwrap();
+        let accepted = validate(&server, false, 1).unwrap();
         let config = BuildConfig {
             transports: Some(mcp_declaration::Transports::parse("streamable,modern").unwrap()),
             ..BuildConfig::default()
@@ -433,7 +433,7 @@ mod tests {
     #[test]
     fn trusted_proxies_reach_every_runtime_and_none_by_default() {
         let server = weather();
-        let accepted = validate(&server, false).unwrap();
+        let accepted = validate(&server, false, 1).unwrap();
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--trusted-proxy".to_owned()), "{plain:?}");
         let config = BuildConfig {
@@ -459,7 +459,7 @@ mod tests {
             server_cards: true,
             ..BuildConfig::default()
         };
-        let accepted = validate(&server, false).unwrap();
+        let accepted = validate(&server, false, 1).unwrap();
         let built = children_of(&server, &accepted, &config);
         let args = runtime_args(&built);
         assert!(args.contains(&"--server-card".to_owned()), "{args:?}");
@@ -580,7 +580,7 @@ mod tests {
     #[test]
     fn network_policies_admit_only_the_configured_peers() {
         let mut config = BuildConfig::default();
-        let accepted = validate(&weather(), false).unwrap();
+        let accepted = validate(&weather(), false, 1).unwrap();
         assert_eq!(
             children_of(&weather(), &accepted, &config).network_policy,
             None
@@ -848,10 +848,10 @@ mod tests {
             "#,
         );
         // Validation refuses that `env` entry; built anyway, it still cannot replace the pod IP.
-        assert!(validate(&server, false).is_err());
+        assert!(validate(&server, false, 1).is_err());
         let mut accepted_spec = server.clone();
         accepted_spec.spec.deployment.env.clear();
-        let accepted = validate(&accepted_spec, false).unwrap();
+        let accepted = validate(&accepted_spec, false, 1).unwrap();
         let built = children_of(&server, &accepted, &BuildConfig::default());
         let pod = built.deployment.spec.template.spec.unwrap();
         let container = &pod.containers[0];
@@ -889,7 +889,7 @@ mod tests {
     #[test]
     fn during_a_rotation_the_pods_mount_the_previous_key_to_open_with() {
         let server = weather();
-        let accepted = validate(&server, false).unwrap();
+        let accepted = validate(&server, false, 1).unwrap();
         let rotating = SessionKeys {
             previous: Some("weather-session-key-cccccccccc".into()),
             rotated_at: Some("2026-12-02T12:00:00Z".parse().unwrap()),
@@ -941,7 +941,7 @@ mod tests {
     #[test]
     fn the_template_hash_changes_with_the_pods_only() {
         let hash = |server: &MCPServer, config: &BuildConfig| {
-            let children = children_of(server, &validate(server, false).unwrap(), config);
+            let children = children_of(server, &validate(server, false, 1).unwrap(), config);
             children.deployment.metadata.annotations.unwrap()[TEMPLATE_HASH_ANNOTATION].clone()
         };
         let config = BuildConfig::default();

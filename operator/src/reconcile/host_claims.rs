@@ -205,6 +205,7 @@ mod tests {
             manifest_yaml: String::new(),
             counts: Default::default(),
             hash: "h".into(),
+            limits: None,
         }
     }
 

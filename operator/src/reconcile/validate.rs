@@ -1,7 +1,7 @@
 //! Validate step of the reconcile pipeline: compile the declaration with the runtime's own
 //! compiler, and render the manifest the runtime will read from the ConfigMap. Pure.
 
-use crate::resource::{Counts, MCPServer};
+use crate::resource::{Counts, LimitsStatus, MCPServer};
 use kube::ResourceExt;
 use mcp_declaration::{
     CompileOptions, Declaration, FieldError, Manifest, cluster_problems, compile, render_manifest,
@@ -18,6 +18,8 @@ pub struct Accepted {
     /// [`declaration_hash`] of it, stamped into the manifest (the runtime reports the hash it
     /// serves, so the operator can tell whether pods serve this declaration).
     pub hash: String,
+    /// Each replica's share of `spec.limits`, as rendered into the manifest.
+    pub limits: Option<LimitsStatus>,
 }
 
 /// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash; the
@@ -113,10 +115,15 @@ fn reserved_env(server: &MCPServer) -> impl Iterator<Item = FieldError> + '_ {
         })
 }
 
-/// Compiles the declaration of `server` as the runtime will, without reading files.
-/// `allow_link_local_upstreams` is the platform's choice (`BuildConfig`): declared upstreams at
-/// link-local addresses are refused unless it is set.
-pub fn validate(server: &MCPServer, allow_link_local_upstreams: bool) -> Result<Accepted, Refused> {
+/// Compiles the declaration of `server` as the runtime will, without reading files, and renders
+/// the manifest its pods read, with every limit divided among `replicas` (each pod enforces its
+/// share). `allow_link_local_upstreams` is the platform's choice (`BuildConfig`): declared
+/// upstreams at link-local addresses are refused unless it is set.
+pub fn validate(
+    server: &MCPServer,
+    allow_link_local_upstreams: bool,
+    replicas: i32,
+) -> Result<Accepted, Refused> {
     let name = server.name_any();
     let declaration = &server.spec.declaration;
     let manifest = Manifest {
@@ -147,8 +154,21 @@ pub fn validate(server: &MCPServer, allow_link_local_upstreams: bool) -> Result<
         }
         return Err(Refused::invalid(errors));
     }
+    // Scaled to zero, no pod enforces anything; the first to start takes the whole.
+    let replicas = replicas.max(1);
+    let shares = declaration.limits.as_ref().map(|limits| LimitsStatus {
+        replicas,
+        per_replica: limits.divided(u32::try_from(replicas).unwrap_or(1)),
+    });
+    let rendered = match &shares {
+        Some(shares) => &Declaration {
+            limits: Some(shares.per_replica.clone()),
+            ..declaration.clone()
+        },
+        None => declaration,
+    };
     let render = |annotations: &BTreeMap<&'static str, String>| {
-        render_manifest(&name, declaration, annotations).map_err(|err| {
+        render_manifest(&name, rendered, annotations).map_err(|err| {
             Refused::invalid(vec![FieldError {
                 path: "spec".into(),
                 message: format!("cannot be written as YAML: {err}"),
@@ -171,6 +191,7 @@ pub fn validate(server: &MCPServer, allow_link_local_upstreams: bool) -> Result<
         manifest_yaml,
         counts: counts(declaration),
         hash,
+        limits: shares,
     })
 }
 
@@ -218,6 +239,74 @@ mod tests {
     use mcp_declaration::parse_manifest;
 
     #[test]
+    fn each_replica_reads_its_share_of_the_limits() {
+        let tracker = server(
+            r##"
+            metadata: {name: tracker, namespace: tools}
+            spec:
+              replicas: 3
+              limits:
+                server: {rate: 100/s, burst: 200}
+                perPrincipal: {rate: 10/s, quota: 5000/day}
+                tools:
+                  create_issue: {rate: 3/s, perPrincipal: true}
+              tools:
+                - {name: create_issue, content: [{type: text, text: created}]}
+            "##,
+        );
+        let accepted = validate(&tracker, false, 3).unwrap();
+        let served = parse_manifest(&accepted.manifest_yaml, Default::default())
+            .unwrap()
+            .declaration
+            .limits
+            .unwrap();
+        let shares = accepted.limits.unwrap();
+        assert_eq!((shares.replicas, &shares.per_replica), (3, &served));
+        let server_share = served.server.unwrap();
+        assert_eq!(
+            (server_share.rate.as_deref(), server_share.burst),
+            (Some("2000/min"), Some(66))
+        );
+        let each = served.per_principal.unwrap();
+        assert_eq!(
+            (each.rate.as_deref(), each.quota.as_deref()),
+            (Some("200/min"), Some("1666/day"))
+        );
+        assert_eq!(
+            served.tools["create_issue"].limit.rate.as_deref(),
+            Some("1/s")
+        );
+        // The declared limits are what the spec says; only the pods' manifest is divided.
+        let alone = validate(&tracker, false, 1).unwrap();
+        assert_ne!(
+            alone.hash, accepted.hash,
+            "a new share is a new declaration for the pods"
+        );
+        assert!(alone.manifest_yaml.contains("rate: 100/s"));
+        assert_eq!(
+            validate(&tracker, false, 0).unwrap().hash,
+            alone.hash,
+            "scaled to zero"
+        );
+        assert_eq!(
+            validate(
+                &server(
+                    r#"
+            metadata: {name: plain, namespace: tools}
+            spec:
+              tools: [{name: a, content: [{type: text, text: a}]}]
+            "#
+                ),
+                false,
+                3
+            )
+            .unwrap()
+            .limits,
+            None
+        );
+    }
+
+    #[test]
     fn accepts_a_declaration_and_renders_what_the_runtime_reads() {
         let server = server(
             r##"
@@ -237,7 +326,7 @@ mod tests {
                   messages: [{role: user, content: {type: text, text: Plan.}}]
             "##,
         );
-        let accepted = validate(&server, false).unwrap();
+        let accepted = validate(&server, false, 1).unwrap();
         assert_eq!(
             accepted.counts,
             Counts {
@@ -276,7 +365,7 @@ mod tests {
                   content: [{type: text, text: ok}]
             "#,
         );
-        let accepted = validate(&server, false).unwrap();
+        let accepted = validate(&server, false, 1).unwrap();
         // The ConfigMap carries the declaration as written (the pod resolves it again), so a
         // schema shared by many tools counts once against its 1 MiB.
         assert_eq!(
@@ -293,7 +382,7 @@ mod tests {
             "Pod".into(),
             serde_json::json!({"allOf": [{"$ref": "#/schemas/Pod"}]}),
         );
-        let refused = validate(&cyclic, false).unwrap_err();
+        let refused = validate(&cyclic, false, 1).unwrap_err();
         assert!(
             refused
                 .message()
@@ -316,7 +405,7 @@ mod tests {
                   content: [{type: text, text: hi}]
             "#,
         );
-        let refused = validate(&server, false).unwrap_err();
+        let refused = validate(&server, false, 1).unwrap_err();
         let paths: Vec<&str> = refused.errors.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -344,7 +433,7 @@ mod tests {
                 - {uri: "docs://readme", name: readme, file: README.md}
             "#,
         );
-        let refused = validate(&server, false).unwrap_err();
+        let refused = validate(&server, false, 1).unwrap_err();
         assert_eq!(
             refused.errors[0].path,
             "spec.resources[0].file (resource `docs://readme`)"
@@ -364,7 +453,7 @@ mod tests {
                     headers:
                       - {name: Authorization, secretKeyRef: {name: weather-api, key: token}}
             "#;
-        let refused = validate(&server(&manifest.replace("SECRETS", "")), false).unwrap_err();
+        let refused = validate(&server(&manifest.replace("SECRETS", "")), false, 1).unwrap_err();
         assert_eq!(
             refused.errors[0].path,
             "spec.tools[0].http (tool `forecast`)"
@@ -377,7 +466,8 @@ mod tests {
         assert!(
             validate(
                 &server(&manifest.replace("SECRETS", "secrets: [weather-api]")),
-                false
+                false,
+                1
             )
             .is_ok()
         );
@@ -393,7 +483,7 @@ mod tests {
               env: [{name: LANG, value: C}, {name: KUBE_MCP_POD_IP, value: "10.9.9.9"}]
             "#,
         );
-        let refused = validate(&server, false).unwrap_err();
+        let refused = validate(&server, false, 1).unwrap_err();
         assert_eq!(refused.errors.len(), 1, "{}", refused.message());
         assert_eq!(refused.errors[0].path, "spec.env[1].name");
         assert!(refused.errors[0].message.contains("reserved"));
@@ -421,7 +511,7 @@ mod tests {
               resources: [{{uri: 'docs://big', name: big, text: '{big}'}}]
             "
         ));
-        let refused = validate(&server, false).unwrap_err();
+        let refused = validate(&server, false, 1).unwrap_err();
         assert_eq!(refused.errors[0].path, "spec");
         assert!(
             refused.errors[0]

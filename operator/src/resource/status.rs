@@ -45,6 +45,21 @@ pub struct MCPServerStatus {
     /// of the operator's `--max-concurrent-rollouts` slots; the Deployment stays as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout_queued: Option<bool>,
+    /// Each replica's share of `spec.limits`, when it declares any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitsStatus>,
+}
+
+/// Each replica's share of the declared limits: the operator divides every limit by the
+/// server's replicas and renders the shares into the manifest the pods read, so the replicas
+/// together allow at most what is declared, with no store between them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsStatus {
+    /// The replicas the limits are divided among (the Deployment's replica count).
+    pub replicas: i32,
+    /// What each replica enforces.
+    pub per_replica: mcp_declaration::Limits,
 }
 
 /// Numbers of declared items.

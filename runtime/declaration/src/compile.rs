@@ -11,6 +11,8 @@ mod http_params;
 pub use http_params::RESERVED_HEADERS;
 mod http_types;
 mod interactive;
+mod limits;
+pub use limits::{CompiledLimit, CompiledLimits, Rate};
 mod output;
 mod param_headers;
 pub use param_headers::{
@@ -153,6 +155,8 @@ impl<'a> Compiler<'a> {
         let resource_templates = self.resource_templates(decl);
         let prompts = self.prompts(&decl.prompts);
         let transports = self.transports(decl.transports.as_deref());
+        let tool_names: Vec<&str> = decl.tools.iter().map(|t| t.name.as_str()).collect();
+        let limits = self.limits(decl.limits.as_ref(), &tool_names);
         let (access, items) = AccessRules::compile(decl, self.options.template_fuel)
             .map_err(|errors| self.errors.extend(errors))
             .unwrap_or_default();
@@ -200,6 +204,7 @@ impl<'a> Compiler<'a> {
             auth: decl.auth.clone(),
             access,
             transports,
+            limits,
         })
     }
 

@@ -30,11 +30,12 @@ pub use bounded_yaml::parse as parse_yaml_bounded;
 pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledField, CompiledHttp,
-    CompiledInteraction, CompiledLog, CompiledParam, CompiledProgress, CompiledPrompt,
-    CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledSample, CompiledTool,
-    CompiledToolUi, CompiledUrlStep, MAX_SHARED_SCHEMAS, PARAM_HEADER_PREFIX, ParamHeader,
-    ParamKind, ParamValue, RESERVED_HEADERS, ROOTS_KEY, ResolvedUri, Retry, SAMPLE_KEY,
-    StatusMatch, UriItem, X_MCP_HEADER, compile, valid_param_header_name,
+    CompiledInteraction, CompiledLimit, CompiledLimits, CompiledLog, CompiledParam,
+    CompiledProgress, CompiledPrompt, CompiledResource, CompiledResourceTemplate, CompiledResponse,
+    CompiledSample, CompiledTool, CompiledToolUi, CompiledUrlStep, MAX_SHARED_SCHEMAS,
+    PARAM_HEADER_PREFIX, ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS, ROOTS_KEY, Rate,
+    ResolvedUri, Retry, SAMPLE_KEY, StatusMatch, UriItem, X_MCP_HEADER, compile,
+    valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};

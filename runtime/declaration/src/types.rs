@@ -12,12 +12,14 @@ mod apps;
 mod auth;
 mod http;
 mod interactive;
+mod limits;
 mod metadata;
 mod transport;
 pub use apps::*;
 pub use auth::*;
 pub use http::*;
 pub use interactive::*;
+pub use limits::*;
 pub use metadata::*;
 pub use transport::*;
 
@@ -81,6 +83,9 @@ pub struct Declaration {
     /// 404 with a hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transports: Option<Vec<Transport>>,
+    /// Rate limits and quotas (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
 }
 
 /// Caching hints sent as `ttlMs` and `cacheScope` on cacheable results.

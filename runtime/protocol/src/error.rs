@@ -56,6 +56,17 @@ pub enum McpError {
         /// The command-line flag that sets it.
         flag: &'static str,
     },
+    /// A declared rate limit or quota (`spec.limits`) refuses the request until `retry_after_ms`
+    /// has passed.
+    #[error("{message}")]
+    RateLimited {
+        /// The refusal in words.
+        message: String,
+        /// Which limit: `server`, `principal` or `tool`.
+        scope: &'static str,
+        /// When a retry can pass, in milliseconds.
+        retry_after_ms: u64,
+    },
     /// A session has its maximum of requests running.
     #[error("too many requests in flight: this session already runs {0}")]
     TooManyRequests(usize),
@@ -84,6 +95,7 @@ impl McpError {
             Self::UnsupportedVersion { .. } => -32022,
             Self::TooManySessions(_)
             | Self::ClientShare { .. }
+            | Self::RateLimited { .. }
             | Self::TooManyRequests(_)
             | Self::Overloaded(_) => -32000,
             Self::Internal(_) => -32603,
@@ -104,6 +116,11 @@ impl McpError {
             Self::ClientShare { limit, max, flag } => {
                 error["data"] = json!({"limit": limit, "max": max, "flag": flag})
             }
+            Self::RateLimited {
+                scope,
+                retry_after_ms,
+                ..
+            } => error["data"] = json!({"scope": scope, "retryAfterMs": retry_after_ms}),
             _ => {}
         }
         error
@@ -115,7 +132,7 @@ impl McpError {
             (Self::Parse(_) | Self::InvalidRequest(_), _) => 400,
             (Self::TooManySessions(_) | Self::Overloaded(_), _) => 503,
             // This client's own share is taken; others are still served.
-            (Self::ClientShare { .. }, _) => 429,
+            (Self::ClientShare { .. } | Self::RateLimited { .. }, _) => 429,
             (Self::MethodNotFound(_), Era::Modern) => 404,
             (Self::InvalidMeta(_) | Self::HeaderMismatch(_) | Self::MissingCapability(_), _) => 400,
             (Self::UnsupportedVersion { .. }, _) => 400,

@@ -15,6 +15,7 @@ pub mod audit;
 pub mod backends;
 pub mod budget;
 pub mod clients;
+pub mod limits;
 pub mod metrics;
 pub mod param_headers;
 pub mod sessions;
@@ -136,6 +137,9 @@ pub struct RequestContext {
     pub session: Option<Arc<Session>>,
     /// The trace parent named by the HTTP `traceparent` header (`_meta.traceparent` wins).
     pub trace_parent: Option<opentelemetry::Context>,
+    /// The client's address (its connection's peer, or what a trusted proxy forwarded): who
+    /// an unauthenticated stateless caller is, for `spec.limits.perPrincipal`.
+    pub address: std::net::IpAddr,
 }
 
 impl RequestContext {
@@ -154,6 +158,23 @@ impl RequestContext {
             caller: None,
             session: None,
             trace_parent: None,
+            address: clients::UNKNOWN_ADDRESS,
+        }
+    }
+
+    /// The same context, from a client at `address`.
+    #[must_use]
+    pub fn from_address(mut self, address: std::net::IpAddr) -> Self {
+        self.address = address;
+        self
+    }
+
+    /// Who the caller is for per-principal limits: its session's client, else its principal,
+    /// else its address.
+    pub fn client(&self) -> ClientKey {
+        match &self.session {
+            Some(session) => session.client,
+            None => ClientKey::new(self.caller.as_deref().map(Principal::digest), self.address),
         }
     }
 
@@ -459,6 +480,16 @@ impl Server {
         if let Target::Invalid(err) = &request.target {
             return Err(err.clone());
         }
+        if decl.limiter.any() {
+            let tool = match request.target {
+                Target::Tool(i) if method == methods::TOOLS_CALL => Some(i),
+                _ => None,
+            };
+            if let Err(refused) = decl.limiter.admit(&ctx.client(), tool) {
+                self.metrics.rate_limited(refused.scope.label());
+                return limited(method, &refused);
+            }
+        }
         let page_size = self.settings.page_size;
         let caller = ctx.caller.as_deref();
         let listed = |access: &mcp_declaration::Access| authorize::listed(decl, caller, access);
@@ -592,6 +623,31 @@ fn diff(old: &Compiled, new: &Compiled) -> Changes {
         updated_uris,
     }
 }
+
+/// A request over a declared limit: for `tools/call` a tool error the model can read (with the
+/// limit in `_meta`), for any other method a JSON-RPC error (HTTP 429 with `Retry-After`).
+fn limited(method: &str, refused: &limits::Refusal) -> Result<Value, McpError> {
+    let retry_after_ms = u64::try_from(refused.retry_after.as_millis()).unwrap_or(u64::MAX);
+    if method == methods::TOOLS_CALL {
+        return Ok(json!({
+            "content": [{"type": "text", "text": refused.message()}],
+            "isError": true,
+            "_meta": {LIMIT_META: {
+                "scope": refused.scope.label(),
+                "limit": refused.limit,
+                "retryAfterMs": retry_after_ms,
+            }},
+        }));
+    }
+    Err(McpError::RateLimited {
+        message: refused.message(),
+        scope: refused.scope.label(),
+        retry_after_ms,
+    })
+}
+
+/// `_meta` key of a tool result refused by a declared limit: `{scope, limit, retryAfterMs}`.
+pub const LIMIT_META: &str = "kube-mcp.io/limit";
 
 #[cfg(test)]
 mod tests;

@@ -116,6 +116,13 @@ pub struct ShareLabel {
     pub limit: &'static str,
 }
 
+/// Labels of `mcp_rate_limited_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScopeLabel {
+    /// `server`, `principal` or `tool` (`spec.limits`).
+    pub scope: &'static str,
+}
+
 /// Every metric the runtime exports.
 pub struct Metrics {
     registry: Registry,
@@ -136,6 +143,7 @@ pub struct Metrics {
     held_bytes: Family<BudgetLabel, Gauge>,
     budget_refusals: Family<BudgetLabel, Counter>,
     share_refusals: Family<ShareLabel, Counter>,
+    rate_limited: Family<ScopeLabel, Counter>,
     share_clients: Family<ShareLabel, Gauge>,
     /// Handles on each method's series (by its index in `methods::ALL`, then `other`).
     by_method: Box<[MethodSeries]>,
@@ -259,6 +267,17 @@ impl Default for Metrics {
         for limit in ["sessions", "listen_streams", "polled_resources"] {
             let _ = share_refusals.get_or_create(&ShareLabel { limit });
         }
+        let rate_limited = Family::<ScopeLabel, Counter>::default();
+        registry.register(
+            "mcp_rate_limited",
+            "Requests refused by a declared rate limit or quota (spec.limits), by the limit's scope",
+            rate_limited.clone(),
+        );
+        for scope in crate::limits::Scope::ALL {
+            let _ = rate_limited.get_or_create(&ScopeLabel {
+                scope: scope.label(),
+            });
+        }
         let share_clients = Family::<ShareLabel, Gauge>::default();
         registry.register(
             "mcp_client_share_clients",
@@ -299,6 +318,7 @@ impl Default for Metrics {
             held_bytes,
             budget_refusals,
             share_refusals,
+            rate_limited,
             share_clients,
             by_method: (0..=mcp_protocol::methods::ALL.len())
                 .map(|_| MethodSeries::default())
@@ -368,6 +388,11 @@ impl Metrics {
         self.share_refusals
             .get_or_create(&ShareLabel { limit })
             .inc();
+    }
+
+    /// Counts a request refused by a declared limit of `scope` (a fixed label).
+    pub fn rate_limited(&self, scope: &'static str) {
+        self.rate_limited.get_or_create(&ScopeLabel { scope }).inc();
     }
 
     /// The gauge of clients holding a place of `limit` (a fixed label).

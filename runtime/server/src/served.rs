@@ -3,6 +3,7 @@
 //! another's clients. Pure, apart from building the clients.
 
 use crate::backends::http::{BuildError, Upstreams};
+use crate::limits::Limiter;
 use mcp_declaration::Compiled;
 use std::ops::Deref;
 
@@ -13,15 +14,24 @@ pub struct Served {
     pub declaration: Compiled,
     /// Its HTTP backends' clients and concurrency limits.
     pub upstreams: Upstreams,
+    /// Its rate limits and quotas, counted from zero (a reload starts them afresh).
+    pub limiter: Limiter,
 }
 
 impl Served {
     /// Builds the live parts of `declaration`.
     pub fn new(declaration: Compiled) -> Result<Self, BuildError> {
         let upstreams = Upstreams::build(&declaration)?;
+        let tool_names: Vec<&str> = declaration
+            .tools
+            .iter()
+            .map(|t| t.descriptor["name"].as_str().unwrap_or_default())
+            .collect();
+        let limiter = Limiter::new(&declaration.limits, &tool_names);
         Ok(Self {
             declaration,
             upstreams,
+            limiter,
         })
     }
 }

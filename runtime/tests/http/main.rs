@@ -16,6 +16,7 @@ mod jq;
 mod issuer;
 mod limits;
 mod param_headers;
+mod rate_limits;
 mod reload;
 mod rounds;
 mod sessions;

@@ -44,6 +44,8 @@ pub struct Compiled {
     pub access: AccessRules,
     /// The transports `spec.transports` allows (all when absent).
     pub transports: crate::Transports,
+    /// `spec.limits`.
+    pub limits: super::CompiledLimits,
     pub(super) tool_index: HashMap<String, usize>,
     /// Fixed resources by their canonical URI.
     pub(super) resource_index: HashMap<String, usize>,

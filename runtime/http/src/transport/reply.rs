@@ -35,20 +35,28 @@ pub(super) fn error_body(id: Option<&RequestId>, err: &McpError, era: Era) -> Js
 const LIMIT_RETRY_AFTER: &str = "5";
 
 /// A JSON-RPC error response with the era's HTTP status (and `Retry-After` for a refusal at a
-/// limit: 503 for the replica's, 429 for the client's share).
+/// limit: 503 for the replica's, 429 for the client's share and for a declared rate limit).
 pub(super) fn error(id: Option<&RequestId>, err: &McpError, era: Era) -> Response {
     let status = StatusCode::from_u16(err.http_status(era)).unwrap_or(StatusCode::BAD_REQUEST);
     let mut response = (status, error_body(id, err, era)).into_response();
-    if matches!(
-        err,
-        McpError::TooManySessions(_) | McpError::ClientShare { .. }
-    ) {
-        response.headers_mut().insert(
-            header::RETRY_AFTER,
-            HeaderValue::from_static(LIMIT_RETRY_AFTER),
-        );
+    if let Some(value) = retry_after(err) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
     }
     response
+}
+
+/// The `Retry-After` of a refusal at a limit, in whole seconds (RFC 9110), rounded up so that a
+/// retry at that time passes; `None` for other errors.
+pub(super) fn retry_after(err: &McpError) -> Option<HeaderValue> {
+    match err {
+        McpError::TooManySessions(_) | McpError::ClientShare { .. } => {
+            Some(HeaderValue::from_static(LIMIT_RETRY_AFTER))
+        }
+        McpError::RateLimited { retry_after_ms, .. } => {
+            Some(HeaderValue::from(retry_after_ms.div_ceil(1000).max(1)))
+        }
+        _ => None,
+    }
 }
 
 /// Room for a typical answer, so that writing it takes one allocation.

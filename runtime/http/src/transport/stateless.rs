@@ -61,22 +61,40 @@ pub(super) async fn post(
     let may_notify = log_level.is_some() || RequestContext::progress_token(params).is_some();
     let (notifier, notifications) = reply::notification_channel(may_notify);
     let ctx = RequestContext::new(Era::Modern, params, log_level, notifier)
+        .from_address(address)
         .with_caller(caller)
         .with_trace_parent(mcp_server::telemetry::parent_from_headers(&headers));
-    let outcome = async move {
-        // The message's charge is released with its params, once the answer is ready.
-        let _held = held;
-        match state.server.answer(&ctx, authorized).await {
-            Ok(result) => (StatusCode::OK, Answer::Success(Success { id, result })),
-            Err(err) => {
-                let status = StatusCode::from_u16(err.http_status(Era::Modern))
-                    .unwrap_or(StatusCode::BAD_REQUEST);
-                let body = reply::error_body(Some(&id), &err, Era::Modern).0;
-                (status, Answer::Error(body))
+    // A refusal at a limit says when to retry in a header, which only a plain JSON answer has
+    // (a streamed one is already 200 when its error comes).
+    let retry_after = Arc::new(std::sync::OnceLock::new());
+    let outcome = {
+        let retry_after = retry_after.clone();
+        async move {
+            // The message's charge is released with its params, once the answer is ready.
+            let _held = held;
+            match state.server.answer(&ctx, authorized).await {
+                Ok(result) => (StatusCode::OK, Answer::Success(Success { id, result })),
+                Err(err) => {
+                    let status = StatusCode::from_u16(err.http_status(Era::Modern))
+                        .unwrap_or(StatusCode::BAD_REQUEST);
+                    if let Some(value) = reply::retry_after(&err) {
+                        let _ = retry_after.set(value);
+                    }
+                    let body = reply::error_body(Some(&id), &err, Era::Modern).0;
+                    (status, Answer::Error(body))
+                }
             }
         }
     };
-    reply::respond(outcome, notifications, accepts_sse, keepalive).await
+    let mut response = reply::respond(outcome, notifications, accepts_sse, keepalive).await;
+    if response.status() != StatusCode::OK
+        && let Some(value) = retry_after.get()
+    {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, value.clone());
+    }
+    response
 }
 
 /// A stateless request's JSON-RPC response, written once to JSON.
