@@ -167,7 +167,7 @@ cmd_smoke() {
   local started=0 rc=0
   pid_of >/dev/null || started=1
   eval "$(cmd_start)"
-  # shellcheck source=../lib/python-venv.sh
+  # shellcheck source=tests/lib/python-venv.sh
   source "$ROOT/tests/lib/python-venv.sh"
   python_venv
   "$PYTHON" "$ROOT/tests/auth/exchange-smoke.py" "$KUBE_MCP_EXCHANGE_ISSUER" "$KUBE_MCP_EXCHANGE_CLIENT_KEY" || rc=$?
