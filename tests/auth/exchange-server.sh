@@ -166,7 +166,9 @@ cmd_status() {
 cmd_smoke() {
   local started=0 rc=0
   pid_of >/dev/null || started=1
-  eval "$(cmd_start)"
+  local envs
+  envs=$(cmd_start) || return 1
+  eval "$envs"
   # shellcheck source=tests/lib/python-venv.sh
   source "$ROOT/tests/lib/python-venv.sh"
   python_venv

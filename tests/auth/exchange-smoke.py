@@ -109,7 +109,7 @@ def main(issuer: str, key_pem: str) -> int:
             return http.post(token_url, auth=SECRET_CLIENT, data=form)
         if auth == "post":
             return http.post(token_url, data={**form, "client_id": SECRET_CLIENT[0], "client_secret": SECRET_CLIENT[1]})
-        aud = {"jwt": issuer, "jwt-token-url": token_url}[auth]
+        aud = {"jwt": issuer, "jwt-token-url": token_url, "jwt-both": [issuer, token_url]}[auth]
         return http.post(token_url, data={
             **form, "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
             "client_assertion": assertion(aud)})
@@ -146,6 +146,9 @@ def main(issuer: str, key_pem: str) -> int:
     else:
         note("unsupported", f"client assertion with aud = token endpoint URL only: {r.status_code} {r.text.strip()} "
              "(the library requires the issuer in aud)")
+
+    r = exchange(alice, "jwt-both")
+    check("client assertion with aud = [issuer, token endpoint URL]: 200", r.status_code == 200, r.text)
 
     # --- client_credentials ------------------------------------------------------------------------
     r = http.post(token_url, auth=SERVICE_USER, data={"grant_type": "client_credentials", "scope": "issues:read"})
