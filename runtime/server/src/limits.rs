@@ -257,6 +257,12 @@ mod tests {
     }
 
     #[test]
+    fn every_scope_has_its_metric_series() {
+        let labels: Vec<&str> = Scope::ALL.iter().map(|s| s.label()).collect();
+        assert_eq!(labels, crate::metrics::RATE_LIMIT_SCOPES);
+    }
+
+    #[test]
     fn a_server_rate_admits_its_burst_then_says_when_to_retry() {
         let limits = CompiledLimits {
             server: Some(limit(Some((1, 3600, 3)), None)),

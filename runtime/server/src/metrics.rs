@@ -116,6 +116,10 @@ pub struct ShareLabel {
     pub limit: &'static str,
 }
 
+/// Values of the `scope` label of `mcp_rate_limited_total` (`limits::Scope::label`; a test there
+/// keeps both in step, since `limits` depends on this module and not the other way round).
+pub const RATE_LIMIT_SCOPES: [&str; 3] = ["server", "principal", "tool"];
+
 /// Labels of `mcp_rate_limited_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ScopeLabel {
@@ -273,10 +277,8 @@ impl Default for Metrics {
             "Requests refused by a declared rate limit or quota (spec.limits), by the limit's scope",
             rate_limited.clone(),
         );
-        for scope in crate::limits::Scope::ALL {
-            let _ = rate_limited.get_or_create(&ScopeLabel {
-                scope: scope.label(),
-            });
+        for scope in RATE_LIMIT_SCOPES {
+            let _ = rate_limited.get_or_create(&ScopeLabel { scope });
         }
         let share_clients = Family::<ShareLabel, Gauge>::default();
         registry.register(
