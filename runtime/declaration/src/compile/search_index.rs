@@ -116,13 +116,22 @@ impl SearchIndex {
 
 /// The tokens of `text`: runs of letters and digits, split again where snake, kebab or camel
 /// case joins words (`listCoreV1NamespacedPod` -> list, core, v1, namespaced, pod), lowercased,
-/// with a plural `s` dropped so that `pods` finds `get_pod`.
+/// common English words left out and suffixes stripped ([`stem`]).
 fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
         .flat_map(camel_words)
         .filter(|word| !word.is_empty() && word.len() <= MAX_TOKEN_BYTES)
-        .map(|word| singular(word.to_lowercase()))
+        .map(str::to_lowercase)
+        .filter(|word| !STOP_WORDS.contains(&word.as_str()))
+        .map(stem)
 }
+
+/// Words that say nothing about what a tool does: a query in words (`list pods in a namespace`)
+/// would otherwise match every description that has them.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it",
+    "its", "my", "of", "on", "or", "that", "the", "this", "to", "with",
+];
 
 /// Splits one alphanumeric run at case changes: before an upper-case letter that follows a
 /// lower-case letter or a digit, and before the last capital of an acronym followed by a word
@@ -146,10 +155,23 @@ fn camel_words(run: &str) -> Vec<&str> {
     words
 }
 
-/// `word` without a plural `s` (not `ss`, not short words such as `is`, `os`).
-fn singular(mut word: String) -> String {
-    if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") {
-        word.pop();
+/// `word` with a light English suffix stripped, so that forms of one word meet: `pods` and
+/// `pod`, `namespaced` and `namespaces` and `namespace`, `policies` and `policy`. A stem keeps at
+/// least three letters, and `ss` stays (`address`, `class`). Not a full stemmer: what it conflates
+/// wrongly only adds a weak match, and it stays predictable.
+fn stem(word: String) -> String {
+    if word.len() > 4
+        && let Some(base) = word.strip_suffix("ies")
+    {
+        return format!("{base}y");
+    }
+    for suffix in ["ed", "es", "s", "e"] {
+        if let Some(base) = word.strip_suffix(suffix)
+            && base.len() >= 3
+            && !(suffix == "s" && base.ends_with('s'))
+        {
+            return base.to_owned();
+        }
     }
     word
 }
@@ -172,27 +194,25 @@ mod tests {
     }
 
     #[test]
-    fn splits_snake_kebab_and_camel_case() {
+    fn splits_snake_kebab_and_camel_case_and_meets_word_forms() {
         let all: Vec<String> =
-            tokens("listCoreV1NamespacedPod get_HTTPServer-status a.b").collect();
+            tokens("listCoreV1NamespacedPod get_HTTPServer-status x.y").collect();
+        let expected = [
+            "list", "cor", "v1", "namespac", "pod", "get", "http", "server", "statu", "x", "y",
+        ];
+        assert_eq!(all, expected);
+        let one = |text: &str| tokens(text).collect::<Vec<_>>();
+        assert_eq!(one("Pods"), ["pod"]);
+        assert_eq!(one("namespace namespaces namespaced"), ["namespac"; 3]);
+        assert_eq!(one("policies policy"), ["policy"; 2]);
         assert_eq!(
-            all,
-            [
-                "list",
-                "core",
-                "v1",
-                "namespaced",
-                "pod",
-                "get",
-                "http",
-                "server",
-                "statu",
-                "a",
-                "b"
-            ]
+            one("address addresses class"),
+            ["address", "address", "class"]
         );
-        assert_eq!(tokens("Pods").collect::<Vec<_>>(), ["pod"]);
-        assert_eq!(tokens("address is").collect::<Vec<_>>(), ["address", "is"]);
+        assert_eq!(
+            one("list the pods in a namespace"),
+            ["list", "pod", "namespac"]
+        );
     }
 
     #[test]
