@@ -6,6 +6,11 @@
 
 mod apps;
 pub use apps::CompiledToolUi;
+mod discovery;
+pub use discovery::{
+    CompiledDiscovery, DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOLS, MAX_DESCRIBE_NAMES, MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT, MetaTool, SEARCH_TOOLS,
+};
 mod http;
 mod http_params;
 pub use http_params::RESERVED_HEADERS;
@@ -21,6 +26,8 @@ pub use param_headers::{
 mod prompts;
 mod resources;
 mod schema_walk;
+mod search_index;
+pub use search_index::{MAX_QUERY_TOKENS, MAX_TOOL_TOKENS, SearchIndex};
 mod server_info;
 mod shared_schemas;
 pub use shared_schemas::MAX_SHARED_SCHEMAS;
@@ -157,6 +164,7 @@ impl<'a> Compiler<'a> {
         let transports = self.transports(decl.transports.as_deref());
         let tool_names: Vec<&str> = decl.tools.iter().map(|t| t.name.as_str()).collect();
         let limits = self.limits(decl.limits.as_ref(), &tool_names);
+        let mut discovery = self.discovery(decl.discovery.as_ref(), &decl.tools);
         let (access, items) = AccessRules::compile(decl, self.options.template_fuel)
             .map_err(|errors| self.errors.extend(errors))
             .unwrap_or_default();
@@ -180,6 +188,7 @@ impl<'a> Compiler<'a> {
         for (template, access) in resource_templates.iter_mut().zip(items.resource_templates) {
             template.access = access;
         }
+        Self::discovery_index(&mut discovery, &tools);
         let index = |keys: Vec<String>| keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
         Ok(Compiled {
             server_info,
@@ -205,6 +214,7 @@ impl<'a> Compiler<'a> {
             access,
             transports,
             limits,
+            discovery,
         })
     }
 

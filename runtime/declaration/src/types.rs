@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 mod apps;
 mod auth;
+mod discovery;
 mod http;
 mod interactive;
 mod limits;
@@ -17,6 +18,7 @@ mod metadata;
 mod transport;
 pub use apps::*;
 pub use auth::*;
+pub use discovery::*;
 pub use http::*;
 pub use interactive::*;
 pub use limits::*;
@@ -86,6 +88,11 @@ pub struct Declaration {
     /// Rate limits and quotas (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
+    /// How clients discover the tools (absent: `mode: full`, every tool in `tools/list`).
+    /// `mode: search` serves large servers: `tools/list` shows the `pinned` tools plus the
+    /// meta tools `search_tools` and `describe_tools`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<Discovery>,
 }
 
 /// Caching hints sent as `ttlMs` and `cacheScope` on cacheable results.

@@ -27,6 +27,7 @@ pub use principal::Principal;
 mod authorize;
 mod catalog;
 mod completion;
+mod discovery;
 mod extensions;
 mod finish;
 mod interactive;
@@ -505,24 +506,21 @@ impl Server {
             }
             methods::TOOLS_LIST => {
                 let views = extensions::client_shows_views(ctx, params);
-                catalog::list(
-                    params,
-                    page_size,
-                    "tools",
-                    decl.tools
-                        .iter()
-                        .filter(|t| listed(&t.access))
-                        .filter_map(|t| match &t.ui {
-                            Some(ui) if !views => (!ui.app_only).then_some(&ui.plain),
-                            _ => Some(&t.descriptor),
-                        })
-                        .collect::<Vec<_>>()
-                        .into_iter(),
-                )
+                let entries = discovery::listing(decl, views, &listed);
+                catalog::list(params, page_size, "tools", entries.into_iter())
             }
-            methods::TOOLS_CALL => {
-                tools::call(decl, &self.metrics, &self.rounds, ctx, request).await
-            }
+            methods::TOOLS_CALL => match request.target {
+                Target::Meta(meta) => {
+                    let started = Instant::now();
+                    let views = extensions::client_shows_views(ctx, params);
+                    let reply =
+                        discovery::call(decl, meta, params.get("arguments"), views, &listed);
+                    self.metrics
+                        .tool_call(meta.name(), !reply.is_error, started.elapsed());
+                    Ok(tools::shape(reply, ctx.era))
+                }
+                _ => tools::call(decl, &self.metrics, &self.rounds, ctx, request).await,
+            },
             methods::RESOURCES_LIST => catalog::list(
                 params,
                 page_size,
@@ -611,7 +609,8 @@ fn diff(old: &Compiled, new: &Compiled) -> Changes {
         .filter_map(|r| r.contents["uri"].as_str().map(str::to_owned))
         .collect();
     Changes {
-        tools: !same(old.tools.iter(), new.tools.iter(), |t| &t.descriptor),
+        tools: !same(old.tools.iter(), new.tools.iter(), |t| &t.descriptor)
+            || !old.discovery.lists_like(&new.discovery),
         prompts: !same(old.prompts.iter(), new.prompts.iter(), |p| &p.descriptor),
         resources: !same(old.resources.iter(), new.resources.iter(), |r| {
             &r.descriptor

@@ -146,6 +146,7 @@ fn protocol_version(era: Era) -> &'static str {
 fn declared_name<'d>(request: &Request, decl: &'d Compiled) -> Option<&'d str> {
     let descriptor = match (request.method.as_str(), &request.target) {
         (methods::TOOLS_CALL, Target::Tool(i)) => &decl.tools[*i].descriptor,
+        (methods::TOOLS_CALL, Target::Meta(meta)) => return Some(meta.name()),
         (methods::PROMPTS_GET, Target::Prompt(i)) => &decl.prompts[*i].descriptor,
         _ => return None,
     };

@@ -6,7 +6,7 @@
 use super::Served;
 use super::param_headers;
 use super::params::{CallTool, Complete, CompletionRef, GetPrompt, ResourceUri};
-use mcp_declaration::{Access, Compiled, ResolvedUri, UriItem};
+use mcp_declaration::{Access, Compiled, MetaTool, ResolvedUri, UriItem};
 use mcp_protocol::{McpError, methods};
 use serde_json::Value;
 use std::sync::Arc;
@@ -34,6 +34,9 @@ pub enum Target {
     Nothing,
     /// `tools/call` of a declared tool (index into `Compiled::tools`).
     Tool(usize),
+    /// `tools/call` of a meta tool of discovery's search mode (open to every caller; what it
+    /// finds is filtered by the caller's rules).
+    Meta(MetaTool),
     /// `prompts/get`, or a `completion/complete` of a prompt argument.
     Prompt(usize),
     /// `resources/read`, `resources/subscribe` or `resources/unsubscribe` of a URI this server
@@ -95,7 +98,7 @@ impl Request {
                 .unwrap_or_else(|| Value::Object(Default::default()))
         };
         match &self.target {
-            Target::Nothing | Target::Invalid(_) => Vec::new(),
+            Target::Nothing | Target::Meta(_) | Target::Invalid(_) => Vec::new(),
             Target::Tool(i) => vec![(&decl.tools[*i].access, args())],
             Target::Prompt(i) => vec![(&decl.prompts[*i].access, args())],
             Target::Template(i) => vec![(&decl.resource_templates[*i].access, Value::Null)],
@@ -119,9 +122,13 @@ fn uri_access<'d>(decl: &'d Compiled, resolved: &ResolvedUri) -> (&'d Access, Va
 fn resolve(decl: &Compiled, method: &str, params: &Value) -> Target {
     match method {
         methods::TOOLS_CALL => match CallTool::parse(params) {
-            Ok(call) => match decl.tool_index(call.name) {
-                Some(i) => Target::Tool(i),
-                None => unknown(format!("unknown tool: {}", call.name)),
+            Ok(call) => match (
+                decl.discovery.meta_tool(call.name),
+                decl.tool_index(call.name),
+            ) {
+                (Some(meta), _) => Target::Meta(meta),
+                (None, Some(i)) => Target::Tool(i),
+                (None, None) => unknown(format!("unknown tool: {}", call.name)),
             },
             Err(err) => Target::Invalid(err),
         },

@@ -327,3 +327,4 @@ fn cancelled_notifications_cancel_the_request() {
 
 mod apps;
 mod authorization;
+mod discovery;

@@ -199,7 +199,7 @@ async fn send_progress(decl: &Compiled, tool: &CompiledTool, ctx: &RequestContex
 
 /// Era shaping: `structuredContent` is any JSON in 2026-07-28, an object from 2025-06-18, and
 /// absent before (the JSON text block carries it).
-fn shape(reply: ToolReply, era: Era) -> Value {
+pub(crate) fn shape(reply: ToolReply, era: Era) -> Value {
     let content = match era {
         Era::Legacy(version) => reply
             .content

@@ -46,6 +46,8 @@ pub struct Compiled {
     pub transports: crate::Transports,
     /// `spec.limits`.
     pub limits: super::CompiledLimits,
+    /// `spec.discovery`: what `tools/list` shows, the meta tools and their search index.
+    pub discovery: super::CompiledDiscovery,
     pub(super) tool_index: HashMap<String, usize>,
     /// Fixed resources by their canonical URI.
     pub(super) resource_index: HashMap<String, usize>,
