@@ -26,14 +26,19 @@ spec:
       messages: [{role: user, content: {type: text, text: "Hello {{ args.who }}"}}]
 "#;
 
-fn server() -> Server {
-    let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
+/// A server serving `manifest` with default settings.
+fn serving(manifest: &str) -> Server {
+    let manifest = parse_manifest(manifest, ".".into()).unwrap();
     let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
     Server::new(
         Served::new(compiled).unwrap(),
         ServerSettings::default(),
         Arc::default(),
     )
+}
+
+fn server() -> Server {
+    serving(MANIFEST)
 }
 
 const LEGACY: Era = Era::Legacy(LegacyVersion::V2025_11_25);

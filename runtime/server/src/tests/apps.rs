@@ -3,7 +3,6 @@
 //! client gets the plain tools; the view's resource carries its sandbox rules when read. No I/O.
 
 use super::*;
-use mcp_declaration::{CompileOptions, compile, parse_manifest};
 use mcp_protocol::meta;
 
 const MANIFEST: &str = r#"
@@ -31,13 +30,7 @@ spec:
 "#;
 
 fn server() -> Server {
-    let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
-    let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
-    Server::new(
-        Served::new(compiled).unwrap(),
-        ServerSettings::default(),
-        Arc::default(),
-    )
+    super::serving(MANIFEST)
 }
 
 fn modern(capabilities: Value) -> Value {

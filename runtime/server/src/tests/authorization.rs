@@ -5,7 +5,6 @@
 
 use super::*;
 use crate::sessions::SessionTransport;
-use mcp_declaration::{CompileOptions, compile, parse_manifest};
 use mcp_protocol::meta;
 
 const MANIFEST: &str = r#"
@@ -44,13 +43,7 @@ spec:
 "#;
 
 fn guarded() -> Server {
-    let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
-    let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
-    Server::new(
-        Served::new(compiled).unwrap(),
-        ServerSettings::default(),
-        Arc::default(),
-    )
+    super::serving(MANIFEST)
 }
 
 /// A caller with `scopes` and `groups`.

@@ -4,9 +4,7 @@
 
 use super::*;
 use crate::sessions::SessionTransport;
-use mcp_declaration::{
-    CompileOptions, MAX_DESCRIBE_NAMES, MAX_SEARCH_LIMIT, compile, parse_manifest,
-};
+use mcp_declaration::{MAX_DESCRIBE_NAMES, MAX_SEARCH_LIMIT};
 
 const MANIFEST: &str = r#"
 apiVersion: kube-mcp.io/v1alpha1
@@ -34,13 +32,7 @@ spec:
 "#;
 
 fn server() -> Server {
-    let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
-    let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
-    Server::new(
-        Served::new(compiled).unwrap(),
-        ServerSettings::default(),
-        Arc::default(),
-    )
+    super::serving(MANIFEST)
 }
 
 fn ctx(scopes: &str, groups: &[&str]) -> RequestContext {
