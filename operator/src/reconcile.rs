@@ -253,6 +253,8 @@ async fn reconcile_inner(
         return Ok(Action::await_change());
     }
     let step = Instant::now();
+    // The server's Deployment as the watch cache holds it, read once for every step below.
+    let cached = apply::cached_deployment(&ctx.stores, server);
     let verdict = match unreadable {
         None => host_claims::check(
             server,
@@ -260,10 +262,7 @@ async fn reconcile_inner(
             validate::validate(
                 server,
                 ctx.config.allow_link_local_upstreams,
-                build::desired_replicas(
-                    server,
-                    apply::cached_deployment(&ctx.stores, server).as_ref(),
-                ),
+                build::desired_replicas(server, cached.as_ref()),
             ),
         ),
         Some(error) => Err(validate::Refused::unparseable(error)),
@@ -278,7 +277,6 @@ async fn reconcile_inner(
     match &verdict {
         Ok(accepted) => {
             let step = Instant::now();
-            let cached = apply::cached_deployment(&ctx.stores, server);
             let plan = session_key_plan(ctx, server, cached.as_ref());
             key_recheck = plan.recheck;
             let children = build::children(
@@ -311,12 +309,12 @@ async fn reconcile_inner(
             match applied_now {
                 Ok(done) => applied = done,
                 Err(error) => {
-                    applied.deployment = apply::cached_deployment(&ctx.stores, server);
+                    applied.deployment = cached;
                     apply_error = Some(error);
                 }
             }
         }
-        Err(_) => applied.deployment = apply::cached_deployment(&ctx.stores, server),
+        Err(_) => applied.deployment = cached,
     }
     if !rollout_queued {
         ctx.rollouts.observe(
