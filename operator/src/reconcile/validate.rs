@@ -126,9 +126,20 @@ pub fn validate(
 ) -> Result<Accepted, Refused> {
     let name = server.name_any();
     let declaration = &server.spec.declaration;
+    // Scaled to zero, no pod enforces anything; the first to start takes the whole.
+    let replicas = replicas.max(1);
+    let shares = declaration.limits.as_ref().map(|limits| LimitsStatus {
+        replicas,
+        per_replica: limits.divided(u32::try_from(replicas).unwrap_or(1)),
+    });
+    // What the pods read, compiled as they will compile it: the declaration with each limit
+    // replaced by one replica's share (a share of valid limits is valid).
     let manifest = Manifest {
         name: name.clone(),
-        declaration: declaration.clone(),
+        declaration: Declaration {
+            limits: shares.as_ref().map(|s| s.per_replica.clone()),
+            ..declaration.clone()
+        },
         base_dir: Default::default(),
         hash: None,
     };
@@ -154,21 +165,8 @@ pub fn validate(
         }
         return Err(Refused::invalid(errors));
     }
-    // Scaled to zero, no pod enforces anything; the first to start takes the whole.
-    let replicas = replicas.max(1);
-    let shares = declaration.limits.as_ref().map(|limits| LimitsStatus {
-        replicas,
-        per_replica: limits.divided(u32::try_from(replicas).unwrap_or(1)),
-    });
-    let rendered = match &shares {
-        Some(shares) => &Declaration {
-            limits: Some(shares.per_replica.clone()),
-            ..declaration.clone()
-        },
-        None => declaration,
-    };
     let render = |annotations: &BTreeMap<&'static str, String>| {
-        render_manifest(&name, rendered, annotations).map_err(|err| {
+        render_manifest(&name, &manifest.declaration, annotations).map_err(|err| {
             Refused::invalid(vec![FieldError {
                 path: "spec".into(),
                 message: format!("cannot be written as YAML: {err}"),
