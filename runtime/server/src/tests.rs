@@ -69,6 +69,29 @@ fn ctx(era: Era) -> RequestContext {
     RequestContext::new(era, &json!({}), None, None)
 }
 
+/// A caller with `scopes` and `groups`.
+fn caller(scopes: &str, groups: &[&str]) -> Arc<Principal> {
+    let claims =
+        json!({"iss": "https://idp.example.com", "sub": "u", "scope": scopes, "groups": groups});
+    let Value::Object(claims) = claims else {
+        unreachable!()
+    };
+    Arc::new(Principal::from_claims(claims, u64::MAX))
+}
+
+/// A legacy session's request context, for `who`.
+fn session_ctx(who: &Arc<Principal>) -> RequestContext {
+    let session = Arc::new(Session::new(
+        "s".into(),
+        SessionTransport::StreamableHttp,
+        Some(LegacyVersion::V2025_11_25),
+        0,
+    ));
+    RequestContext::new(LEGACY, &json!({}), None, None)
+        .in_session(session)
+        .with_caller(Some(who.clone()))
+}
+
 #[tokio::test]
 async fn prompts_render_and_check_their_arguments() {
     let server = server();

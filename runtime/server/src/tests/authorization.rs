@@ -4,7 +4,6 @@
 //! if it does, a caller the item's rules refuse must be refused. No I/O.
 
 use super::*;
-use crate::sessions::SessionTransport;
 use mcp_protocol::meta;
 
 const MANIFEST: &str = r#"
@@ -45,30 +44,6 @@ spec:
 fn guarded() -> Server {
     super::serving(MANIFEST)
 }
-
-/// A caller with `scopes` and `groups`.
-fn caller(scopes: &str, groups: &[&str]) -> Arc<Principal> {
-    let claims =
-        json!({"iss": "https://idp.example.com", "sub": "u", "scope": scopes, "groups": groups});
-    let Value::Object(claims) = claims else {
-        unreachable!()
-    };
-    Arc::new(Principal::from_claims(claims, u64::MAX))
-}
-
-fn session_ctx(who: &Arc<Principal>) -> RequestContext {
-    let session = Arc::new(Session::new(
-        "s".into(),
-        SessionTransport::StreamableHttp,
-        Some(LEGACY_VERSION),
-        0,
-    ));
-    RequestContext::new(Era::Legacy(LEGACY_VERSION), &json!({}), None, None)
-        .in_session(session)
-        .with_caller(Some(who.clone()))
-}
-
-const LEGACY_VERSION: LegacyVersion = LegacyVersion::V2025_11_25;
 
 fn decide(server: &Server, who: &Arc<Principal>, method: &str, params: Value) -> Decision {
     let request = server.request(method.to_owned(), params);

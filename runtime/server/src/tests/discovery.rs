@@ -3,7 +3,6 @@
 //! declared tool stays callable. No I/O (declared content only).
 
 use super::*;
-use crate::sessions::SessionTransport;
 use mcp_declaration::{MAX_DESCRIBE_NAMES, MAX_SEARCH_LIMIT};
 
 const MANIFEST: &str = r#"
@@ -36,22 +35,7 @@ fn server() -> Server {
 }
 
 fn ctx(scopes: &str, groups: &[&str]) -> RequestContext {
-    let claims =
-        json!({"iss": "https://idp.example.com", "sub": "u", "scope": scopes, "groups": groups});
-    let Value::Object(claims) = claims else {
-        unreachable!()
-    };
-    let who = Arc::new(Principal::from_claims(claims, u64::MAX));
-    let version = LegacyVersion::V2025_11_25;
-    let session = Arc::new(Session::new(
-        "s".into(),
-        SessionTransport::StreamableHttp,
-        Some(version),
-        0,
-    ));
-    RequestContext::new(Era::Legacy(version), &json!({}), None, None)
-        .in_session(session)
-        .with_caller(Some(who))
+    session_ctx(&caller(scopes, groups))
 }
 
 fn names(list: &Value) -> Vec<&str> {
