@@ -11,9 +11,13 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 /// Principals tracked per limit. Past this, the states that would be fresh again anyway are
-/// dropped; if that frees nothing, further principals share one overflow state (still limited,
+/// dropped; while that frees nothing, requests are counted in one overflow state (still limited,
 /// together), so a flood of new addresses costs bounded memory.
 const MAX_TRACKED: usize = 65_536;
+
+/// Least time between two prunings of a full limit's states: pruning walks all of them, which
+/// must not happen on every request while the limit stays full.
+const PRUNE_EVERY: Duration = Duration::from_secs(1);
 
 /// Which limit refused a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +75,19 @@ fn quota(rate: &Rate) -> Option<Quota> {
     Quota::with_period(rate.period / rate.count).map(|q| q.allow_burst(burst))
 }
 
+/// The quotas of a limit: its rate's and its quota's.
+fn quotas(limit: &CompiledLimit) -> impl Iterator<Item = Quota> + '_ {
+    [limit.rate.as_ref(), limit.quota.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(quota)
+}
+
+/// How long until a refused request could pass.
+fn wait(not_until: governor::NotUntil<<DefaultClock as Clock>::Instant>) -> Duration {
+    not_until.wait_time_from(DefaultClock::default().now())
+}
+
 /// A limit counting everyone together.
 struct Shared {
     limiters: Vec<DefaultDirectRateLimiter>,
@@ -79,10 +96,7 @@ struct Shared {
 
 impl Shared {
     fn new(limit: &CompiledLimit) -> Self {
-        let limiters = [limit.rate.as_ref(), limit.quota.as_ref()]
-            .into_iter()
-            .flatten()
-            .filter_map(quota)
+        let limiters = quotas(limit)
             .map(DefaultDirectRateLimiter::direct)
             .collect();
         Self {
@@ -93,9 +107,7 @@ impl Shared {
 
     fn check(&self) -> Result<(), Duration> {
         for limiter in &self.limiters {
-            limiter
-                .check()
-                .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))?;
+            limiter.check().map_err(wait)?;
         }
         Ok(())
     }
@@ -105,14 +117,13 @@ impl Shared {
 struct PerPrincipal {
     limiters: Vec<(DefaultKeyedRateLimiter<ClientKey>, DefaultDirectRateLimiter)>,
     text: String,
+    /// When the states were last pruned.
+    pruned: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl PerPrincipal {
     fn new(limit: &CompiledLimit) -> Self {
-        let limiters = [limit.rate.as_ref(), limit.quota.as_ref()]
-            .into_iter()
-            .flatten()
-            .filter_map(quota)
+        let limiters = quotas(limit)
             .map(|q| {
                 (
                     DefaultKeyedRateLimiter::keyed(q),
@@ -123,22 +134,35 @@ impl PerPrincipal {
         Self {
             limiters,
             text: limit.text.clone(),
+            pruned: std::sync::Mutex::new(None),
         }
     }
 
     fn check(&self, client: &ClientKey) -> Result<(), Duration> {
         for (keyed, overflow) in &self.limiters {
-            if keyed.len() >= MAX_TRACKED {
-                keyed.retain_recent();
-            }
-            let outcome = if keyed.len() >= MAX_TRACKED {
+            let full = keyed.len() >= MAX_TRACKED && !self.pruned_room(keyed);
+            let outcome = if full {
                 overflow.check()
             } else {
                 keyed.check_key(client)
             };
-            outcome.map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))?;
+            outcome.map_err(wait)?;
         }
         Ok(())
+    }
+
+    /// Prunes a full limit's states, at most once every [`PRUNE_EVERY`] (a request that finds
+    /// another pruning, or one too recent, does not wait); whether that made room.
+    fn pruned_room(&self, keyed: &DefaultKeyedRateLimiter<ClientKey>) -> bool {
+        let Ok(mut last) = self.pruned.try_lock() else {
+            return false;
+        };
+        if last.is_some_and(|at| at.elapsed() < PRUNE_EVERY) {
+            return false;
+        }
+        keyed.retain_recent();
+        *last = Some(std::time::Instant::now());
+        keyed.len() < MAX_TRACKED
     }
 }
 
