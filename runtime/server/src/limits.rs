@@ -174,6 +174,8 @@ enum ToolGate {
 /// Every limit of one declaration, with the counts so far.
 #[derive(Default)]
 pub struct Limiter {
+    /// Whether any limit is declared: requests of a declaration without any skip the rest.
+    active: bool,
     server: Option<Shared>,
     per_principal: Option<PerPrincipal>,
     tools: Vec<Option<(ToolGate, String)>>,
@@ -189,7 +191,7 @@ impl Limiter {
     /// The limiters of `limits` and the names of the tools they are indexed by, all counts at
     /// zero.
     pub fn new(limits: &CompiledLimits, tool_names: &[&str]) -> Self {
-        let tools = limits
+        let tools: Vec<Option<(ToolGate, String)>> = limits
             .tools
             .iter()
             .zip(tool_names)
@@ -208,6 +210,9 @@ impl Limiter {
             })
             .collect();
         Self {
+            active: limits.server.is_some()
+                || limits.per_principal.is_some()
+                || tools.iter().any(Option::is_some),
             server: limits.server.as_ref().map(Shared::new),
             per_principal: limits.per_principal.as_ref().map(PerPrincipal::new),
             tools,
@@ -216,9 +221,7 @@ impl Limiter {
 
     /// Whether any limit applies to requests (computing a principal's key is then worth it).
     pub fn any(&self) -> bool {
-        self.server.is_some()
-            || self.per_principal.is_some()
-            || self.tools.iter().any(Option::is_some)
+        self.active
     }
 
     /// Counts a request of `client` (for `tools/call`, of tool `tool`), or says which limit

@@ -40,15 +40,6 @@ pub struct CompiledLimits {
     pub tools: Vec<Option<(CompiledLimit, bool)>>,
 }
 
-impl CompiledLimits {
-    /// Whether any limit is declared.
-    pub fn any(&self) -> bool {
-        self.server.is_some()
-            || self.per_principal.is_some()
-            || self.tools.iter().any(Option::is_some)
-    }
-}
-
 /// Seconds in each unit a rate or quota may name.
 const UNITS: &[(&str, u64)] = &[("s", 1), ("min", 60), ("h", 3600), ("day", 86_400)];
 
