@@ -9,6 +9,7 @@ mod cluster_rules;
 mod compile;
 mod field_error;
 mod files;
+mod glob;
 mod jq;
 mod json_body;
 mod link_local;
@@ -40,6 +41,7 @@ pub use compile::{
     valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
+pub use glob::glob;
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;

@@ -5,6 +5,7 @@
 
 use super::load::Documents;
 use super::{ImportError, ImportOptions};
+use mcp_declaration::glob;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -210,30 +211,6 @@ pub(super) fn check(ops: &[Operation], options: &ImportOptions) -> Result<(), Im
         ));
     }
     Ok(())
-}
-
-/// Glob match where `*` matches any run of characters (`/` included) and everything else
-/// matches itself.
-pub(super) fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
 }
 
 #[cfg(test)]
