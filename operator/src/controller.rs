@@ -20,7 +20,7 @@ use crate::reconcile::memory::{Memory, fingerprint};
 use crate::reconcile::{
     Context, error_chain, error_policy, exposed, pods, reconcile, session_keys, status,
 };
-use crate::resource::CachedServer;
+use crate::resource::{CachedServer, CachedToolSet, CachedToolSetGrant};
 use crate::verifier::{self, Verifier};
 use changes::{Filter, changes};
 use futures_util::StreamExt as _;
@@ -116,6 +116,41 @@ where
         .modify(strip)
         .reflect(writer);
     (reader, stream)
+}
+
+/// A watch of every `K` in the watched namespaces (no label scope) cached into a store, as a
+/// stream of the objects it adds, changes or deletes.
+fn unscoped_watch<K>(
+    client: &Client,
+    namespaces: &[String],
+) -> (
+    Store<K>,
+    impl futures_util::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Watched,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watch_events(client, namespaces, &watcher::Config::default(), &reader)
+        .reflect(writer)
+        .touched_objects();
+    (reader, stream)
+}
+
+/// The servers whose `spec.include` takes sets from `namespace`: a set or grant there changed.
+fn including(
+    servers: &Store<CachedServer>,
+    namespace: Option<String>,
+) -> Vec<ObjectRef<CachedServer>> {
+    let Some(namespace) = namespace else {
+        return Vec::new();
+    };
+    servers
+        .state()
+        .iter()
+        .filter(|server| server.include_namespaces.contains(&namespace))
+        .map(|server| ObjectRef::from_obj(server.as_ref()))
+        .collect()
 }
 
 /// The HTTPRoute cache and its watch events, when the API server serves the Gateway API (its
@@ -259,6 +294,8 @@ pub async fn run(
     let (network_policies, network_policy_events) =
         cached_watch::<PartialObjectMeta<NetworkPolicy>>(&client, namespaces, strip::metadata);
     let (http_routes, http_route_events) = route_watch(&client, namespaces).await;
+    let (tool_sets, tool_set_events) = unscoped_watch::<CachedToolSet>(&client, namespaces);
+    let (tool_set_grants, grant_events) = unscoped_watch::<CachedToolSetGrant>(&client, namespaces);
     let stores = Stores {
         config_maps,
         services,
@@ -269,8 +306,11 @@ pub async fn run(
         http_routes,
         pods,
         servers: servers.clone(),
+        tool_sets,
+        tool_set_grants,
     };
     let ctx = context(stores);
+    let (set_servers, grant_servers) = (servers.clone(), servers.clone());
 
     // Servers refused with HostConflict are looked at again when another server changes or goes
     // away (it may have released the route they wait for).
@@ -376,6 +416,12 @@ pub async fn run(
             http_route_events,
             exposing_filter(m7, route_status),
         ))
+        .watches_stream(tool_set_events, move |set: CachedToolSet| {
+            including(&set_servers, set.namespace())
+        })
+        .watches_stream(grant_events, move |grant: CachedToolSetGrant| {
+            including(&grant_servers, grant.namespace())
+        })
         .reconcile_on(claims_released)
         .reconcile_on(verifier::changes(verified_rx))
         .reconcile_on(futures_util::StreamExt::flatten(

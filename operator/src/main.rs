@@ -31,6 +31,8 @@ enum Command {
     Run(Box<RunArgs>),
     /// Print the MCPServer CustomResourceDefinition (the YAML that crds/ holds).
     Crd,
+    /// Print the MCPToolSet and MCPToolSetGrant CustomResourceDefinitions (crds/ holds them).
+    ToolsetCrds,
 }
 
 #[derive(clap::Args)]
@@ -259,6 +261,11 @@ async fn main() -> anyhow::Result<()> {
         Command::Crd => {
             let text = mcp_operator::resource::crd_yaml();
             print!("{}", text.context("cannot write the CRD as YAML")?);
+            Ok(())
+        }
+        Command::ToolsetCrds => {
+            let text = mcp_operator::resource::toolset_crds_yaml();
+            print!("{}", text.context("cannot write the CRDs as YAML")?);
             Ok(())
         }
         Command::Run(args) => run_operator(*args).await,

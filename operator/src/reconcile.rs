@@ -5,7 +5,9 @@ pub mod apply;
 pub mod build;
 pub mod cache;
 pub mod exposed;
+pub mod fragments;
 pub mod host_claims;
+pub mod manifest_data;
 pub mod memory;
 pub mod pods;
 pub mod rollouts;
@@ -259,11 +261,14 @@ async fn reconcile_inner(
         None => host_claims::check(
             server,
             &ctx.stores.servers,
-            validate::validate(
-                server,
-                ctx.config.allow_link_local_upstreams,
-                build::desired_replicas(server, cached.as_ref()),
-            ),
+            fragments::fragments(&ctx.stores, server).and_then(|fragments| {
+                validate::validate(
+                    server,
+                    ctx.config.allow_link_local_upstreams,
+                    build::desired_replicas(server, cached.as_ref()),
+                    &fragments,
+                )
+            }),
         ),
         Some(error) => Err(validate::Refused::unparseable(error)),
     };
@@ -281,7 +286,7 @@ async fn reconcile_inner(
             key_recheck = plan.recheck;
             let children = build::children(
                 server,
-                &accepted.manifest_yaml,
+                &accepted.data,
                 &accepted.hash,
                 &ctx.config,
                 &plan.keys,

@@ -8,18 +8,23 @@ mod platform_fields;
 mod revision;
 mod schema;
 mod status;
+mod toolset;
 
 pub use cached::{CachedServer, Claim, parse_spec};
 pub use deployment_fields::{
     DeploymentFields, ImagePullPolicy, IngressSpec, IngressTls, RegistrySpec, RuntimeLogLevel,
     ServiceSpec, ServiceType, SessionsSpec, TelemetrySpec,
 };
-pub use generate::{crd, crd_yaml};
+pub use generate::{crd, crd_yaml, toolset_crds, toolset_crds_yaml};
 pub use platform_fields::{
     Exposure, GatewayParentRef, GatewaySpec, NetworkPolicySpec, UrlScheme, exposure_rules,
 };
 pub use revision::{CRD_REVISION, REVISION_ANNOTATION, RevisionError, Standing, standing};
-pub use status::{Condition, Counts, LimitsStatus, MCPServerStatus};
+pub use status::{Condition, Counts, IncludedToolSet, LimitsStatus, MCPServerStatus};
+pub use toolset::{
+    Cached, CachedToolSet, CachedToolSetGrant, MCPToolSet, MCPToolSetGrant, MCPToolSetGrantSpec,
+    MCPToolSetSpec,
+};
 
 use kube::{CustomResource, KubeSchema};
 use mcp_declaration::Declaration;
@@ -123,6 +128,26 @@ mod tests {
 
     /// Every CEL rule and list key of the schema, by path: the rules the API server enforces.
     #[test]
+    fn crds_directories_hold_the_generated_toolset_crds() {
+        let generated = toolset_crds_yaml().unwrap();
+        for (path, committed) in [
+            (
+                "crds/mcptoolsets.kube-mcp.io.yaml",
+                include_str!("../../crds/mcptoolsets.kube-mcp.io.yaml"),
+            ),
+            (
+                "charts/kube-mcp/crds/mcptoolsets.kube-mcp.io.yaml",
+                include_str!("../../charts/kube-mcp/crds/mcptoolsets.kube-mcp.io.yaml"),
+            ),
+        ] {
+            assert!(
+                committed == generated,
+                "{path} is stale: run `cargo run -p mcp-operator -- toolset-crds > {path}`"
+            );
+        }
+    }
+
+    #[test]
     fn validation_rules() {
         fn walk(schema: &Value, path: &str, out: &mut Vec<String>) {
             let Some(object) = schema.as_object() else {
@@ -191,12 +216,16 @@ mod tests {
     #[test]
     fn the_crd_fits_client_side_apply() {
         const ANNOTATION_LIMIT: usize = 256 * 1024;
-        let bytes = serde_json::to_vec(&crd()).unwrap().len();
-        println!("CRD as JSON: {bytes} bytes, limit {ANNOTATION_LIMIT}");
-        assert!(
-            bytes < ANNOTATION_LIMIT,
-            "the CRD is {bytes} bytes as JSON, over client-side apply's {ANNOTATION_LIMIT}"
-        );
+        let [sets, grants] = toolset_crds();
+        for crd in [crd(), sets, grants] {
+            let bytes = serde_json::to_vec(&crd).unwrap().len();
+            let name = crd.metadata.name.unwrap_or_default();
+            println!("{name} as JSON: {bytes} bytes, limit {ANNOTATION_LIMIT}");
+            assert!(
+                bytes < ANNOTATION_LIMIT,
+                "{name} is {bytes} bytes as JSON, over client-side apply's {ANNOTATION_LIMIT}"
+            );
+        }
     }
 
     #[test]

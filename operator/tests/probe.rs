@@ -8,7 +8,7 @@
 
 use mcp_declaration::CompileOptions;
 use mcp_http::app::{RunConfig, serve};
-use mcp_operator::reconcile::validate::validate;
+use mcp_operator::reconcile::validate::{Fragments, validate};
 use mcp_operator::resource::MCPServer;
 use mcp_operator::verifier::Prober;
 use mcp_operator::verifier::probe::Target;
@@ -32,7 +32,7 @@ spec:
 #[tokio::test]
 async fn the_runtime_reports_what_the_operator_stamped_without_a_token() {
     let server: MCPServer = serde_yaml_ng::from_str(SERVER).unwrap();
-    let accepted = validate(&server, false, 1).unwrap();
+    let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("manifest.yaml");
     std::fs::write(&manifest, &accepted.manifest_yaml).unwrap();
@@ -41,7 +41,7 @@ async fn the_runtime_reports_what_the_operator_stamped_without_a_token() {
             public_url: Some("https://mcp.example.com/probed".into()),
             ..Default::default()
         },
-        manifest,
+        manifests: vec![manifest],
         listen: "127.0.0.1:0".parse().unwrap(),
         admin_listen: "127.0.0.1:0".parse().unwrap(),
         http: mcp_http::transport::HttpSettings::default(),

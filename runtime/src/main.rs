@@ -46,8 +46,10 @@ enum Command {
 #[derive(Args)]
 struct ServeArgs {
     /// MCPServer manifest (YAML as for `kubectl apply`, or the config the operator renders).
-    #[arg(long, value_name = "FILE")]
-    manifest: PathBuf,
+    /// Repeatable, and a directory stands for its *.yaml, *.yml, *.json (and .gz) files: one
+    /// MCPServer among them, with the MCPToolSets (and MCPToolSetGrants) its spec.include takes.
+    #[arg(long, value_name = "FILE|DIR", required = true)]
+    manifest: Vec<PathBuf>,
     /// Address of the MCP endpoints (/mcp, /sse, /messages).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -300,7 +302,7 @@ fn config(args: ServeArgs) -> RunConfig {
         },
     };
     RunConfig {
-        manifest: args.manifest,
+        manifests: args.manifest,
         listen: args.listen,
         admin_listen: args.admin_listen,
         http: HttpSettings {

@@ -101,19 +101,19 @@ pub fn desired_replicas(server: &MCPServer, deployment: Option<&Deployment>) -> 
         .unwrap_or(1)
 }
 
-/// Key of the runtime manifest in the ConfigMap.
-pub const MANIFEST_KEY: &str = "manifest.yaml";
+use super::manifest_data::ManifestData;
+pub use super::manifest_data::{COMPRESSED_MANIFEST_KEY, MANIFEST_KEY};
 
 /// Builds the children of `server` from its validated manifest and the manifest's hash, its
 /// pods mounting the session `keys`.
 pub fn children(
     server: &MCPServer,
-    manifest_yaml: &str,
+    manifest: &ManifestData,
     hash: &str,
     config: &BuildConfig,
     keys: &SessionKeys,
 ) -> Children {
-    let mut config_map = config_map(server, manifest_yaml);
+    let mut config_map = config_map(server, manifest);
     config_map
         .metadata
         .annotations
@@ -132,14 +132,23 @@ pub fn children(
 
 /// The ConfigMap holding the runtime manifest. A declaration change changes only this object:
 /// the runtime watches the mounted file and reloads, so pods do not roll.
-pub fn config_map(server: &MCPServer, manifest_yaml: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: child_meta(server, config_map_name(server)),
-        data: Some(BTreeMap::from([(
-            MANIFEST_KEY.to_owned(),
-            manifest_yaml.to_owned(),
-        )])),
-        ..Default::default()
+/// Pods mount it as a directory and the runtime reads whichever key it holds.
+pub fn config_map(server: &MCPServer, manifest: &ManifestData) -> ConfigMap {
+    let metadata = child_meta(server, config_map_name(server));
+    match manifest {
+        ManifestData::Text(yaml) => ConfigMap {
+            metadata,
+            data: Some(BTreeMap::from([(MANIFEST_KEY.to_owned(), yaml.clone())])),
+            ..Default::default()
+        },
+        ManifestData::Compressed(gzip) => ConfigMap {
+            metadata,
+            binary_data: Some(BTreeMap::from([(
+                COMPRESSED_MANIFEST_KEY.to_owned(),
+                ByteString(gzip.clone()),
+            )])),
+            ..Default::default()
+        },
     }
 }
 
@@ -163,7 +172,7 @@ pub fn session_key(server: &MCPServer, name: &str, key: [u8; 32]) -> Secret {
 mod tests {
     use super::*;
     use crate::reconcile::test_support::server;
-    use crate::reconcile::validate::{Accepted, validate};
+    use crate::reconcile::validate::{Accepted, Fragments, validate};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     /// A server using every deployment field that shapes the children.
@@ -217,19 +226,13 @@ mod tests {
 
     /// The children of `server` from its validation, with the keys of [`keys`].
     fn children_of(server: &MCPServer, accepted: &Accepted, config: &BuildConfig) -> Children {
-        children(
-            server,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            config,
-            &keys(),
-        )
+        children(server, &accepted.data, &accepted.hash, config, &keys())
     }
 
     fn build(server: &MCPServer) -> Children {
         children_of(
             server,
-            &validate(server, false, 1).unwrap(),
+            &validate(server, false, 1, &Fragments::default()).unwrap(),
             &BuildConfig::default(),
         )
     }
@@ -395,7 +398,7 @@ mod tests {
               tools: [{name: steal, http: {url: 'http://169.254.169.254/latest/meta-data/'}}]
             ",
         );
-        let refused = validate(&metadata, false, 1).unwrap_err();
+        let refused = validate(&metadata, false, 1, &Fragments::default()).unwrap_err();
         assert!(
             refused.errors[0].message.contains("is link-local"),
             "{:?}",
@@ -405,7 +408,13 @@ mod tests {
             allow_link_local_upstreams: true,
             ..BuildConfig::default()
         };
-        let accepted = validate(&metadata, allowed.allow_link_local_upstreams, 1).unwrap();
+        let accepted = validate(
+            &metadata,
+            allowed.allow_link_local_upstreams,
+            1,
+            &Fragments::default(),
+        )
+        .unwrap();
         let plain = runtime_args(&build(&weather()));
         assert!(!plain.contains(&"--allow-link-local-upstreams".to_owned()));
         let built = children_of(&metadata, &accepted, &allowed);
@@ -417,7 +426,7 @@ mod tests {
         let server = weather();
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--transports".to_owned()), "{plain:?}");
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let config = BuildConfig {
             transports: Some(mcp_declaration::Transports::parse("streamable,modern").unwrap()),
             ..BuildConfig::default()
@@ -433,7 +442,7 @@ mod tests {
     #[test]
     fn trusted_proxies_reach_every_runtime_and_none_by_default() {
         let server = weather();
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let plain = runtime_args(&build(&server));
         assert!(!plain.contains(&"--trusted-proxy".to_owned()), "{plain:?}");
         let config = BuildConfig {
@@ -459,7 +468,7 @@ mod tests {
             server_cards: true,
             ..BuildConfig::default()
         };
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let built = children_of(&server, &accepted, &config);
         let args = runtime_args(&built);
         assert!(args.contains(&"--server-card".to_owned()), "{args:?}");
@@ -580,7 +589,7 @@ mod tests {
     #[test]
     fn network_policies_admit_only_the_configured_peers() {
         let mut config = BuildConfig::default();
-        let accepted = validate(&weather(), false, 1).unwrap();
+        let accepted = validate(&weather(), false, 1, &Fragments::default()).unwrap();
         assert_eq!(
             children_of(&weather(), &accepted, &config).network_policy,
             None
@@ -848,10 +857,10 @@ mod tests {
             "#,
         );
         // Validation refuses that `env` entry; built anyway, it still cannot replace the pod IP.
-        assert!(validate(&server, false, 1).is_err());
+        assert!(validate(&server, false, 1, &Fragments::default()).is_err());
         let mut accepted_spec = server.clone();
         accepted_spec.spec.deployment.env.clear();
-        let accepted = validate(&accepted_spec, false, 1).unwrap();
+        let accepted = validate(&accepted_spec, false, 1, &Fragments::default()).unwrap();
         let built = children_of(&server, &accepted, &BuildConfig::default());
         let pod = built.deployment.spec.template.spec.unwrap();
         let container = &pod.containers[0];
@@ -889,20 +898,14 @@ mod tests {
     #[test]
     fn during_a_rotation_the_pods_mount_the_previous_key_to_open_with() {
         let server = weather();
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let rotating = SessionKeys {
             previous: Some("weather-session-key-cccccccccc".into()),
             rotated_at: Some("2026-12-02T12:00:00Z".parse().unwrap()),
             ..keys()
         };
         let config = BuildConfig::default();
-        let built = children(
-            &server,
-            &accepted.manifest_yaml,
-            &accepted.hash,
-            &config,
-            &rotating,
-        );
+        let built = children(&server, &accepted.data, &accepted.hash, &config, &rotating);
         let annotations = built.deployment.metadata.annotations.clone().unwrap();
         assert_eq!(
             annotations["kube-mcp.io/previous-session-key"],
@@ -941,7 +944,11 @@ mod tests {
     #[test]
     fn the_template_hash_changes_with_the_pods_only() {
         let hash = |server: &MCPServer, config: &BuildConfig| {
-            let children = children_of(server, &validate(server, false, 1).unwrap(), config);
+            let children = children_of(
+                server,
+                &validate(server, false, 1, &Fragments::default()).unwrap(),
+                config,
+            );
             children.deployment.metadata.annotations.unwrap()[TEMPLATE_HASH_ANNOTATION].clone()
         };
         let config = BuildConfig::default();

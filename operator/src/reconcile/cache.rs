@@ -6,7 +6,7 @@
 //! without what the operator never reads (`controller.rs` strips them). No I/O.
 
 use super::build::HttpRoute;
-use crate::resource::CachedServer;
+use crate::resource::{CachedServer, CachedToolSet, CachedToolSetGrant};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
@@ -41,6 +41,10 @@ pub struct Stores {
     pub pods: Store<Pod>,
     /// Every watched server.
     pub servers: Store<CachedServer>,
+    /// Every `MCPToolSet` of the watched namespaces (for `spec.include`).
+    pub tool_sets: Store<CachedToolSet>,
+    /// Every `MCPToolSetGrant` of the watched namespaces.
+    pub tool_set_grants: Store<CachedToolSetGrant>,
 }
 
 /// A kind of child the operator applies: how to find its store.
@@ -132,12 +136,14 @@ impl Stores {
                 self.pod_disruption_budgets.wait_until_ready(),
                 self.pods.wait_until_ready(),
             );
-            let (g, h, i) = tokio::join!(
+            let (g, h, i, j, k) = tokio::join!(
                 self.network_policies.wait_until_ready(),
                 self.http_routes.wait_until_ready(),
                 self.servers.wait_until_ready(),
+                self.tool_sets.wait_until_ready(),
+                self.tool_set_grants.wait_until_ready(),
             );
-            [a, b, c, d, e, f, g, h, i].iter().all(Result::is_ok)
+            [a, b, c, d, e, f, g, h, i, j, k].iter().all(Result::is_ok)
         };
         tokio::time::timeout(READY_WAIT, all).await.unwrap_or(false)
     }

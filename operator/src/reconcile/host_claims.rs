@@ -203,6 +203,8 @@ mod tests {
     fn accepted() -> Accepted {
         Accepted {
             manifest_yaml: String::new(),
+            data: crate::reconcile::manifest_data::ManifestData::Text(String::new()),
+            tool_sets: Vec::new(),
             counts: Default::default(),
             hash: "h".into(),
             limits: None,

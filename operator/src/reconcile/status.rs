@@ -60,9 +60,9 @@ pub fn next_status(
         Ok(_) => super::build::desired_replicas(server, seen.deployment),
         Err(_) => seen.deployment.and_then(|d| d.spec.replicas).unwrap_or(1),
     };
-    let limits = match seen.verdict {
-        Ok(accepted) => accepted.limits.clone(),
-        Err(_) => old.limits.clone(),
+    let (limits, tool_sets) = match seen.verdict {
+        Ok(accepted) => (accepted.limits.clone(), accepted.tool_sets.clone()),
+        Err(_) => (old.limits.clone(), old.tool_sets.clone()),
     };
     let (accepted, url, counts) = match seen.verdict {
         Ok(accepted) => {
@@ -122,6 +122,7 @@ pub fn next_status(
             .and_then(|d| d.annotations().get(RUNTIME_IMAGE_ANNOTATION).cloned()),
         rollout_queued: seen.rollout_queued.then_some(true),
         limits,
+        tool_sets,
     }
 }
 
@@ -393,7 +394,7 @@ pub fn transitions(old: Option<&MCPServerStatus>, new: &MCPServerStatus) -> Vec<
 mod tests {
     use super::*;
     use crate::reconcile::test_support::server;
-    use crate::reconcile::validate::validate;
+    use crate::reconcile::validate::{Fragments, validate};
     use crate::resource::Counts;
 
     fn next(server: &MCPServer, seen: &Observation<'_>, now: &Time) -> MCPServerStatus {
@@ -464,7 +465,7 @@ mod tests {
     #[test]
     fn ready_when_every_replica_is_updated_and_available() {
         let server = hello(2);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let deployment = deployment(AVAILABLE);
         let status = next(
             &server,
@@ -477,13 +478,13 @@ mod tests {
     #[test]
     fn a_refused_spec_keeps_describing_what_still_serves() {
         let good = hello(2);
-        let accepted = validate(&good, false, 1).unwrap();
+        let accepted = validate(&good, false, 1, &Fragments::default()).unwrap();
         let deployment = deployment(AVAILABLE);
         let before = next(&good, &observe(Ok(&accepted), Some(&deployment)), &time(0));
 
         let mut bad = broken();
         bad.status = Some(before.clone());
-        let refused = validate(&bad, false, 1).unwrap_err();
+        let refused = validate(&bad, false, 1, &Fragments::default()).unwrap_err();
         let after = next(&bad, &observe(Err(&refused), Some(&deployment)), &time(60));
         let accepted_condition = after.condition(ACCEPTED).unwrap();
         assert_eq!(
@@ -534,7 +535,7 @@ mod tests {
     #[test]
     fn a_spec_never_accepted_is_not_ready() {
         let bad = broken();
-        let refused = validate(&bad, false, 1).unwrap_err();
+        let refused = validate(&bad, false, 1, &Fragments::default()).unwrap_err();
         let status = next(&bad, &observe(Err(&refused), None), &time(0));
         let ready = status.condition(READY).unwrap();
         assert_eq!(
@@ -548,7 +549,7 @@ mod tests {
     #[test]
     fn each_non_ready_state_has_its_reason() {
         let server = hello(2);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let cases = [
             ("status: {observedGeneration: 1}", "RollingOut"),
             (
@@ -600,7 +601,7 @@ mod tests {
         // What the Deployment controller writes while a new server's pods come up (no pod
         // available yet): every step gives the same status, so it is written once.
         let server = hello(2);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let steps = [
             "{}",
             "{observedGeneration: 2}",
@@ -648,7 +649,7 @@ mod tests {
     #[test]
     fn scaled_to_zero_is_not_ready() {
         let server = hello(0);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let deployment = deployment(AVAILABLE);
         let status = next(
             &server,
@@ -661,7 +662,7 @@ mod tests {
     #[test]
     fn an_apply_failure_is_reported() {
         let server = hello(1);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let mut seen = observe(Ok(&accepted), None);
         seen.apply_error = Some("cannot apply Deployment hello: forbidden".into());
         let status = next(&server, &seen, &time(0));
@@ -683,7 +684,7 @@ mod tests {
     #[test]
     fn the_same_status_twice_emits_nothing() {
         let server = hello(2);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let deployment = deployment(AVAILABLE);
         let first = next(
             &server,
@@ -704,7 +705,7 @@ mod tests {
     #[test]
     fn a_foreign_child_is_a_conflict_naming_the_object() {
         let server = hello(1);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let conflicts = [crate::reconcile::apply::Conflict {
             object: "Service/hello".into(),
             holder: "not controlled by this MCPServer".into(),
@@ -733,7 +734,7 @@ mod tests {
         // The refused spec asks for 2 replicas; the applied Deployment has 1, available.
         let mut bad = broken();
         bad.status = None;
-        let refused = validate(&bad, false, 1).unwrap_err();
+        let refused = validate(&bad, false, 1, &Fragments::default()).unwrap_err();
         let deployment = deployment(
             "metadata: {name: hello, generation: 1}\nspec: {replicas: 1, selector: {}, template: {}}\nstatus: {observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1}",
         );
@@ -745,7 +746,7 @@ mod tests {
     #[test]
     fn unavailable_pods_say_why() {
         let server = hello(1);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let deployment = deployment(
             "metadata: {name: hello, generation: 1}\nspec: {selector: {}, template: {}}\nstatus: {observedGeneration: 1, replicas: 1, updatedReplicas: 1}",
         );
@@ -768,7 +769,7 @@ mod tests {
     #[test]
     fn verified_is_written_when_on_and_propagating_is_no_warning() {
         let server = hello(2);
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         let deployment = deployment(AVAILABLE);
         let off = next(
             &server,

@@ -1,18 +1,25 @@
 //! Validate step of the reconcile pipeline: compile the declaration with the runtime's own
 //! compiler, and render the manifest the runtime will read from the ConfigMap. Pure.
 
-use crate::resource::{Counts, LimitsStatus, MCPServer};
+use super::manifest_data::{MAX_MANIFEST_BYTES, ManifestData, manifest_data};
+use crate::resource::{Counts, IncludedToolSet, LimitsStatus, MCPServer};
 use kube::ResourceExt;
 use mcp_declaration::{
-    CompileOptions, Declaration, FieldError, Manifest, cluster_problems, compile, render_manifest,
+    CompileOptions, Declaration, FieldError, IncludeError, IncludeProblem, Manifest, ToolSet,
+    ToolSetGrant, cluster_problems, compile, render_manifest, resolve_includes,
 };
 use std::collections::BTreeMap;
 
 /// A declaration the runtime will serve.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Accepted {
-    /// The runtime manifest: an `MCPServer` document holding only the declaration.
+    /// The runtime manifest: an `MCPServer` document holding only the declaration, its
+    /// included sets merged in.
     pub manifest_yaml: String,
+    /// How its ConfigMap stores it (compressed when too large as text).
+    pub data: ManifestData,
+    /// The sets `spec.include` took, in include order.
+    pub tool_sets: Vec<IncludedToolSet>,
     /// What it declares.
     pub counts: Counts,
     /// [`declaration_hash`] of it, stamped into the manifest (the runtime reports the hash it
@@ -50,6 +57,12 @@ pub enum RefusalReason {
     /// The object has a field or value this operator does not know (written under a newer
     /// CRD): it is not served with that field dropped.
     Unparseable,
+    /// `spec.include` names an `MCPToolSet` that does not exist.
+    ToolSetNotFound,
+    /// `spec.include` selects an `MCPToolSet` of another namespace that no grant there allows.
+    ToolSetNotGranted,
+    /// An included item has the name (or URI) of another, or a shared schema two definitions.
+    ToolSetConflict,
 }
 
 impl RefusalReason {
@@ -59,13 +72,12 @@ impl RefusalReason {
             Self::InvalidDeclaration => "InvalidDeclaration",
             Self::HostConflict => "HostConflict",
             Self::Unparseable => "Unparseable",
+            Self::ToolSetNotFound => "ToolSetNotFound",
+            Self::ToolSetNotGranted => "ToolSetNotGranted",
+            Self::ToolSetConflict => "ToolSetConflict",
         }
     }
 }
-
-/// Largest rendered manifest: a ConfigMap holds 1 MiB in all, and its metadata and key take a
-/// little of that.
-pub const MAX_MANIFEST_BYTES: usize = 1_000_000;
 
 /// Most problems quoted in a condition message; the rest are counted.
 const MAX_QUOTED_ERRORS: usize = 8;
@@ -76,6 +88,21 @@ impl Refused {
         Self {
             errors: vec![error],
             reason: RefusalReason::Unparseable,
+        }
+    }
+
+    /// An include that cannot be served: the reason is the first problem's (conflicts and
+    /// missing grants are what a person acts on; the message lists them all).
+    pub fn include(errors: Vec<IncludeError>) -> Self {
+        let reason = match errors.first().map(|e| e.problem) {
+            Some(IncludeProblem::NotFound) => RefusalReason::ToolSetNotFound,
+            Some(IncludeProblem::NotGranted) => RefusalReason::ToolSetNotGranted,
+            Some(IncludeProblem::Conflict) => RefusalReason::ToolSetConflict,
+            Some(IncludeProblem::Invalid) | None => RefusalReason::InvalidDeclaration,
+        };
+        Self {
+            errors: errors.into_iter().map(|e| e.error).collect(),
+            reason,
         }
     }
 
@@ -123,9 +150,27 @@ pub fn validate(
     server: &MCPServer,
     allow_link_local_upstreams: bool,
     replicas: i32,
+    fragments: &Fragments,
 ) -> Result<Accepted, Refused> {
     let name = server.name_any();
-    let declaration = &server.spec.declaration;
+    let namespace = server.namespace().unwrap_or_default();
+    // The sets merged in; a server without `include` is served as it is, uncopied.
+    let resolved = match server.spec.declaration.include.is_empty() {
+        true => None,
+        false => Some(
+            resolve_includes(
+                &namespace,
+                &server.spec.declaration,
+                &fragments.sets,
+                &fragments.grants,
+            )
+            .map_err(Refused::include)?,
+        ),
+    };
+    let (declaration, included) = match &resolved {
+        Some(resolved) => (&resolved.declaration, resolved.sets.as_slice()),
+        None => (&server.spec.declaration, &[][..]),
+    };
     // Scaled to zero, no pod enforces anything; the first to start takes the whole.
     let replicas = replicas.max(1);
     let shares = declaration.limits.as_ref().map(|limits| LimitsStatus {
@@ -175,22 +220,43 @@ pub fn validate(
     };
     let hash = declaration_hash(&render(&BTreeMap::new())?);
     let manifest_yaml = render(&[(HASH_ANNOTATION, hash.clone())].into())?;
-    if manifest_yaml.len() > MAX_MANIFEST_BYTES {
-        return Err(Refused::invalid(vec![FieldError {
+    let data = manifest_data(&manifest_yaml).map_err(|compressed| {
+        Refused::invalid(vec![FieldError {
             path: "spec".into(),
             message: format!(
-                "renders to {} bytes, more than the {MAX_MANIFEST_BYTES} a ConfigMap can hold: \
-                 serve large contents from an upstream (`http`) instead of inline `text` or `blob`",
+                "renders to {} bytes, {compressed} compressed, more than the \
+                 {MAX_MANIFEST_BYTES} a ConfigMap can hold: serve large contents from an \
+                 upstream (`http`) instead of inline `text` or `blob`",
                 manifest_yaml.len()
             ),
-        }]));
-    }
+        }])
+    })?;
+    let tool_sets = included
+        .iter()
+        .map(|set| IncludedToolSet {
+            namespace: set.namespace.clone(),
+            name: set.name.clone(),
+            items: u32::try_from(set.items).unwrap_or(u32::MAX),
+        })
+        .collect();
     Ok(Accepted {
         manifest_yaml,
+        data,
+        tool_sets,
         counts: counts(declaration),
         hash,
         limits: shares,
     })
+}
+
+/// The `MCPToolSet`s and `MCPToolSetGrant`s a server's `spec.include` may take: those of the
+/// namespaces it names, parsed.
+#[derive(Clone, Debug, Default)]
+pub struct Fragments {
+    /// The sets.
+    pub sets: Vec<ToolSet>,
+    /// The grants.
+    pub grants: Vec<ToolSetGrant>,
 }
 
 /// The tool, resource or prompt a field path points into, by name: `spec.tools[2].content` ->
@@ -252,7 +318,7 @@ mod tests {
                 - {name: create_issue, content: [{type: text, text: created}]}
             "##,
         );
-        let accepted = validate(&tracker, false, 3).unwrap();
+        let accepted = validate(&tracker, false, 3, &Fragments::default()).unwrap();
         let served = parse_manifest(&accepted.manifest_yaml, Default::default())
             .unwrap()
             .declaration
@@ -275,14 +341,16 @@ mod tests {
             Some("1/s")
         );
         // The declared limits are what the spec says; only the pods' manifest is divided.
-        let alone = validate(&tracker, false, 1).unwrap();
+        let alone = validate(&tracker, false, 1, &Fragments::default()).unwrap();
         assert_ne!(
             alone.hash, accepted.hash,
             "a new share is a new declaration for the pods"
         );
         assert!(alone.manifest_yaml.contains("rate: 100/s"));
         assert_eq!(
-            validate(&tracker, false, 0).unwrap().hash,
+            validate(&tracker, false, 0, &Fragments::default())
+                .unwrap()
+                .hash,
             alone.hash,
             "scaled to zero"
         );
@@ -296,7 +364,8 @@ mod tests {
             "#
                 ),
                 false,
-                3
+                3,
+                &Fragments::default(),
             )
             .unwrap()
             .limits,
@@ -324,7 +393,7 @@ mod tests {
                   messages: [{role: user, content: {type: text, text: Plan.}}]
             "##,
         );
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         assert_eq!(
             accepted.counts,
             Counts {
@@ -363,7 +432,7 @@ mod tests {
                   content: [{type: text, text: ok}]
             "#,
         );
-        let accepted = validate(&server, false, 1).unwrap();
+        let accepted = validate(&server, false, 1, &Fragments::default()).unwrap();
         // The ConfigMap carries the declaration as written (the pod resolves it again), so a
         // schema shared by many tools counts once against its 1 MiB.
         assert_eq!(
@@ -380,7 +449,7 @@ mod tests {
             "Pod".into(),
             serde_json::json!({"allOf": [{"$ref": "#/schemas/Pod"}]}),
         );
-        let refused = validate(&cyclic, false, 1).unwrap_err();
+        let refused = validate(&cyclic, false, 1, &Fragments::default()).unwrap_err();
         assert!(
             refused
                 .message()
@@ -403,7 +472,7 @@ mod tests {
                   content: [{type: text, text: hi}]
             "#,
         );
-        let refused = validate(&server, false, 1).unwrap_err();
+        let refused = validate(&server, false, 1, &Fragments::default()).unwrap_err();
         let paths: Vec<&str> = refused.errors.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -431,7 +500,7 @@ mod tests {
                 - {uri: "docs://readme", name: readme, file: README.md}
             "#,
         );
-        let refused = validate(&server, false, 1).unwrap_err();
+        let refused = validate(&server, false, 1, &Fragments::default()).unwrap_err();
         assert_eq!(
             refused.errors[0].path,
             "spec.resources[0].file (resource `docs://readme`)"
@@ -451,7 +520,13 @@ mod tests {
                     headers:
                       - {name: Authorization, secretKeyRef: {name: weather-api, key: token}}
             "#;
-        let refused = validate(&server(&manifest.replace("SECRETS", "")), false, 1).unwrap_err();
+        let refused = validate(
+            &server(&manifest.replace("SECRETS", "")),
+            false,
+            1,
+            &Fragments::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             refused.errors[0].path,
             "spec.tools[0].http (tool `forecast`)"
@@ -465,7 +540,8 @@ mod tests {
             validate(
                 &server(&manifest.replace("SECRETS", "secrets: [weather-api]")),
                 false,
-                1
+                1,
+                &Fragments::default(),
             )
             .is_ok()
         );
@@ -481,7 +557,7 @@ mod tests {
               env: [{name: LANG, value: C}, {name: KUBE_MCP_POD_IP, value: "10.9.9.9"}]
             "#,
         );
-        let refused = validate(&server, false, 1).unwrap_err();
+        let refused = validate(&server, false, 1, &Fragments::default()).unwrap_err();
         assert_eq!(refused.errors.len(), 1, "{}", refused.message());
         assert_eq!(refused.errors[0].path, "spec.env[1].name");
         assert!(refused.errors[0].message.contains("reserved"));
@@ -500,8 +576,26 @@ mod tests {
     }
 
     #[test]
-    fn a_declaration_too_big_for_a_config_map_is_refused() {
-        let big = "x".repeat(MAX_MANIFEST_BYTES);
+    fn a_declaration_too_big_for_a_config_map_is_compressed_then_refused() {
+        let compressible = "x".repeat(MAX_MANIFEST_BYTES);
+        let small = server(&format!(
+            "
+            metadata: {{name: big, namespace: tools}}
+            spec:
+              resources: [{{uri: 'docs://big', name: big, text: '{compressible}'}}]
+            "
+        ));
+        let accepted = validate(&small, false, 1, &Fragments::default()).unwrap();
+        assert!(matches!(accepted.data, ManifestData::Compressed(_)));
+        // Hex of a xorshift sequence: about half its size compressed.
+        let mut big = String::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        while big.len() <= 3 * MAX_MANIFEST_BYTES {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            big.push_str(&format!("{state:016x}"));
+        }
         let server = server(&format!(
             "
             metadata: {{name: big, namespace: tools}}
@@ -509,12 +603,12 @@ mod tests {
               resources: [{{uri: 'docs://big', name: big, text: '{big}'}}]
             "
         ));
-        let refused = validate(&server, false, 1).unwrap_err();
+        let refused = validate(&server, false, 1, &Fragments::default()).unwrap_err();
         assert_eq!(refused.errors[0].path, "spec");
         assert!(
             refused.errors[0]
                 .message
-                .contains("more than the 1000000 a ConfigMap can hold"),
+                .contains("compressed, more than the 1000000 a ConfigMap can hold"),
             "{}",
             refused.message()
         );

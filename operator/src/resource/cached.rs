@@ -29,6 +29,10 @@ pub struct CachedServer {
     /// is unreadable); set by [`CachedServer::compact`].
     #[serde(skip)]
     pub claim: Option<Claim>,
+    /// The namespaces `spec.include` takes sets from: a change of a set or grant there
+    /// reconciles this server.
+    #[serde(skip)]
+    pub include_namespaces: Vec<String>,
 }
 
 /// What a server claims on the shared ingress or gateway: a host and the paths under it.
@@ -89,6 +93,8 @@ impl CachedServer {
     /// included, so it reads only the deployment fields a claim depends on (the served part is
     /// skipped unparsed; the reconcile's strict parse refuses what this one lets by).
     pub fn compact(&mut self, claim: impl FnOnce(&MCPServer) -> Option<Claim>) {
+        self.include_namespaces =
+            include_namespaces(&self.spec, self.metadata.namespace.as_deref());
         let Ok(deployment) = serde_json::from_str::<DeploymentFields>(&self.spec) else {
             self.claim = None;
             return;
@@ -105,6 +111,32 @@ impl CachedServer {
     }
 }
 
+/// The namespaces a spec's `include` names (its own for entries without one), each once; only
+/// `include` is read, unparseable text names none.
+fn include_namespaces(text: &str, own: Option<&str>) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Includes {
+        #[serde(default)]
+        include: Vec<Entry>,
+    }
+    #[derive(Deserialize)]
+    struct Entry {
+        #[serde(default)]
+        namespace: Option<String>,
+    }
+    let Ok(includes) = serde_json::from_str::<Includes>(text) else {
+        return Vec::new();
+    };
+    let mut namespaces: Vec<String> = includes
+        .include
+        .into_iter()
+        .filter_map(|entry| entry.namespace.or_else(|| own.map(str::to_owned)))
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    namespaces
+}
+
 /// Parses a spec's JSON text: the served part as the runtime reads it and the deployment part,
 /// each refusing fields it does not know.
 pub fn parse_spec(text: &str) -> Result<MCPServerSpec, FieldError> {
@@ -117,8 +149,12 @@ pub fn parse_spec(text: &str) -> Result<MCPServerSpec, FieldError> {
     let (deployment, declaration): (Map<String, Value>, Map<String, Value>) = all
         .into_iter()
         .partition(|(key, _)| DEPLOYMENT_FIELDS.contains(&key.as_str()));
-    let field_error = |error: LoadError| match error {
-        LoadError::Shape { path, message } => FieldError { path, message },
+    let field_error = |error: LoadError| {
+        let mut errors = error.into_field_errors();
+        errors.truncate(1);
+        errors
+            .pop()
+            .unwrap_or_else(|| unreadable("unreadable".into()))
     };
     Ok(MCPServerSpec {
         declaration: spec_from_value::<Declaration>(Value::Object(declaration))

@@ -25,6 +25,15 @@ const NESTED_LIST_LIMIT: u32 = 64;
 
 /// Adds the Kubernetes rules to the schema of an `MCPServerSpec`.
 pub fn declaration_rules(schema: &mut schemars::Schema) {
+    item_rules(schema);
+    if let Some(spec) = schema.as_object_mut() {
+        super::platform_fields::exposure_rules(spec);
+    }
+}
+
+/// Adds the Kubernetes rules of the item lists (tools, resources, templates, prompts) to the
+/// schema of an `MCPServerSpec` or an `MCPToolSetSpec`.
+pub fn item_rules(schema: &mut schemars::Schema) {
     kubernetes_formats(schema);
     let Some(spec) = schema.as_object_mut() else {
         return;
@@ -98,7 +107,6 @@ pub fn declaration_rules(schema: &mut schemars::Schema) {
         }
     }
     bound_lists_with_rules(spec);
-    super::platform_fields::exposure_rules(spec);
 }
 
 /// Replaces integer formats the API server does not know (`uint32`, `uint64`, ...) with the

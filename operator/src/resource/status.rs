@@ -48,6 +48,21 @@ pub struct MCPServerStatus {
     /// Each replica's share of `spec.limits`, when it declares any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<LimitsStatus>,
+    /// The `MCPToolSet`s `spec.include` took into the served declaration, in include order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_sets: Vec<IncludedToolSet>,
+}
+
+/// An `MCPToolSet` a server serves items of.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IncludedToolSet {
+    /// The set's namespace.
+    pub namespace: String,
+    /// The set's name.
+    pub name: String,
+    /// Tools, resources, resource templates and prompts taken from it.
+    pub items: u32,
 }
 
 /// Each replica's share of the declared limits: the operator divides every limit by the

@@ -155,6 +155,17 @@ impl<'a> Compiler<'a> {
         base_dir: &Path,
         hash: String,
     ) -> Result<Compiled, InvalidDeclaration> {
+        if !decl.include.is_empty() {
+            // Sets are merged in before compiling (`resolve_includes`); compiling the server
+            // alone would silently serve it without them.
+            self.errors.push(FieldError {
+                path: "spec.include".into(),
+                message: "names MCPToolSets that were not merged in: serve their manifests \
+                          too (`serve --manifest` once per file or a directory), or apply them \
+                          to the cluster"
+                    .into(),
+            });
+        }
         self.shared = SharedSchemas::compile(&decl.schemas, &mut self.errors);
         let server_info = self.server_info(name, decl);
         let tools = self.tools(&decl.tools, &decl.resources);

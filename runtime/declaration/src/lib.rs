@@ -5,11 +5,13 @@
 mod access;
 mod auth_uri;
 mod bounded_yaml;
+mod bundle;
 mod cluster_rules;
 mod compile;
 mod field_error;
 mod files;
 mod glob;
+mod include;
 mod jq;
 mod json_body;
 mod link_local;
@@ -28,6 +30,7 @@ pub use auth_uri::{
     audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url,
 };
 pub use bounded_yaml::parse as parse_yaml_bounded;
+pub use bundle::{Bundle, DEFAULT_NAMESPACE, read_bundle};
 pub use cluster_rules::cluster_problems;
 pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledDiscovery,
@@ -41,8 +44,11 @@ pub use compile::{
     valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
-pub use glob::glob;
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
+pub use glob::glob;
+pub use include::{
+    IncludeError, IncludeProblem, IncludedSet, Resolved, ToolSet, ToolSetGrant, resolve_includes,
+};
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use link_local::{LINK_LOCAL_REFUSED, is_link_local, literal_link_local};
@@ -50,8 +56,8 @@ pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest, spec_from
 pub use resource_uri::{UriTemplate, canonical as canonical_uri};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use stamp::{
-    API_GROUP, API_VERSION, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META, SERVED_VERSIONS,
-    declaration_hash, hash_of, render_manifest, valid_hash,
+    API_GROUP, API_VERSION, GRANT_KIND, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META,
+    SERVED_VERSIONS, TOOLSET_KIND, declaration_hash, hash_of, render_manifest, valid_hash,
 };
 pub use template::{DEFAULT_FUEL, RenderError, TemplateRef, Templates, Text};
 pub use transports::Transports;

@@ -65,21 +65,38 @@ pub enum LoadError {
         /// What is wrong.
         message: String,
     },
+    /// `spec.include` cannot be served: every problem found.
+    #[error("{}", .0.iter().map(|e| e.error.to_string()).collect::<Vec<_>>().join("; "))]
+    Include(Vec<super::include::IncludeError>),
+}
+
+impl LoadError {
+    /// Each problem at its field.
+    pub fn into_field_errors(self) -> Vec<crate::FieldError> {
+        match self {
+            Self::Shape { path, message } => vec![crate::FieldError { path, message }],
+            Self::Include(errors) => errors.into_iter().map(|e| e.error).collect(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Envelope {
-    api_version: String,
-    kind: String,
-    metadata: Metadata,
+pub(crate) struct Envelope {
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    pub(crate) metadata: Metadata,
     #[serde(default)]
-    spec: serde_json::Map<String, Value>,
+    pub(crate) spec: serde_json::Map<String, Value>,
 }
 
 #[derive(Deserialize)]
-struct Metadata {
-    name: String,
+pub(crate) struct Metadata {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) namespace: Option<String>,
+    #[serde(default)]
+    pub(crate) labels: std::collections::BTreeMap<String, String>,
     /// Only [`HASH_ANNOTATION`] is read; other annotations may hold anything.
     #[serde(default)]
     annotations: serde_json::Map<String, Value>,
@@ -100,39 +117,58 @@ fn stamped_hash(metadata: &Metadata) -> Result<Option<String>, LoadError> {
 }
 
 /// Whether `api_version` is `kube-mcp.io/` and a served version.
-fn served_api_version(api_version: &str) -> bool {
+pub(crate) fn served_api_version(api_version: &str) -> bool {
     api_version
         .strip_prefix(API_GROUP)
         .and_then(|rest| rest.strip_prefix('/'))
         .is_some_and(|version| SERVED_VERSIONS.contains(&version))
 }
 
+/// The served `apiVersion`s, for messages.
+pub(crate) fn served_api_versions() -> String {
+    let served: Vec<String> = SERVED_VERSIONS
+        .iter()
+        .map(|version| format!("{API_GROUP}/{version}"))
+        .collect();
+    served.join(" or ")
+}
+
 /// Parses manifest text. Unknown fields are errors (a typo must not silently drop a tool), except
 /// the deployment fields in [`DEPLOYMENT_FIELDS`].
 pub fn parse_manifest(text: &str, base_dir: PathBuf) -> Result<Manifest, LoadError> {
-    let shape = |message: String| LoadError::Shape {
-        path: "manifest".into(),
-        message,
-    };
     // Aliases are expanded under a budget: a small manifest cannot stand for a huge one.
-    let document = super::bounded_yaml::parse(text).map_err(|err| shape(err.to_string()))?;
-    let envelope: Envelope =
-        serde_json::from_value(document).map_err(|err| shape(err.to_string()))?;
+    let document = super::bounded_yaml::parse(text).map_err(|err| LoadError::Shape {
+        path: "manifest".into(),
+        message: err.to_string(),
+    })?;
+    let envelope = envelope(document)?;
     if !served_api_version(&envelope.api_version) || envelope.kind != KIND {
-        let served: Vec<String> = SERVED_VERSIONS
-            .iter()
-            .map(|version| format!("{API_GROUP}/{version}"))
-            .collect();
         return Err(LoadError::Shape {
             path: "manifest".into(),
             message: format!(
                 "expected apiVersion {} and kind {KIND}, found {} {}",
-                served.join(" or "),
+                served_api_versions(),
                 envelope.api_version,
                 envelope.kind
             ),
         });
     }
+    server_manifest(envelope, base_dir)
+}
+
+/// A document's `apiVersion`, `kind`, `metadata` and `spec`.
+pub(crate) fn envelope(document: Value) -> Result<Envelope, LoadError> {
+    serde_json::from_value(document).map_err(|err| LoadError::Shape {
+        path: "manifest".into(),
+        message: err.to_string(),
+    })
+}
+
+/// The manifest of an `MCPServer` document.
+pub(crate) fn server_manifest(
+    envelope: Envelope,
+    base_dir: PathBuf,
+) -> Result<Manifest, LoadError> {
     let hash = stamped_hash(&envelope.metadata)?;
     let mut spec = envelope.spec;
     spec.retain(|key, _| !DEPLOYMENT_FIELDS.contains(&key.as_str()));

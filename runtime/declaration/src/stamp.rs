@@ -19,6 +19,11 @@ pub const API_VERSION: &str = "kube-mcp.io/v1alpha1";
 pub const SERVED_VERSIONS: &[&str] = &["v1alpha1", "v1beta1"];
 /// The kind the runtime serves.
 pub const KIND: &str = "MCPServer";
+/// The kind of a set of items that servers include (`spec.include`), in the same group and
+/// versions.
+pub const TOOLSET_KIND: &str = "MCPToolSet";
+/// The kind that lets servers of other namespaces include a namespace's sets.
+pub const GRANT_KIND: &str = "MCPToolSetGrant";
 
 /// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash.
 pub const HASH_ANNOTATION: &str = "kube-mcp.io/declaration-hash";

@@ -15,6 +15,7 @@ mod http;
 mod interactive;
 mod limits;
 mod metadata;
+mod toolset;
 mod transport;
 pub use apps::*;
 pub use auth::*;
@@ -23,6 +24,7 @@ pub use http::*;
 pub use interactive::*;
 pub use limits::*;
 pub use metadata::*;
+pub use toolset::*;
 pub use transport::*;
 
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
@@ -65,6 +67,12 @@ pub struct Declaration {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::types::schema_map")]
     pub schemas: BTreeMap<String, Value>,
+    /// `MCPToolSet` objects whose items this server serves beside its own (at most 32 entries):
+    /// by `name` or label `selector`, in this namespace or, where an `MCPToolSetGrant` allows
+    /// it, another. Two items of one name (or resource URI) are refused, naming both sources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub include: Vec<Include>,
     /// Tools the server offers, in the order `tools/list` returns them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool>,

@@ -22,8 +22,9 @@ use tokio_util::sync::CancellationToken;
 /// Everything `serve` needs.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
-    /// The manifest file.
-    pub manifest: PathBuf,
+    /// The manifests: files, or directories of them (one `MCPServer` and the `MCPToolSet`s and
+    /// grants it includes).
+    pub manifests: Vec<PathBuf>,
     /// MCP listen address.
     pub listen: SocketAddr,
     /// Admin listen address.
@@ -88,9 +89,8 @@ pub async fn serve(
     admin: TcpListener,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let (compiled, served) = reload::load(&config.manifest, &config.compile);
-    let compiled = compiled
-        .map_err(|err| anyhow::anyhow!("invalid manifest {}: {err}", config.manifest.display()))?;
+    let (compiled, served) = reload::load(&config.manifests, &config.compile);
+    let compiled = compiled.map_err(|err| anyhow::anyhow!("invalid manifest: {err}"))?;
     let auth = Arc::new(AuthState::new(config.auth.clone()));
     // A declaration that asks for authentication must be servable with it from the start.
     auth.for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
@@ -158,7 +158,7 @@ pub async fn serve(
     });
 
     tokio::spawn(reload::watch(
-        config.manifest.clone(),
+        config.manifests.clone(),
         config.compile.clone(),
         server.clone(),
         served,

@@ -1,15 +1,14 @@
-//! Live reload: polls the manifest (and the files its resources and secret references name) and
-//! swaps in the new declaration when they change. Polling follows the symlink swaps of ConfigMap volumes without
-//! special cases. An invalid new version keeps the old one serving, is logged and counted.
-//! Each poll reads and compiles on a blocking thread under a time limit, so a file that blocks
-//! (a FIFO, a hung network mount) cannot stall the process; while such a poll is stuck, later
-//! ticks are skipped.
+//! Live reload: polls the manifests (and the files their resources and secret references name)
+//! and swaps in the new declaration when they change. Polling follows the symlink swaps of
+//! ConfigMap volumes without special cases, and lists manifest directories again each time. An
+//! invalid new version keeps the old one serving, is logged and counted. Each poll reads and
+//! compiles on a blocking thread under a time limit, so a file that blocks (a FIFO, a hung network
+//! mount) cannot stall the process; while such a poll is stuck, later ticks are skipped.
 
 pub use log::ReloadLog;
-use mcp_declaration::{
-    CompileOptions, Manifest, compile, parse_manifest, read_regular, secret_path,
-};
+use mcp_declaration::{Bundle, CompileOptions, Manifest, compile, read_bundle, secret_path};
 use mcp_server::{Served, Server};
+pub use sources::MAX_MANIFEST_FILES;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -17,25 +16,27 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 mod log;
+mod sources;
 
 /// Longest a poll may take to read and compile before it is given up on.
 pub const POLL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Shortest interval between polls.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
-/// What a served declaration was built from: the manifest's bytes, and the files it names
-/// (resource `file`s, referenced secrets) with the size and modification time they had. Each poll
-/// reads the manifest and stats those files; only a difference parses and compiles again.
+/// What a served declaration was built from: each manifest file's bytes as stored, and the files
+/// they name (resource `file`s, referenced secrets) with the size and modification time they had.
+/// Each poll lists and reads the manifests and stats those files; only a difference parses and
+/// compiles again.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Inputs {
-    manifest: Vec<u8>,
+    manifests: Vec<(PathBuf, Vec<u8>)>,
     files: Vec<(PathBuf, Option<(u64, SystemTime)>)>,
 }
 
 impl Inputs {
-    /// Whether the manifest or any file it names changed since these inputs were read.
-    fn changed(&self, manifest: &[u8]) -> bool {
-        manifest != self.manifest.as_slice()
+    /// Whether the manifests or any file they name changed since these inputs were read.
+    fn changed(&self, manifests: &[(PathBuf, Vec<u8>)]) -> bool {
+        manifests != self.manifests.as_slice()
             || self
                 .files
                 .iter()
@@ -63,34 +64,42 @@ fn named_files(manifest: &Manifest, secrets_dir: Option<&Path>) -> Vec<PathBuf> 
         .collect()
 }
 
-/// Reads, parses and compiles a manifest file once, with a message that names the failing
-/// field. The returned inputs describe what was read, also when compiling failed (so a refused
-/// version is not retried until it changes again).
-pub fn load(path: &Path, options: &CompileOptions) -> (Result<Served, String>, Inputs) {
-    let manifest = match read_regular(path) {
-        Ok(bytes) => bytes,
-        Err(err) => {
-            return (
-                Err(format!("cannot read {}: {err}", path.display())),
-                Inputs::default(),
-            );
-        }
-    };
-    load_bytes(path, manifest, options)
+/// Lists and reads the manifest files `paths` stand for, as stored.
+fn read_all(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
+    sources::list(paths)?
+        .into_iter()
+        .map(|path| sources::read(&path).map(|bytes| (path, bytes)))
+        .collect()
 }
 
-fn load_bytes(
-    path: &Path,
-    bytes: Vec<u8>,
+/// Reads, parses and compiles the manifests once (files, or directories of them: one
+/// `MCPServer` and the `MCPToolSet`s and grants it includes), with a message that names the
+/// failing file and field. The returned inputs describe what was read, also when compiling failed
+/// (so a refused version is not retried until it changes again).
+pub fn load(paths: &[PathBuf], options: &CompileOptions) -> (Result<Served, String>, Inputs) {
+    match read_all(paths) {
+        Ok(manifests) => load_manifests(manifests, options),
+        Err(err) => (Err(err), Inputs::default()),
+    }
+}
+
+/// The server the manifests declare, its includes merged in.
+fn bundle(manifests: &[(PathBuf, Vec<u8>)]) -> Result<Bundle, String> {
+    let texts = manifests
+        .iter()
+        .map(|(path, stored)| sources::text(path, stored).map(|text| (path.clone(), text)))
+        .collect::<Result<Vec<_>, _>>()?;
+    read_bundle(&texts).map_err(|err| err.to_string())
+}
+
+fn load_manifests(
+    manifests: Vec<(PathBuf, Vec<u8>)>,
     options: &CompileOptions,
 ) -> (Result<Served, String>, Inputs) {
-    let base = path.parent().map(Path::to_owned).unwrap_or_default();
-    let parsed = std::str::from_utf8(&bytes)
-        .map_err(|err| format!("the manifest is not UTF-8: {err}"))
-        .and_then(|text| parse_manifest(text, base).map_err(|err| err.to_string()));
+    let parsed = bundle(&manifests);
     let files = parsed
         .as_ref()
-        .map(|m| named_files(m, options.secrets_dir.as_deref()))
+        .map(|b| named_files(&b.manifest, options.secrets_dir.as_deref()))
         .unwrap_or_default()
         .into_iter()
         .map(|path| {
@@ -99,41 +108,33 @@ fn load_bytes(
         })
         .collect();
     let compiled = parsed
-        .and_then(|m| compile(&m, options).map_err(|err| err.to_string()))
+        .and_then(|b| compile(&b.manifest, options).map_err(|err| err.to_string()))
         .and_then(|compiled| Served::new(compiled).map_err(|err| err.to_string()));
-    (
-        compiled,
-        Inputs {
-            manifest: bytes,
-            files,
-        },
-    )
+    (compiled, Inputs { manifests, files })
 }
 
 /// What one poll found: nothing new, or a new version (compiled or refused) and its inputs.
 type Polled = Option<(Result<Served, String>, Inputs)>;
 
-/// Reads the manifest and, when it or a file it names changed, parses and compiles it.
-fn poll(path: &Path, options: &CompileOptions, served: &Inputs) -> Polled {
+/// Reads the manifests and, when they or a file they name changed, parses and compiles them.
+fn poll(paths: &[PathBuf], options: &CompileOptions, served: &Inputs) -> Polled {
     // A manifest being swapped may be briefly unreadable; the next tick sees it.
-    let manifest = read_regular(path).ok()?;
-    if !served.changed(&manifest) {
+    let manifests = read_all(paths).ok()?;
+    if !served.changed(&manifests) {
         return None;
     }
-    Some(load_bytes(path, manifest, options))
+    Some(load_manifests(manifests, options))
 }
 
-/// The stamp of a manifest that could not be served, when it parses that far.
-fn attempted_hash(path: &Path, inputs: &Inputs) -> Option<String> {
-    let text = std::str::from_utf8(&inputs.manifest).ok()?;
-    let base = path.parent().map(Path::to_owned).unwrap_or_default();
-    parse_manifest(text, base).ok()?.hash
+/// The stamp of manifests that could not be served, when they parse that far.
+fn attempted_hash(inputs: &Inputs) -> Option<String> {
+    bundle(&inputs.manifests).ok()?.manifest.hash
 }
 
 /// Watches until `stop`, starting from the inputs of what is being served; records each
 /// attempt in `log`.
 pub async fn watch(
-    path: PathBuf,
+    paths: Vec<PathBuf>,
     options: CompileOptions,
     server: Arc<Server>,
     served: Inputs,
@@ -154,8 +155,8 @@ pub async fn watch(
             continue;
         }
         stuck = None;
-        let (file, options, inputs) = (path.clone(), options.clone(), served.clone());
-        let mut task = tokio::task::spawn_blocking(move || poll(&file, &options, &inputs));
+        let (files, options, inputs) = (paths.clone(), options.clone(), served.clone());
+        let mut task = tokio::task::spawn_blocking(move || poll(&files, &options, &inputs));
         let polled = match tokio::time::timeout(POLL_TIMEOUT, &mut task).await {
             Ok(Ok(polled)) => polled,
             Ok(Err(_)) => None,
@@ -179,7 +180,7 @@ pub async fn watch(
         let Some((compiled, inputs)) = polled else {
             continue;
         };
-        let attempted = compiled.is_err().then(|| attempted_hash(&path, &inputs));
+        let attempted = compiled.is_err().then(|| attempted_hash(&inputs));
         served = Arc::new(inputs);
         match compiled {
             Ok(compiled) => {
@@ -217,11 +218,11 @@ mod tests {
             .unwrap();
         assert!(made.success());
         // Before, this read blocked forever (no writer ever opens the FIFO).
-        let (result, _) = load(&fifo, &CompileOptions::default());
+        let (result, _) = load(std::slice::from_ref(&fifo), &CompileOptions::default());
         let err = result.err().unwrap_or_default();
         assert!(err.contains("not a regular file"), "{err}");
         assert_eq!(
-            poll(&fifo, &CompileOptions::default(), &Inputs::default()).map(|_| ()),
+            poll(&[fifo], &CompileOptions::default(), &Inputs::default()).map(|_| ()),
             None
         );
     }

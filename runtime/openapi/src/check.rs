@@ -66,8 +66,11 @@ pub fn check_text(file: &str, text: &str) -> Checked {
     let manifest = match parse_manifest(text, Default::default()) {
         Ok(manifest) => manifest,
         Err(err) => {
-            let mcp_declaration::LoadError::Shape { path, message } = err;
-            checked.errors.push(Problem { path, message });
+            let problems = err.into_field_errors().into_iter();
+            checked.errors.extend(problems.map(|e| Problem {
+                path: e.path,
+                message: e.message,
+            }));
             return checked;
         }
     };

@@ -48,7 +48,7 @@ pub struct Runtime {
 pub fn config(manifest: PathBuf) -> RunConfig {
     RunConfig {
         auth: mcp_http::auth::AuthSettings::default(),
-        manifest,
+        manifests: vec![manifest],
         listen: "127.0.0.1:0".parse().unwrap(),
         admin_listen: "127.0.0.1:0".parse().unwrap(),
         http: HttpSettings::default(),

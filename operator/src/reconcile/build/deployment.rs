@@ -1,9 +1,9 @@
 //! The runtime Deployment: one hardened container serving the mounted manifest. Only deployment
 //! fields reach the pod template, so a declaration change never rolls pods. Pure.
 
+use super::BuildConfig;
 use super::exposure::{public_endpoint, public_url};
 use super::meta::{child_meta, config_map_name, labels, selector_labels};
-use super::{BuildConfig, MANIFEST_KEY};
 use crate::reconcile::memory::hash_of;
 use crate::reconcile::session_keys::SessionKeys;
 use crate::reconcile::validate::POD_IP_VAR;
@@ -241,8 +241,9 @@ fn args(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) -> Vec<Str
     let namespace = server.namespace().unwrap_or_default();
     let mut args: Vec<String> = vec![
         "serve".into(),
+        // The directory: the ConfigMap holds the manifest as text or, too large, compressed.
         "--manifest".into(),
-        format!("{MANIFEST_DIR}/{MANIFEST_KEY}"),
+        MANIFEST_DIR.into(),
         "--listen".into(),
         format!("0.0.0.0:{HTTP_PORT}"),
         "--admin-listen".into(),
