@@ -33,10 +33,10 @@ pub use compile::{
     BodyKind, CONFIRM_KEY, CompileOptions, Compiled, CompiledBody, CompiledDiscovery,
     CompiledField, CompiledHttp, CompiledInteraction, CompiledLimit, CompiledLimits, CompiledLog,
     CompiledParam, CompiledProgress, CompiledPrompt, CompiledResource, CompiledResourceTemplate,
-    CompiledResponse, CompiledSample, CompiledTool, CompiledToolUi, CompiledUrlStep,
+    CompiledResponse, CompiledSample, CompiledTool, CompiledToolUi, CompiledUrlStep, CompiledView, CompiledViews, ItemSet,
     DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOLS, MAX_DESCRIBE_NAMES, MAX_QUERY_CHARS, MAX_QUERY_TOKENS,
     MAX_SEARCH_LIMIT, MAX_SHARED_SCHEMAS, MAX_TOOL_TOKENS, MetaTool, PARAM_HEADER_PREFIX,
-    ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS, ROOTS_KEY, Rate, ResolvedUri, Retry,
+    ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS, RESERVED_SEGMENTS, ROOTS_KEY, Rate, ResolvedUri, Retry,
     SAMPLE_KEY, SEARCH_TOOLS, SearchIndex, StatusMatch, UriItem, X_MCP_HEADER, compile,
     valid_param_header_name,
 };

@@ -210,6 +210,9 @@ fn span_attributes(
             audit::short_digest(&session.id),
         ));
     }
+    if let Some(view) = request.view_name() {
+        attributes.push(KeyValue::new("kube_mcp.view", view.to_owned()));
+    }
     match (method, declared_name) {
         (methods::TOOLS_CALL, Some(name)) => {
             attributes.push(KeyValue::new("gen_ai.tool.name", name.to_owned()));
@@ -319,6 +322,7 @@ fn record_of(
         uri,
         principal: caller.map(principal),
         protocol_version: protocol_version(era),
+        view: request.view_name().map(str::to_owned),
         session: session.map(audit::short_digest),
         arguments_digest,
         redacted,
@@ -370,7 +374,7 @@ spec:
             ServerSettings::default(),
             Arc::default(),
         );
-        let request = server.request(methods::RESOURCES_READ.into(), json!({"uri": uri}));
+        let request = server.request(methods::RESOURCES_READ.into(), json!({"uri": uri}), None);
         let decl = server.declaration();
         serde_json::to_string(&record_of(&request, &decl, None, Era::Modern, None, None)).unwrap()
     }

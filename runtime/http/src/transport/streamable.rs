@@ -7,6 +7,7 @@ use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
 use super::reply::{self, error};
+use super::views::ViewRoute;
 use super::{AppState, held, param_headers, session_stream, switch};
 use crate::auth::Principal;
 use axum::extract::State;
@@ -35,13 +36,15 @@ pub(super) async fn post(
     caller: Option<Arc<Principal>>,
     held: Held,
     address: IpAddr,
+    view: Option<ViewRoute>,
 ) -> Response {
     let client = client::key_of(caller.as_deref(), address);
     if let Message::Request { id, authorized } = &message
         && authorized.request().method == methods::INITIALIZE
     {
         let params = &authorized.request().params;
-        return initialize(&state, id, params, caller.as_deref(), client);
+        let view = view.as_ref().map(|v| v.name.as_str());
+        return initialize(&state, id, params, caller.as_deref(), client, view);
     }
     let session = match session_of(&state, &headers, client) {
         Ok(session) => session,
@@ -93,13 +96,15 @@ fn initialize(
     params: &Value,
     caller: Option<&Principal>,
     client: ClientKey,
+    view: Option<&str>,
 ) -> Response {
     let (version, outcome) = state.server.initialize(params, |version| {
-        state.sessions.open_for(
+        state.sessions.open_in(
             SessionTransport::StreamableHttp,
             Some(version),
             caller.map(Principal::digest),
             client,
+            view,
         )
     });
     let (session, result) = match outcome {
