@@ -374,3 +374,21 @@ fn algorithm(alg: JwtAlgorithm) -> Algorithm {
         JwtAlgorithm::EdDSA => Algorithm::EdDSA,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::view_resource;
+    use url::Url;
+
+    #[test]
+    fn a_views_url_puts_its_path_before_the_endpoint() {
+        let at = |resource: &str| {
+            view_resource(&Url::parse(resource).unwrap(), "/readers").to_string()
+        };
+        assert_eq!(at("https://h/weather/mcp"), "https://h/weather/readers/mcp");
+        assert_eq!(at("https://h/weather"), "https://h/weather/readers");
+        assert_eq!(at("https://h/weather/"), "https://h/weather/readers");
+        assert_eq!(at("https://h/mcp"), "https://h/readers/mcp");
+        assert_eq!(at("https://h"), "https://h/readers");
+    }
+}

@@ -25,13 +25,12 @@ fn manifest(auth: Option<&str>) -> String {
     let mut text = String::from(
         "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {name: viewed}\nspec:\n",
     );
-    match auth {
-        Some(issuer) => text.push_str(&format!(
+    if let Some(issuer) = auth {
+        text.push_str(&format!(
             "  auth: {{issuer: \"{issuer}\", requiredScopes: [mcp]}}\n"
-        )),
-        // Without spec.auth there is no caller to check scopes on.
-        None => {}
+        ));
     }
+    // Without spec.auth there is no caller to check a view's scopes on.
     let views = if auth.is_some() {
         VIEWS.to_owned()
     } else {

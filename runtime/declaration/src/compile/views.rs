@@ -288,7 +288,8 @@ mod tests {
     fn names_are_checked() {
         assert!(check_name("readers").is_ok());
         assert!(check_name("ops-2").is_ok());
-        for bad in ["", "Readers", "2ops", "ops-", "a_b", &"a".repeat(64)] {
+        let long = "a".repeat(64);
+        for bad in ["", "Readers", "2ops", "ops-", "a_b", long.as_str()] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
     }
