@@ -21,8 +21,8 @@ spec:
     - {uriTemplate: "pods://{name}", name: pod, text: "pod {{ args.name }}"}
     - {uriTemplate: "secrets://{name}", name: secret, text: "secret {{ args.name }}"}
   prompts:
-    - {name: explain, messages: [{role: user, content: {type: text, text: explain}}]}
-    - {name: drain, messages: [{role: user, content: {type: text, text: drain}}]}
+    - {name: explain, arguments: [{name: a, completions: [x]}], messages: [{role: user, content: {type: text, text: explain}}]}
+    - {name: drain, arguments: [{name: a, completions: [x]}], messages: [{role: user, content: {type: text, text: drain}}]}
   views:
     - name: readers
       path: /readers
