@@ -138,7 +138,12 @@ impl AccessRules {
         // A view's scopes are checked like an item's (and listed in the metadata); the view
         // itself carries them (`compile/views.rs`).
         for (i, view) in decl.views.iter().enumerate() {
-            compiler.item(&format!("spec.views[{i}]"), &view.required_scopes, None, false);
+            compiler.item(
+                &format!("spec.views[{i}]"),
+                &view.required_scopes,
+                None,
+                false,
+            );
         }
         if !compiler.errors.is_empty() {
             return Err(compiler.errors);

@@ -382,9 +382,8 @@ mod tests {
 
     #[test]
     fn a_views_url_puts_its_path_before_the_endpoint() {
-        let at = |resource: &str| {
-            view_resource(&Url::parse(resource).unwrap(), "/readers").to_string()
-        };
+        let at =
+            |resource: &str| view_resource(&Url::parse(resource).unwrap(), "/readers").to_string();
         assert_eq!(at("https://h/weather/mcp"), "https://h/weather/readers/mcp");
         assert_eq!(at("https://h/weather"), "https://h/weather/readers");
         assert_eq!(at("https://h/weather/"), "https://h/weather/readers");

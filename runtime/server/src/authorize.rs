@@ -77,7 +77,11 @@ fn decide(caller: Option<&Principal>, request: &Request) -> Decision {
         // Every request through the view needs its scopes; the challenge names the item's too,
         // so that one token serves the request.
         let mut scopes = view_scopes.to_vec();
-        for scope in request.accesses().iter().flat_map(|(a, _)| &a.required_scopes) {
+        for scope in request
+            .accesses()
+            .iter()
+            .flat_map(|(a, _)| &a.required_scopes)
+        {
             if !scopes.contains(scope) {
                 scopes.push(scope.clone());
             }

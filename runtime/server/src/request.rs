@@ -5,8 +5,8 @@
 
 use super::Served;
 use super::param_headers;
-use super::view::ViewRef;
 use super::params::{CallTool, Complete, CompletionRef, GetPrompt, ResourceUri};
+use super::view::ViewRef;
 use mcp_declaration::{Access, Compiled, MetaTool, ResolvedUri, UriItem};
 use mcp_protocol::{McpError, methods};
 use serde_json::Value;
@@ -151,7 +151,9 @@ fn within(decl: &Compiled, view: ViewRef, target: Target, params: &Value) -> Tar
             .to_owned()
     };
     match target {
-        Target::Tool(i) if !view.tool(decl, i) => unknown(format!("unknown tool: {}", name("name"))),
+        Target::Tool(i) if !view.tool(decl, i) => {
+            unknown(format!("unknown tool: {}", name("name")))
+        }
         Target::Prompt(i) if !view.prompt(decl, i) => {
             let name = params
                 .pointer("/ref/name")

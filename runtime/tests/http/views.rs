@@ -41,7 +41,12 @@ fn manifest(auth: Option<&str>) -> String {
 }
 
 /// POSTs `body` to `path` with the usual headers plus `extra`.
-async fn post_at(rt: &Runtime, path: &str, body: &Value, extra: &[(&str, &str)]) -> reqwest::Response {
+async fn post_at(
+    rt: &Runtime,
+    path: &str,
+    body: &Value,
+    extra: &[(&str, &str)],
+) -> reqwest::Response {
     let mut request = reqwest::Client::new()
         .post(format!("{}{path}", rt.url))
         .header("content-type", "application/json")
@@ -57,7 +62,10 @@ async fn post_at(rt: &Runtime, path: &str, body: &Value, extra: &[(&str, &str)])
 async fn session_at(rt: &Runtime, path: &str, extra: &[(&str, &str)]) -> String {
     let response = post_at(rt, path, &initialize_body(), extra).await;
     assert_eq!(response.status(), 200, "initialize at {path}");
-    response.headers()["mcp-session-id"].to_str().unwrap().to_owned()
+    response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned()
 }
 
 async fn call_at(
@@ -89,7 +97,8 @@ fn tool_names(listed: &Value) -> Vec<&str> {
 async fn a_view_lists_and_serves_only_its_items() {
     let rt = start(&manifest(None), |_| {}).await;
     let readers = session_at(&rt, "/readers/mcp", &[]).await;
-    let (status, listed) = call_at(&rt, "/readers/mcp", &readers, "tools/list", json!({}), &[]).await;
+    let (status, listed) =
+        call_at(&rt, "/readers/mcp", &readers, "tools/list", json!({}), &[]).await;
     assert_eq!(status, 200);
     assert_eq!(tool_names(&listed), ["get_pod", "list_pods"]);
 
@@ -108,8 +117,14 @@ async fn a_view_lists_and_serves_only_its_items() {
     assert_eq!(hidden_status, missing_status);
     assert_eq!(hidden["error"]["code"], missing["error"]["code"]);
     assert_eq!(
-        hidden["error"]["message"].as_str().unwrap().replace("delete_pod", "X"),
-        missing["error"]["message"].as_str().unwrap().replace("no_such_tool", "X"),
+        hidden["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("delete_pod", "X"),
+        missing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("no_such_tool", "X"),
     );
 
     // The server's own endpoint serves everything.
@@ -206,9 +221,18 @@ async fn each_view_has_its_scopes_challenge_metadata_and_audience() {
     // Without the view's scope: the 403 challenge names the server's and the view's scopes
     // and points to the view's metadata.
     let plain = token(PUBLIC, "mcp");
-    let refused = post_at(&rt, "/readers/mcp", &initialize_body(), &[("authorization", &plain)]).await;
+    let refused = post_at(
+        &rt,
+        "/readers/mcp",
+        &initialize_body(),
+        &[("authorization", &plain)],
+    )
+    .await;
     assert_eq!(refused.status(), 403);
-    let challenge = refused.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    let challenge = refused.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(challenge.contains("scope=\"mcp read\""), "{challenge}");
     assert!(
         challenge.contains("resource_metadata=\"http://127.0.0.1:8080/.well-known/oauth-protected-resource/readers/mcp\""),
@@ -221,7 +245,10 @@ async fn each_view_has_its_scopes_challenge_metadata_and_audience() {
     let missing = post_at(&rt, "/readers/mcp", &initialize_body(), &[]).await;
     assert_eq!(missing.status(), 401);
     let challenge = missing.headers()["www-authenticate"].to_str().unwrap();
-    assert!(challenge.contains("oauth-protected-resource/readers/mcp"), "{challenge}");
+    assert!(
+        challenge.contains("oauth-protected-resource/readers/mcp"),
+        "{challenge}"
+    );
 
     // The view's metadata: its URL as the resource, the scopes it needs.
     let metadata: Value = reqwest::get(format!(
@@ -253,7 +280,11 @@ async fn each_view_has_its_scopes_challenge_metadata_and_audience() {
     assert_eq!(tool_names(&listed), ["get_pod", "list_pods"]);
     for path in ["/mcp", "/operators/mcp"] {
         let wrong = post_at(&rt, path, &initialize_body(), &[("authorization", &scoped)]).await;
-        assert_eq!(wrong.status(), 401, "a token for the readers view at {path}");
+        assert_eq!(
+            wrong.status(),
+            401,
+            "a token for the readers view at {path}"
+        );
         let challenge = wrong.headers()["www-authenticate"].to_str().unwrap();
         assert!(challenge.contains("invalid_token"), "{challenge}");
     }

@@ -6,9 +6,7 @@
 //! other children. Pure.
 
 use super::BuildConfig;
-use super::exposure::{
-    SERVICE_PORT, endpoint_paths, metadata_paths, public_endpoint, view_paths,
-};
+use super::exposure::{SERVICE_PORT, endpoint_paths, metadata_paths, public_endpoint, view_paths};
 use super::meta::child_meta;
 use crate::resource::{Exposure, MCPServer};
 use k8s_openapi::NamespaceResourceScope;

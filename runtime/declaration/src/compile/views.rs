@@ -124,9 +124,10 @@ impl Compiler<'_> {
             let path = view.path.trim_end_matches('/');
             match check_path(&view.path) {
                 Err(message) => self.error(format!("{at}.path"), message),
-                Ok(()) if !paths.insert(path) => {
-                    self.error(format!("{at}.path"), format!("duplicate view path `{path}`"))
-                }
+                Ok(()) if !paths.insert(path) => self.error(
+                    format!("{at}.path"),
+                    format!("duplicate view path `{path}`"),
+                ),
                 Ok(()) => {}
             }
             if view.tools.is_empty()
@@ -149,13 +150,21 @@ impl Compiler<'_> {
             &format!("{at}.tools"),
             "tool",
             &view.tools,
-            &decl.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            &decl
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>(),
         );
         let resources = self.patterns(
             &format!("{at}.resources"),
             "resource",
             &view.resources,
-            &decl.resources.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            &decl
+                .resources
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>(),
         );
         let resource_templates = self.patterns(
             &format!("{at}.resourceTemplates"),
@@ -171,7 +180,11 @@ impl Compiler<'_> {
             &format!("{at}.prompts"),
             "prompt",
             &view.prompts,
-            &decl.prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            &decl
+                .prompts
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>(),
         );
         CompiledView {
             name: view.name.clone(),
@@ -204,7 +217,10 @@ impl Compiler<'_> {
                 }
             }
             if !matched {
-                self.error(format!("{at}[{i}]"), format!("`{pattern}` matches no {what}"));
+                self.error(
+                    format!("{at}[{i}]"),
+                    format!("`{pattern}` matches no {what}"),
+                );
             }
         }
         set
@@ -276,8 +292,21 @@ mod tests {
             assert!(check_path(good).is_ok(), "{good}");
         }
         for bad in [
-            "readers", "/", "/a//b", "/a/../b", "/./a", "/mcp", "/a/sse", "/messages",
-            "/.well-known", "/healthz", "/a%2e", "/{x}", "/a*", "/a:b", "/a?b",
+            "readers",
+            "/",
+            "/a//b",
+            "/a/../b",
+            "/./a",
+            "/mcp",
+            "/a/sse",
+            "/messages",
+            "/.well-known",
+            "/healthz",
+            "/a%2e",
+            "/{x}",
+            "/a*",
+            "/a:b",
+            "/a?b",
         ] {
             assert!(check_path(bad).is_err(), "{bad}");
         }

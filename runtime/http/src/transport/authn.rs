@@ -136,9 +136,10 @@ fn refuse(
         Json(serde_json::json!({"error": refusal.error_code().unwrap_or("unauthorized"), "error_description": refusal.to_string()})),
     )
         .into_response();
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, authenticator.challenge_in(refusal, view));
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        authenticator.challenge_in(refusal, view),
+    );
     response
 }
 
@@ -222,10 +223,7 @@ fn end_at_expiry(response: Response, expires_at: u64) -> Response {
 /// names); 404 elsewhere and when the server does not authenticate.
 pub(super) async fn metadata(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let compiled = state.server.declaration();
-    let Ok(Some(authenticator)) = state
-        .auth
-        .for_spec(&compiled)
-    else {
+    let Ok(Some(authenticator)) = state.auth.for_spec(&compiled) else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let path = request.uri().path();

@@ -17,9 +17,9 @@
 //! sessions are adopted here, as without routing. Nothing but the sealed id decides where a
 //! request goes.
 
-use super::views::ViewRoute;
 use super::AppState;
 use super::authn::{Caller, Forwarded, session_id};
+use super::views::ViewRoute;
 use crate::auth::Principal;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};

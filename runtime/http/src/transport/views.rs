@@ -67,12 +67,14 @@ fn route(state: &AppState, mut request: Request) -> Result<Request, Response> {
     if decl.views.is_empty() {
         return Ok(request);
     }
-    if let Some((rewritten, view)) = rewrite(&decl.views, &state.http.path_prefix, request.uri())
-    {
+    if let Some((rewritten, view)) = rewrite(&decl.views, &state.http.path_prefix, request.uri()) {
         *request.uri_mut() = rewritten;
         request.extensions_mut().insert(view);
     }
-    let view = request.extensions().get::<ViewRoute>().map(|v| v.name.as_str());
+    let view = request
+        .extensions()
+        .get::<ViewRoute>()
+        .map(|v| v.name.as_str());
     if let Some(id) = session_id(&request)
         && let Some(sealed) = state.sessions.view_of(&id)
         && sealed.as_deref() != view
@@ -115,9 +117,8 @@ fn rewrite(
 
 /// What a request naming a session of another view gets: what an unknown session gets.
 fn no_session() -> Response {
-    let err = McpError::InvalidRequest(
-        "session not found: it ended or expired; initialize again".into(),
-    );
+    let err =
+        McpError::InvalidRequest("session not found: it ended or expired; initialize again".into());
     let era = mcp_protocol::Era::Legacy(LATEST_LEGACY);
     (StatusCode::NOT_FOUND, reply::error_body(None, &err, era)).into_response()
 }
@@ -143,7 +144,9 @@ spec:
             ".".into(),
         )
         .unwrap();
-        compile(&manifest, &CompileOptions::default()).unwrap().views
+        compile(&manifest, &CompileOptions::default())
+            .unwrap()
+            .views
     }
 
     fn rewritten(prefix: &str, uri: &str) -> Option<(String, String)> {
@@ -165,7 +168,10 @@ spec:
             pair("/weather/mcp", "readers")
         );
         // At the root too, as the endpoints themselves are (in-cluster clients).
-        assert_eq!(rewritten("/weather", "/readers/mcp"), pair("/mcp", "readers"));
+        assert_eq!(
+            rewritten("/weather", "/readers/mcp"),
+            pair("/mcp", "readers")
+        );
         for not_a_view in [
             "/mcp",
             "/readers",

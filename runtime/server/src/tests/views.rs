@@ -63,7 +63,12 @@ async fn lists_through_a_view_show_what_it_publishes() {
     let reader = caller("read", &[]);
     let list = |method: &'static str, view: Option<&'static str>| {
         let (server, reader) = (&server, &reader);
-        async move { through(server, reader, view, method, json!({})).await.1.unwrap() }
+        async move {
+            through(server, reader, view, method, json!({}))
+                .await
+                .1
+                .unwrap()
+        }
     };
     let tools = list(methods::TOOLS_LIST, Some("readers")).await;
     assert_eq!(names(&tools, "tools", "name"), ["get_pod", "list_pods"]);
@@ -86,10 +91,26 @@ async fn an_item_outside_the_view_is_answered_as_undeclared() {
     let server = serving(MANIFEST);
     let reader = caller("read", &[]);
     let cases = [
-        (methods::TOOLS_CALL, json!({"name": "delete_pod", "arguments": {}}), json!({"name": "nope", "arguments": {}})),
-        (methods::RESOURCES_READ, json!({"uri": "docs://runbook"}), json!({"uri": "docs://nope"})),
-        (methods::RESOURCES_READ, json!({"uri": "secrets://db"}), json!({"uri": "nope://db"})),
-        (methods::PROMPTS_GET, json!({"name": "drain"}), json!({"name": "nope"})),
+        (
+            methods::TOOLS_CALL,
+            json!({"name": "delete_pod", "arguments": {}}),
+            json!({"name": "nope", "arguments": {}}),
+        ),
+        (
+            methods::RESOURCES_READ,
+            json!({"uri": "docs://runbook"}),
+            json!({"uri": "docs://nope"}),
+        ),
+        (
+            methods::RESOURCES_READ,
+            json!({"uri": "secrets://db"}),
+            json!({"uri": "nope://db"}),
+        ),
+        (
+            methods::PROMPTS_GET,
+            json!({"name": "drain"}),
+            json!({"name": "nope"}),
+        ),
         (
             methods::COMPLETION_COMPLETE,
             json!({"ref": {"type": "ref/prompt", "name": "drain"}, "argument": {"name": "a", "value": ""}}),
@@ -98,7 +119,14 @@ async fn an_item_outside_the_view_is_answered_as_undeclared() {
     ];
     for (method, outside, undeclared) in cases {
         let (_, hidden) = through(&server, &reader, Some("readers"), method, outside.clone()).await;
-        let (_, missing) = through(&server, &reader, Some("readers"), method, undeclared.clone()).await;
+        let (_, missing) = through(
+            &server,
+            &reader,
+            Some("readers"),
+            method,
+            undeclared.clone(),
+        )
+        .await;
         let (hidden, missing) = (hidden.unwrap_err(), missing.unwrap_err());
         assert_eq!(
             std::mem::discriminant(&hidden),
@@ -116,7 +144,11 @@ async fn an_item_outside_the_view_is_answered_as_undeclared() {
                 .to_owned();
             err.to_string().replace(&name, "NAME")
         };
-        assert_eq!(strip(&hidden, &outside), strip(&missing, &undeclared), "{method}");
+        assert_eq!(
+            strip(&hidden, &outside),
+            strip(&missing, &undeclared),
+            "{method}"
+        );
         // Served without the view, the item is there.
         let (_, whole) = through(&server, &reader, None, method, outside).await;
         assert!(whole.is_ok(), "{method}: {whole:?}");
@@ -138,10 +170,18 @@ async fn the_view_needs_its_scopes_for_every_request() {
     let outsider = caller("", &[]);
     for (method, params) in [
         (methods::TOOLS_LIST, json!({})),
-        (methods::TOOLS_CALL, json!({"name": "get_pod", "arguments": {}})),
+        (
+            methods::TOOLS_CALL,
+            json!({"name": "get_pod", "arguments": {}}),
+        ),
     ] {
-        let (decision, answer) = through(&server, &outsider, Some("readers"), method, params.clone()).await;
-        assert_eq!(decision, Decision::NeedsScopes(vec!["read".into()]), "{method}");
+        let (decision, answer) =
+            through(&server, &outsider, Some("readers"), method, params.clone()).await;
+        assert_eq!(
+            decision,
+            Decision::NeedsScopes(vec!["read".into()]),
+            "{method}"
+        );
         assert!(answer.is_err(), "{method}: the item is never served");
         // Without the view, the server asks for nothing.
         let (decision, _) = through(&server, &outsider, None, method, params).await;
@@ -153,7 +193,14 @@ async fn the_view_needs_its_scopes_for_every_request() {
 async fn a_view_removed_by_a_reload_serves_nothing() {
     let server = serving(MANIFEST);
     let reader = caller("read", &[]);
-    let (_, tools) = through(&server, &reader, Some("gone"), methods::TOOLS_LIST, json!({})).await;
+    let (_, tools) = through(
+        &server,
+        &reader,
+        Some("gone"),
+        methods::TOOLS_LIST,
+        json!({}),
+    )
+    .await;
     assert_eq!(tools.unwrap()["tools"], json!([]));
     let (_, call) = through(
         &server,
@@ -168,10 +215,7 @@ async fn a_view_removed_by_a_reload_serves_nothing() {
 
 #[tokio::test]
 async fn search_mode_finds_only_what_the_view_publishes() {
-    let manifest = MANIFEST.replace(
-        "  views:",
-        "  discovery: {mode: search}\n  views:",
-    );
+    let manifest = MANIFEST.replace("  views:", "  discovery: {mode: search}\n  views:");
     let server = serving(&manifest);
     let reader = caller("read", &[]);
     let (_, found) = through(
@@ -199,5 +243,8 @@ async fn search_mode_finds_only_what_the_view_publishes() {
         json!({"name": "describe_tools", "arguments": {"names": ["delete_pod"]}}),
     )
     .await;
-    assert_eq!(described.unwrap()["structuredContent"]["unknown"], json!(["delete_pod"]));
+    assert_eq!(
+        described.unwrap()["structuredContent"]["unknown"],
+        json!(["delete_pod"])
+    );
 }
