@@ -618,17 +618,22 @@ fn diff(old: &Compiled, new: &Compiled) -> Changes {
         })
         .filter_map(|r| r.contents["uri"].as_str().map(str::to_owned))
         .collect();
+    // What a view shows may change with its patterns alone.
+    let views = old.views != new.views;
     Changes {
         tools: !same(old.tools.iter(), new.tools.iter(), |t| &t.descriptor)
-            || !old.discovery.lists_like(&new.discovery),
-        prompts: !same(old.prompts.iter(), new.prompts.iter(), |p| &p.descriptor),
-        resources: !same(old.resources.iter(), new.resources.iter(), |r| {
-            &r.descriptor
-        }) || !same(
-            old.resource_templates.iter(),
-            new.resource_templates.iter(),
-            |t| &t.descriptor,
-        ),
+            || !old.discovery.lists_like(&new.discovery)
+            || views,
+        prompts: !same(old.prompts.iter(), new.prompts.iter(), |p| &p.descriptor) || views,
+        resources: views
+            || !same(old.resources.iter(), new.resources.iter(), |r| {
+                &r.descriptor
+            })
+            || !same(
+                old.resource_templates.iter(),
+                new.resource_templates.iter(),
+                |t| &t.descriptor,
+            ),
         updated_uris,
     }
 }

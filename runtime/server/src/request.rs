@@ -25,6 +25,9 @@ pub struct Request {
     pub target: Target,
     /// The `spec.views` view it came through: an item outside it is resolved as undeclared.
     pub view: ViewRef,
+    /// The name of that view as the transport gave it (kept when the declaration no longer
+    /// has it: a session opened by the request is still bound to it, and serves nothing).
+    view_name: Option<Box<str>>,
     /// The declaration `target` was resolved against, and that serves the request (a reload
     /// between authorization and dispatch cannot change which item either sees).
     pub(crate) decl: Arc<Served>,
@@ -64,20 +67,21 @@ impl Request {
         params: Value,
         view: Option<&str>,
     ) -> Self {
-        let view = ViewRef::resolve(&decl, view);
-        let target = within(&decl, view, resolve(&decl, &method, &params), &params);
+        let resolved = ViewRef::resolve(&decl, view);
+        let target = within(&decl, resolved, resolve(&decl, &method, &params), &params);
         Self {
             method,
             params,
             target,
-            view,
+            view: resolved,
+            view_name: view.map(Into::into),
             decl,
         }
     }
 
-    /// The name of the view the request came through.
+    /// The name of the view the request came through (`None`: the whole server).
     pub fn view_name(&self) -> Option<&str> {
-        self.view.name(&self.decl)
+        self.view_name.as_deref()
     }
 
     /// The declaration this request is served from.

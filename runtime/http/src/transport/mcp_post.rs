@@ -92,7 +92,6 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
             caller,
             held,
             address,
-            view,
         ))
         .await
     }

@@ -7,7 +7,6 @@ use super::guard::accepts;
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::legacy::{self, missing_session};
 use super::reply::{self, error};
-use super::views::ViewRoute;
 use super::{AppState, held, param_headers, session_stream, switch};
 use crate::auth::Principal;
 use axum::extract::State;
@@ -36,14 +35,14 @@ pub(super) async fn post(
     caller: Option<Arc<Principal>>,
     held: Held,
     address: IpAddr,
-    view: Option<ViewRoute>,
 ) -> Response {
     let client = client::key_of(caller.as_deref(), address);
     if let Message::Request { id, authorized } = &message
         && authorized.request().method == methods::INITIALIZE
     {
         let params = &authorized.request().params;
-        let view = view.as_ref().map(|v| v.name.as_str());
+        // The session serves the view the request came through.
+        let view = authorized.request().view_name();
         return initialize(&state, id, params, caller.as_deref(), client, view);
     }
     let session = match session_of(&state, &headers, client) {

@@ -248,3 +248,19 @@ async fn search_mode_finds_only_what_the_view_publishes() {
         json!(["delete_pod"])
     );
 }
+
+#[tokio::test]
+async fn a_reload_that_changes_only_a_view_announces_new_lists() {
+    let server = serving(MANIFEST);
+    let reload = |text: &str| {
+        let manifest = parse_manifest(text, ".".into()).unwrap();
+        Served::new(compile(&manifest, &CompileOptions::default()).unwrap()).unwrap()
+    };
+    assert!(!server.replace(reload(MANIFEST)).any(), "nothing changed");
+    let narrower = MANIFEST.replace("tools: [get_*, list_*]", "tools: [get_*]");
+    let changes = server.replace(reload(&narrower));
+    assert!(
+        changes.tools && changes.prompts && changes.resources,
+        "{changes:?}"
+    );
+}
