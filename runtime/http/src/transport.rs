@@ -20,6 +20,7 @@ mod sse;
 mod stateless;
 mod streamable;
 mod switch;
+mod view_route;
 mod views;
 
 use crate::auth::AuthState;
@@ -38,7 +39,7 @@ pub use body::BodyBudget;
 pub use card::{CARD_META, CARD_SCHEMA, CARD_TYPE, card};
 pub use forward::Forwarder;
 pub use guard::OriginPolicy;
-pub use views::ViewRoute;
+pub use view_route::ViewRoute;
 
 /// HTTP settings of the MCP port.
 #[derive(Clone, Debug)]

@@ -289,3 +289,24 @@ async fn each_view_has_its_scopes_challenge_metadata_and_audience() {
         assert!(challenge.contains("invalid_token"), "{challenge}");
     }
 }
+
+#[tokio::test]
+async fn a_session_keeps_its_view_when_a_reload_removes_it() {
+    let rt = start(&manifest(None), |_| {}).await;
+    let readers = session_at(&rt, "/readers/mcp", &[]).await;
+    let without = manifest(None).split("  views:").next().unwrap().to_owned();
+    std::fs::write(&rt.manifest, without).unwrap();
+    // Reloaded once the view's endpoint is gone.
+    let mut gone = false;
+    for _ in 0..100 {
+        let response = post_at(&rt, "/readers/mcp", &initialize_body(), &[]).await;
+        if response.status() == 404 {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "the reload did not remove the view");
+    let (status, _) = call_at(&rt, "/mcp", &readers, "tools/list", json!({}), &[]).await;
+    assert_eq!(status, 404, "the view's session reached the whole server");
+}

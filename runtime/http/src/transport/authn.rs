@@ -10,7 +10,7 @@
 
 use super::AppState;
 use super::headers::SESSION_HEADER;
-use super::views::ViewRoute;
+use super::view_route::ViewRoute;
 use crate::auth::{AuthConfigError, Authenticator, Principal, Refusal};
 use axum::Json;
 use axum::body::Body;

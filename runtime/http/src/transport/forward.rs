@@ -19,7 +19,7 @@
 
 use super::AppState;
 use super::authn::{Caller, Forwarded, session_id};
-use super::views::ViewRoute;
+use super::view_route::ViewRoute;
 use crate::auth::Principal;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};

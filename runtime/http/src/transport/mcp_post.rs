@@ -6,7 +6,7 @@ use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
-use super::views::ViewRoute;
+use super::view_route::ViewRoute;
 use super::{AppState, client, held, stateless, streamable, switch};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;

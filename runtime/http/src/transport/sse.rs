@@ -8,7 +8,7 @@ use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
 use super::session_stream::{self, short};
-use super::views::ViewRoute;
+use super::view_route::ViewRoute;
 use super::{AppState, held, param_headers, switch};
 use axum::Extension;
 use axum::body::Body;

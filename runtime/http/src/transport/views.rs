@@ -7,6 +7,7 @@
 //! No I/O.
 
 use super::authn::session_id;
+use super::view_route::ViewRoute;
 use super::{AppState, reply};
 use axum::extract::Request;
 use axum::http::{StatusCode, Uri};
@@ -20,18 +21,6 @@ use tower_service::Service;
 
 /// The endpoints a view serves under its path.
 const ENDPOINTS: [&str; 3] = ["/mcp", "/sse", "/messages"];
-
-/// The view a request came through (a request extension; absent: the whole server).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ViewRoute {
-    /// The view's name.
-    pub name: String,
-    /// The view's path (`/readers`).
-    pub path: String,
-    /// The path and query the client sent, before the rewrite (a forwarded request goes to
-    /// the session's owner with it, so the owner routes it through the same view).
-    pub original: String,
-}
 
 /// The service in front of the routes (see the module docs).
 #[derive(Clone)]
@@ -64,13 +53,15 @@ where
 /// request whose session was opened through another view (or through none).
 fn route(state: &AppState, mut request: Request) -> Result<Request, Response> {
     let decl = state.server.declaration();
-    if decl.views.is_empty() {
-        return Ok(request);
-    }
-    if let Some((rewritten, view)) = rewrite(&decl.views, &state.http.path_prefix, request.uri()) {
+    if !decl.views.is_empty()
+        && let Some((rewritten, view)) =
+            rewrite(&decl.views, &state.http.path_prefix, request.uri())
+    {
         *request.uri_mut() = rewritten;
         request.extensions_mut().insert(view);
     }
+    // Checked with or without views now: a reload that removed a session's view must not
+    // open the whole server to it.
     let view = request
         .extensions()
         .get::<ViewRoute>()
