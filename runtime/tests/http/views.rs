@@ -310,3 +310,33 @@ async fn a_session_keeps_its_view_when_a_reload_removes_it() {
     let (status, _) = call_at(&rt, "/mcp", &readers, "tools/list", json!({}), &[]).await;
     assert_eq!(status, 404, "the view's session reached the whole server");
 }
+
+#[tokio::test]
+async fn a_views_session_is_served_through_its_view_on_another_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, [6u8; 32]).unwrap();
+    let manifest = manifest(None);
+    let replica = || {
+        let key_file = key_file.clone();
+        start(&manifest, move |c| {
+            c.session_key_file = Some(key_file);
+            c.advertise_address = Some(c.listen);
+        })
+    };
+    let (a, b) = (replica().await, replica().await);
+    let readers = session_at(&a, "/readers/mcp", &[]).await;
+    // B hands the request to A, the session's owner, with the path the client sent: A serves
+    // it through the same view.
+    let (status, listed) =
+        call_at(&b, "/readers/mcp", &readers, "tools/list", json!({}), &[]).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(tool_names(&listed), ["get_pod", "list_pods"]);
+    assert!(
+        b.metric_shows("mcp_session_forwards_total{outcome=\"forwarded\"} 1")
+            .await
+    );
+    // Through B's own endpoint, the session is not found.
+    let (status, _) = call_at(&b, "/mcp", &readers, "tools/list", json!({}), &[]).await;
+    assert_eq!(status, 404);
+}
