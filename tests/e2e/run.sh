@@ -447,6 +447,9 @@ for file in "$ROOT"/examples/*.yaml; do
     "kubectl -n e2e-examples get mcpserver $name -o json | jq -e '.status.conditions[] | select(.type == \"Accepted\") | .status == \"True\"' >/dev/null"
 done
 
+check "examples/cluster-views.yaml: the Ingress routes each view's endpoints and metadata" \
+  eventually 30 bash -c "kubectl -n e2e-examples get ingress cluster -o json | jq -e '[.spec.rules[0].http.paths[] | select(.pathType == \"Exact\") | .path] as \$p | all(\"/cluster/mcp\", \"/cluster/readers/mcp\", \"/cluster/readers/sse\", \"/cluster/readers/messages\", \"/cluster/operators/mcp\", \"/.well-known/oauth-protected-resource/cluster/readers\"; . as \$x | \$p | index(\$x))' >/dev/null"
+
 # ----------------------------------------------------------------------------------------------
 log "invalid manifests are refused"
 for file in "$ROOT"/tests/e2e/invalid/*.yaml; do

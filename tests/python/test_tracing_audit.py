@@ -98,7 +98,9 @@ def run(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    parents = {key: _parent() for key in ("lookup", "greet", "broken", "unknown", "header", "meta", "ignored", "legacy")}
+    parents = {
+        key: _parent() for key in ("lookup", "greet", "broken", "unknown", "header", "meta", "ignored", "legacy", "wave")
+    }
     results: dict[str, object] = {}
 
     async def calls() -> None:
@@ -118,13 +120,16 @@ def run(tmp_path_factory):
         async with Client(rt.url, mode="legacy", cache=None) as c:
             with trace.use_span(NonRecordingSpan(parents["greet"])):
                 results["greet"] = await c.call_tool("greet", {"name": NAME})
+        async with Client(f"{rt.base}/wavers/mcp", mode=MODERN, cache=None) as c:
+            with trace.use_span(NonRecordingSpan(parents["wave"])):
+                results["wave"] = await c.call_tool("wave", {})
 
     try:
         anyio.run(calls)
         _header_calls(rt, parents)
         metrics = rt.metrics()
         # Spans leave in batches every 200 ms; SIGTERM exports the rest before exit.
-        receiver.wait_for(9, timeout=5)
+        receiver.wait_for(10, timeout=5)
     finally:
         problem = rt.stop()
         upstream.stop()
@@ -187,6 +192,14 @@ def test_request_span_is_the_child_of_the_callers_traceparent(run):
     assert request.resource["service.name"] == SERVICE
     assert request.resource["k8s.namespace.name"] == "tests"
     assert request.scope == "mcp-runtime"
+
+
+def test_a_call_through_a_view_names_it_on_its_span(run):
+    spans = run["receiver"].spans()
+    wave = _one(spans, name="tools/call wave")
+    assert wave.trace_id == _hex(run["parents"]["wave"])[0]
+    assert wave.attributes["kube_mcp.view"] == "wavers"
+    assert "kube_mcp.view" not in _one(spans, name="tools/call lookup").attributes
 
 
 def test_upstream_span_is_a_child_and_its_context_reaches_the_upstream(run):
@@ -281,7 +294,7 @@ def test_duration_histograms_carry_the_trace_as_an_exemplar(run):
     assert {t for h, labels, t in exemplars if labels.startswith('tool="lookup"')} == {lookup}
     assert ("mcp_tool_call_duration_seconds", 'tool="lookup"', lookup) in exemplars
     assert ("mcp_upstream_request_duration_seconds", 'tool="lookup"', lookup) in exemplars
-    calls = {_hex(run["parents"][key])[0] for key in ("lookup", "broken", "unknown", "greet")}
+    calls = {_hex(run["parents"][key])[0] for key in ("lookup", "broken", "unknown", "greet", "wave")}
     requests = {t for h, labels, t in exemplars if h == "mcp_request_duration_seconds" and labels == 'method="tools/call"'}
     assert requests and requests <= calls, exemplars
     # Every exemplar links to a trace the collector received.
@@ -319,7 +332,10 @@ def _audit(rt: Runtime) -> list[dict]:
 def test_audit_records_allowed_failed_and_refused_calls(run):
     records = _audit(run["rt"])
     by_tool = {r.get("tool") or r.get("uri"): r for r in records}
-    assert set(by_tool) == {"lookup", "broken", "no_such_tool", "greet", "docs://traced/readme"}, records
+    assert set(by_tool) == {"lookup", "broken", "no_such_tool", "greet", "wave", "docs://traced/readme"}, records
+    # A call through a view names it; the others came through the server's own endpoint.
+    assert by_tool["wave"]["view"] == "wavers"
+    assert all("view" not in r for r in records if r.get("tool") != "wave")
     lookup = by_tool["lookup"]
     assert lookup["audit"] == "tools/call"
     assert lookup["server"] == "traced"

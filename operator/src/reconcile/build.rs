@@ -13,7 +13,7 @@ pub use deployment::{
 };
 pub use exposure::{
     PublicEndpoint, endpoint_paths, ingress, metadata_paths, path_prefix, pod_disruption_budget,
-    public_endpoint, service, url,
+    public_endpoint, service, url, view_paths,
 };
 pub use meta::{
     MANAGED_BY, SERVER_LABEL, child_meta, config_map_name, labels, pod_selector, selector_labels,
@@ -547,6 +547,54 @@ mod tests {
         );
         let args = runtime_args(&children);
         assert!(args.windows(2).any(|w| w == ["--path-prefix", "/weather"]));
+    }
+
+    #[test]
+    fn each_view_is_routed_at_its_path_with_its_metadata() {
+        let mut server = weather();
+        server.spec.declaration.views = vec![mcp_declaration::View {
+            name: "readers".into(),
+            path: "/readers".into(),
+            tools: vec!["greet".into()],
+            ..Default::default()
+        }];
+        let view_endpoints = [
+            "/weather/readers/mcp",
+            "/weather/readers/sse",
+            "/weather/readers/messages",
+        ];
+        assert_eq!(path_names(&server)[3..], view_endpoints);
+        server.spec.declaration.auth = Some(mcp_declaration::Auth {
+            issuer: "https://idp.example.com/realms/acme".into(),
+            ..Default::default()
+        });
+        assert_eq!(
+            path_names(&server)[6..],
+            [
+                "/weather/readers/mcp",
+                "/weather/readers/sse",
+                "/weather/readers/messages",
+                "/.well-known/oauth-protected-resource/weather/readers",
+                "/.well-known/oauth-protected-resource/weather/readers/mcp",
+                "/.well-known/oauth-protected-resource/weather/readers/sse",
+            ]
+        );
+        // Behind a gateway, the HTTPRoute routes the same paths.
+        let mut gateway = gateway_server();
+        gateway.spec.declaration.views = vec![mcp_declaration::View {
+            name: "readers".into(),
+            path: "/readers/".into(),
+            tools: vec!["hi".into()],
+            ..Default::default()
+        }];
+        let route = build(&gateway).http_route.unwrap();
+        let values: Vec<&str> = route.spec["rules"][0]["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["path"]["value"].as_str().unwrap())
+            .collect();
+        assert_eq!(values[3..], view_endpoints);
     }
 
     fn gateway_server() -> MCPServer {

@@ -8,7 +8,9 @@
 //! cached, so it costs no API call and no parsing. Pure, except [`requeue`], which gives the
 //! controller the servers to look at again when a claim may have been released.
 
-use crate::reconcile::build::{BuildConfig, endpoint_paths, metadata_paths, public_endpoint, url};
+use crate::reconcile::build::{
+    BuildConfig, endpoint_paths, metadata_paths, public_endpoint, url, view_paths,
+};
 use crate::reconcile::validate::{Accepted, RefusalReason, Refused};
 pub use crate::resource::Claim;
 use crate::resource::{CachedServer, MCPServer};
@@ -29,6 +31,7 @@ pub fn claim(server: &MCPServer) -> Option<Claim> {
     let endpoint = public_endpoint(server)?;
     let mut routes = endpoint_paths(endpoint.prefix, true);
     routes.extend(metadata_paths(endpoint.prefix));
+    routes.extend(view_paths(server, endpoint.prefix, true));
     routes.sort();
     routes.dedup();
     Some(Claim {

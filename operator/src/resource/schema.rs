@@ -65,6 +65,19 @@ pub fn item_rules(schema: &mut schemars::Schema) {
             );
         }
     }
+    if let Some(views) = properties.get_mut("views").and_then(Value::as_object_mut) {
+        // Names are unique (the runtime's compiler checks paths, patterns and the rest).
+        unique_by(views, "name");
+        if let Some(view) = items(views) {
+            set_property(
+                view,
+                "name",
+                "pattern",
+                json!("^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"),
+            );
+            set_property(view, "path", "pattern", json!("^/"));
+        }
+    }
     if let Some(resources) = properties
         .get_mut("resources")
         .and_then(Value::as_object_mut)

@@ -135,6 +135,16 @@ impl AccessRules {
             );
             resource_templates.push(access);
         }
+        // A view's scopes are checked like an item's (and listed in the metadata); the view
+        // itself carries them (`compile/views.rs`).
+        for (i, view) in decl.views.iter().enumerate() {
+            compiler.item(
+                &format!("spec.views[{i}]"),
+                &view.required_scopes,
+                None,
+                false,
+            );
+        }
         if !compiler.errors.is_empty() {
             return Err(compiler.errors);
         }

@@ -35,6 +35,8 @@ use shared_schemas::SharedSchemas;
 mod tools;
 mod url_elicit;
 pub use url_elicit::CompiledUrlStep;
+mod views;
+pub use views::{CompiledView, CompiledViews, ItemSet, RESERVED_SEGMENTS};
 
 pub use http_types::{
     BodyKind, CompiledBody, CompiledHttp, CompiledParam, CompiledResponse, ParamValue, Retry,
@@ -176,6 +178,7 @@ impl<'a> Compiler<'a> {
         let tool_names: Vec<&str> = decl.tools.iter().map(|t| t.name.as_str()).collect();
         let limits = self.limits(decl.limits.as_ref(), &tool_names);
         let mut discovery = self.discovery(decl.discovery.as_ref(), &decl.tools);
+        let views = self.views(decl);
         let (access, items) = AccessRules::compile(decl, self.options.template_fuel)
             .map_err(|errors| self.errors.extend(errors))
             .unwrap_or_default();
@@ -226,6 +229,7 @@ impl<'a> Compiler<'a> {
             transports,
             limits,
             discovery,
+            views,
         })
     }
 

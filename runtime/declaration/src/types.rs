@@ -17,6 +17,7 @@ mod limits;
 mod metadata;
 mod toolset;
 mod transport;
+mod views;
 pub use apps::*;
 pub use auth::*;
 pub use discovery::*;
@@ -26,6 +27,7 @@ pub use limits::*;
 pub use metadata::*;
 pub use toolset::*;
 pub use transport::*;
+pub use views::*;
 
 /// Tools, resources and prompts served to MCP clients, exactly as declared.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -101,6 +103,12 @@ pub struct Declaration {
     /// meta tools `search_tools` and `describe_tools`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovery: Option<Discovery>,
+    /// Subsets of the items published at paths of their own (at most 32): a view at
+    /// `/readers` serves `/readers/mcp` with only the tools, resources, resource templates and
+    /// prompts it names, to callers holding its `requiredScopes` as well as the server's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub views: Vec<View>,
 }
 
 /// Caching hints sent as `ttlMs` and `cacheScope` on cacheable results.

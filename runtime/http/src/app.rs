@@ -93,7 +93,7 @@ pub async fn serve(
     let compiled = compiled.map_err(|err| anyhow::anyhow!("invalid manifest: {err}"))?;
     let auth = Arc::new(AuthState::new(config.auth.clone()));
     // A declaration that asks for authentication must be servable with it from the start.
-    auth.for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
+    auth.for_spec(&compiled)
         .context("cannot authenticate requests")?;
     let key = |path: &PathBuf| {
         read_key(path).with_context(|| format!("cannot read session key {}", path.display()))

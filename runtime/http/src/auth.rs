@@ -31,7 +31,7 @@ pub use verify::{MAX_TOKEN_BYTES, Verifier};
 
 use http::{HeaderMap, HeaderValue};
 use jsonwebtoken::Algorithm;
-use mcp_declaration::{Auth, JwtAlgorithm, Secret};
+use mcp_declaration::{Auth, Compiled, JwtAlgorithm, Secret};
 use serde_json::Value;
 use std::sync::Arc;
 use url::Url;
@@ -62,6 +62,36 @@ pub struct Authenticator {
     metadata_url: String,
     required_scopes: Vec<String>,
     document: Value,
+    /// The audiences a token for the whole server names (`spec.auth.audiences`, or the
+    /// server's URL).
+    audiences: Vec<String>,
+    /// Each `spec.views` view as a protected resource of its own.
+    views: Vec<ViewResource>,
+}
+
+/// A `spec.views` view as a protected resource: its URL (the server's with the view's path
+/// before the endpoint), its metadata and the scopes its challenges name.
+struct ViewResource {
+    name: String,
+    resource: Url,
+    audience: String,
+    metadata_url: String,
+    required_scopes: Vec<String>,
+    document: Value,
+}
+
+/// The URL of the view at `view_path` of the server at `resource`: the view's path inserted
+/// before the endpoint (`https://h/weather/mcp` -> `https://h/weather/readers/mcp`), or
+/// appended to a URL without one (`https://h/weather` -> `https://h/weather/readers`).
+pub fn view_resource(resource: &Url, view_path: &str) -> Url {
+    let path = resource.path().trim_end_matches('/');
+    let (base, endpoint) = match path.rsplit_once('/') {
+        Some((base, last)) if last == "mcp" || last == "sse" => (base, &path[base.len()..]),
+        _ => (path, ""),
+    };
+    let mut url = resource.clone();
+    url.set_path(&format!("{base}{view_path}{endpoint}"));
+    url
 }
 
 impl Authenticator {
@@ -143,12 +173,124 @@ impl Authenticator {
         };
         let keys = Keys::new(client, auth.issuer.clone(), jwks_uri, key_settings);
         Ok(Self {
+            audiences: rules.audiences.clone(),
             verifier: Verifier::new(rules, keys, introspector),
             metadata_url: metadata_url(&resource),
             document: document(&canonical, &auth.issuer, &scopes_supported),
             required_scopes: auth.required_scopes.clone(),
             resource,
+            views: Vec::new(),
         })
+    }
+
+    /// The same authenticator with the views of `compiled` as protected resources of their
+    /// own: a token naming a view's URL is accepted there (and only there), and each view has
+    /// its metadata, listing the scopes its items and the view need.
+    #[must_use]
+    pub fn with_views(mut self, compiled: &Compiled) -> Self {
+        for view in compiled.views.all() {
+            let resource = view_resource(&self.resource, &view.path);
+            let Some(audience) = canonical_resource(resource.as_str()) else {
+                continue;
+            };
+            let mut scopes = self.required_scopes.clone();
+            let published = compiled
+                .tools
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| view.tools.contains(*i))
+                .map(|(_, t)| &t.access)
+                .chain(
+                    compiled
+                        .resources
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| view.resources.contains(*i))
+                        .map(|(_, r)| &r.access),
+                )
+                .chain(
+                    compiled
+                        .resource_templates
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| view.resource_templates.contains(*i))
+                        .map(|(_, t)| &t.access),
+                )
+                .chain(
+                    compiled
+                        .prompts
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| view.prompts.contains(*i))
+                        .map(|(_, p)| &p.access),
+                );
+            for scope in view
+                .required_scopes
+                .iter()
+                .chain(published.flat_map(|access| &access.required_scopes))
+            {
+                if !scopes.contains(scope) {
+                    scopes.push(scope.clone());
+                }
+            }
+            let issuer = self.verifier.rules().issuer.clone();
+            self.verifier.accept_audience(audience.clone());
+            self.views.push(ViewResource {
+                name: view.name.clone(),
+                metadata_url: metadata_url(&resource),
+                document: document(&audience, &issuer, &scopes),
+                required_scopes: self
+                    .required_scopes
+                    .iter()
+                    .chain(&view.required_scopes)
+                    .cloned()
+                    .collect(),
+                audience,
+                resource,
+            });
+        }
+        self
+    }
+
+    fn view(&self, name: Option<&str>) -> Option<&ViewResource> {
+        let name = name?;
+        self.views.iter().find(|view| view.name == name)
+    }
+
+    /// Whether the audience of `principal`'s token fits the view it calls through (`None`: the
+    /// whole server): a token for the server fits everywhere, a token for a view's URL only
+    /// that view.
+    pub fn audience_fits(&self, principal: &Principal, view: Option<&str>) -> bool {
+        if self.views.is_empty() {
+            return true;
+        }
+        let aud = principal.claims.get("aud");
+        audience_ok(&self.audiences, aud)
+            || self
+                .view(view)
+                .is_some_and(|v| audience_ok(std::slice::from_ref(&v.audience), aud))
+    }
+
+    /// The `WWW-Authenticate` value for `refusal` of a request through `view` (`None`: the
+    /// whole server): the view's metadata and scopes.
+    pub fn challenge_in(&self, refusal: &Refusal, view: Option<&str>) -> HeaderValue {
+        match self.view(view) {
+            Some(v) => challenge(&v.metadata_url, &v.required_scopes, refusal),
+            None => self.challenge(refusal),
+        }
+    }
+
+    /// The metadata document served at request path `path` for one of the views, if `path` is
+    /// one of a view's metadata paths (see [`served_paths`]).
+    pub fn view_metadata(&self, path: &str, path_prefix: &str) -> Option<&Value> {
+        self.views
+            .iter()
+            .find(|v| {
+                served_paths(&v.resource, path_prefix)
+                    .iter()
+                    .any(|p| p == path && p != WELL_KNOWN)
+            })
+            .map(|v| &v.document)
     }
 
     /// Authenticates a request from its headers and query string: a valid token with every
@@ -230,5 +372,22 @@ fn algorithm(alg: JwtAlgorithm) -> Algorithm {
         JwtAlgorithm::ES256 => Algorithm::ES256,
         JwtAlgorithm::ES384 => Algorithm::ES384,
         JwtAlgorithm::EdDSA => Algorithm::EdDSA,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::view_resource;
+    use url::Url;
+
+    #[test]
+    fn a_views_url_puts_its_path_before_the_endpoint() {
+        let at =
+            |resource: &str| view_resource(&Url::parse(resource).unwrap(), "/readers").to_string();
+        assert_eq!(at("https://h/weather/mcp"), "https://h/weather/readers/mcp");
+        assert_eq!(at("https://h/weather"), "https://h/weather/readers");
+        assert_eq!(at("https://h/weather/"), "https://h/weather/readers");
+        assert_eq!(at("https://h/mcp"), "https://h/readers/mcp");
+        assert_eq!(at("https://h"), "https://h/readers");
     }
 }

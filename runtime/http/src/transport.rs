@@ -20,6 +20,8 @@ mod sse;
 mod stateless;
 mod streamable;
 mod switch;
+mod view_route;
+mod views;
 
 use crate::auth::AuthState;
 use axum::Router;
@@ -37,6 +39,7 @@ pub use body::BodyBudget;
 pub use card::{CARD_META, CARD_SCHEMA, CARD_TYPE, card};
 pub use forward::Forwarder;
 pub use guard::OriginPolicy;
+pub use view_route::ViewRoute;
 
 /// HTTP settings of the MCP port.
 #[derive(Clone, Debug)]
@@ -138,8 +141,18 @@ pub struct AppState {
 
 /// The MCP routes: at the root (in-cluster clients, through the Service) and, with a path
 /// prefix, under it as well (clients through an ingress or gateway that forwards the path as it
-/// is: no rewriting, so any controller routes it the same way).
+/// is: no rewriting, so any controller routes it the same way). The endpoints of each
+/// `spec.views` view (`{prefix}{view}/mcp`, ...) reach the same routes through
+/// `transport/views.rs`, which runs before routing.
 pub fn router(state: Arc<AppState>) -> Router {
+    let routes = routes(state.clone());
+    Router::new().fallback_service(views::Views {
+        state,
+        inner: routes,
+    })
+}
+
+fn routes(state: Arc<AppState>) -> Router {
     let max_body = state.http.max_body_bytes;
     let mut bases = vec![String::new()];
     if !state.http.path_prefix.is_empty() {

@@ -58,6 +58,9 @@ pub struct Record {
     pub principal: Option<Caller>,
     /// The protocol version the call was made in.
     pub protocol_version: &'static str,
+    /// The `spec.views` view the call came through (absent: the whole server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
     /// A digest of the legacy session's id (never the id, which lets anyone use the session).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,

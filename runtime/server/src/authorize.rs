@@ -1,6 +1,8 @@
 //! The one authorization decision (`spec.auth`): [`authorize`] decides every request that names
 //! an item (call, read, subscribe, unsubscribe, listen, get, complete) from the item's compiled
-//! rules, and [`listed`] decides what lists show. Transports only turn a [`Decision`] into HTTP
+//! rules, and [`listed`] decides what lists show. A request through a `spec.views` view needs
+//! the view's `requiredScopes` too, whatever it names (the items a view does not publish were
+//! resolved as undeclared before: `request.rs`). Transports only turn a [`Decision`] into HTTP
 //! (a 403 challenge for missing scopes); the dispatch turns the rest into results. Pure.
 
 use super::Principal;
@@ -65,6 +67,27 @@ pub(crate) fn authorize(caller: Option<&Principal>, request: Request) -> Authori
 
 fn decide(caller: Option<&Principal>, request: &Request) -> Decision {
     let decl: &Compiled = request.declaration();
+    let view_scopes: &[String] = request
+        .view
+        .view(decl)
+        .map_or(&[], |view| &view.required_scopes);
+    if let Some(principal) = caller
+        && !view_scopes.iter().all(|s| principal.scopes.contains(s))
+    {
+        // Every request through the view needs its scopes; the challenge names the item's too,
+        // so that one token serves the request.
+        let mut scopes = view_scopes.to_vec();
+        for scope in request
+            .accesses()
+            .iter()
+            .flat_map(|(a, _)| &a.required_scopes)
+        {
+            if !scopes.contains(scope) {
+                scopes.push(scope.clone());
+            }
+        }
+        return Decision::NeedsScopes(scopes);
+    }
     let Some(principal) = caller.filter(|_| decl.access.has_item_rules()) else {
         return Decision::Allowed;
     };
@@ -94,7 +117,7 @@ fn decide(caller: Option<&Principal>, request: &Request) -> Decision {
     }
     if missing_scopes {
         // One challenge names every scope the named items need together.
-        let mut scopes: Vec<String> = Vec::new();
+        let mut scopes: Vec<String> = view_scopes.to_vec();
         for scope in accesses.iter().flat_map(|(a, _)| &a.required_scopes) {
             if !scopes.contains(scope) {
                 scopes.push(scope.clone());

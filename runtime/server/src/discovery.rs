@@ -1,12 +1,13 @@
 //! Discovery's search mode (`spec.discovery`): what `tools/list` shows (the pinned tools and the
 //! meta tools) and the meta tools' answers: `search_tools` ranks the tools with the index the
 //! compiler built, `describe_tools` returns their `tools/list` entries. A tool the caller may not
-//! see (`listed` says no, or an MCP Apps view-only tool for a client without views) is never
-//! found or described: it is reported as unknown, like a tool that does not exist. Pure.
+//! see (`listed` says no: its rules, or a `spec.views` view that does not publish it; or an MCP
+//! Apps view-only tool for a client without views) is never found or described: it is reported
+//! as unknown, like a tool that does not exist. Pure.
 
 use crate::backends::{ToolReply, text_block};
 use mcp_declaration::{
-    Access, Compiled, CompiledTool, DEFAULT_SEARCH_LIMIT, DiscoveryMode, MAX_DESCRIBE_NAMES,
+    Compiled, CompiledTool, DEFAULT_SEARCH_LIMIT, DiscoveryMode, MAX_DESCRIBE_NAMES,
     MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, MetaTool,
 };
 use serde_json::{Map, Value, json};
@@ -24,21 +25,20 @@ pub(crate) fn shown(tool: &CompiledTool, views: bool) -> Option<&Value> {
     }
 }
 
+/// Whether the caller may see the tool at an index of `Compiled::tools`.
+pub(crate) type Listed<'a> = dyn Fn(usize) -> bool + 'a;
+
 /// The `tools/list` entries: every tool the caller may see in `full` mode; in `search` mode the
 /// pinned ones, then `search_tools` and `describe_tools`.
-pub(crate) fn listing<'d>(
-    decl: &'d Compiled,
-    views: bool,
-    listed: &dyn Fn(&Access) -> bool,
-) -> Vec<&'d Value> {
-    let visible = |tool: &'d CompiledTool| listed(&tool.access).then(|| shown(tool, views))?;
+pub(crate) fn listing<'d>(decl: &'d Compiled, views: bool, listed: &Listed<'_>) -> Vec<&'d Value> {
+    let visible = |i: usize| listed(i).then(|| shown(&decl.tools[i], views))?;
     match decl.discovery.mode {
-        DiscoveryMode::Full => decl.tools.iter().filter_map(visible).collect(),
+        DiscoveryMode::Full => (0..decl.tools.len()).filter_map(visible).collect(),
         DiscoveryMode::Search => decl
             .discovery
             .pinned
             .iter()
-            .filter_map(|&i| visible(&decl.tools[i]))
+            .filter_map(|&i| visible(i))
             .chain(&decl.discovery.meta)
             .collect(),
     }
@@ -50,7 +50,7 @@ pub(crate) fn call(
     meta: MetaTool,
     arguments: Option<&Value>,
     views: bool,
-    listed: &dyn Fn(&Access) -> bool,
+    listed: &Listed<'_>,
 ) -> ToolReply {
     let empty = Map::new();
     let args = match arguments {
@@ -58,7 +58,7 @@ pub(crate) fn call(
         Some(Value::Object(args)) => args,
         Some(_) => return ToolReply::error("arguments must be an object"),
     };
-    let visible = |tool: &CompiledTool| listed(&tool.access).then(|| shown(tool, views))?.cloned();
+    let visible = |i: usize| listed(i).then(|| shown(&decl.tools[i], views))?.cloned();
     let answer = match meta {
         MetaTool::Search => search(decl, args, &visible),
         MetaTool::Describe => describe(decl, args, &visible),
@@ -66,7 +66,7 @@ pub(crate) fn call(
     answer.unwrap_or_else(ToolReply::error)
 }
 
-type Visible<'a> = dyn Fn(&CompiledTool) -> Option<Value> + 'a;
+type Visible<'a> = dyn Fn(usize) -> Option<Value> + 'a;
 
 fn only_keys(args: &Map<String, Value>, allowed: &[&str]) -> Result<(), String> {
     match args.keys().find(|key| !allowed.contains(&key.as_str())) {
@@ -106,7 +106,7 @@ fn search(
         .index
         .search(query)
         .into_iter()
-        .filter_map(|(i, _)| visible(&decl.tools[i]))
+        .filter_map(|(i, _)| visible(i))
         .collect();
     let total = matches.len();
     let found: Vec<Value> = matches.iter().take(limit).map(summary).collect();
@@ -196,7 +196,7 @@ fn describe(
             .iter()
             .find(|d| d["name"] == name)
             .cloned();
-        match meta.or_else(|| decl.tool(name).and_then(visible)) {
+        match meta.or_else(|| decl.tool_index(name).and_then(visible)) {
             Some(descriptor) => tools.push(descriptor),
             None => unknown.push(name),
         }

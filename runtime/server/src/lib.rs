@@ -42,6 +42,7 @@ mod resources;
 mod served;
 mod subscriptions;
 mod tools;
+mod view;
 
 use crate::clients::ClientKey;
 use crate::metrics::Metrics;
@@ -67,6 +68,7 @@ pub use request::MAX_SUBSCRIPTIONS;
 pub use request::{Request, Target};
 pub use served::Served;
 pub use subscriptions::ListenLimit;
+pub use view::ViewRef;
 
 /// Capacity of the change broadcast; a stream that lags this far behind gets a full refresh.
 const CHANGE_CAPACITY: usize = 64;
@@ -295,9 +297,10 @@ impl Server {
         observe::refused_before_dispatch(request, caller, era, session);
     }
 
-    /// Parses a request once and resolves the item it names against the current declaration.
-    pub fn request(&self, method: String, params: Value) -> Request {
-        Request::from_message(self.current.load_full(), method, params)
+    /// Parses a request once and resolves the item it names against the current declaration,
+    /// as seen through the `spec.views` view named `view` (`None`: the whole server).
+    pub fn request(&self, method: String, params: Value, view: Option<&str>) -> Request {
+        Request::from_message(self.current.load_full(), method, params, view)
     }
 
     /// The one authorization decision for `request` by `caller` (`None`: no `spec.auth`).
@@ -493,7 +496,11 @@ impl Server {
         }
         let page_size = self.settings.page_size;
         let caller = ctx.caller.as_deref();
+        // What lists show: what the request's view publishes, and of that what the caller's
+        // rules let it see.
+        let view = request.view;
         let listed = |access: &mcp_declaration::Access| authorize::listed(decl, caller, access);
+        let tool_listed = |i: usize| view.tool(decl, i) && listed(&decl.tools[i].access);
         match method {
             methods::SERVER_DISCOVER => Ok(lifecycle::discover_result(decl)),
             methods::PING => Ok(json!({})),
@@ -506,7 +513,7 @@ impl Server {
             }
             methods::TOOLS_LIST => {
                 let views = extensions::client_shows_views(ctx, params);
-                let entries = discovery::listing(decl, views, &listed);
+                let entries = discovery::listing(decl, views, &tool_listed);
                 catalog::list(params, page_size, "tools", entries.into_iter())
             }
             methods::TOOLS_CALL => match request.target {
@@ -514,7 +521,7 @@ impl Server {
                     let started = Instant::now();
                     let views = extensions::client_shows_views(ctx, params);
                     let reply =
-                        discovery::call(decl, meta, params.get("arguments"), views, &listed);
+                        discovery::call(decl, meta, params.get("arguments"), views, &tool_listed);
                     self.metrics
                         .tool_call(meta.name(), !reply.is_error, started.elapsed());
                     Ok(tools::shape(reply, ctx.era))
@@ -527,8 +534,9 @@ impl Server {
                 "resources",
                 decl.resources
                     .iter()
-                    .filter(|r| listed(&r.access))
-                    .map(|r| &r.descriptor)
+                    .enumerate()
+                    .filter(|(i, r)| view.resource(decl, *i) && listed(&r.access))
+                    .map(|(_, r)| &r.descriptor)
                     .collect::<Vec<_>>()
                     .into_iter(),
             ),
@@ -538,8 +546,9 @@ impl Server {
                 "resourceTemplates",
                 decl.resource_templates
                     .iter()
-                    .filter(|t| listed(&t.access))
-                    .map(|t| &t.descriptor)
+                    .enumerate()
+                    .filter(|(i, t)| view.template(decl, *i) && listed(&t.access))
+                    .map(|(_, t)| &t.descriptor)
                     .collect::<Vec<_>>()
                     .into_iter(),
             ),
@@ -552,8 +561,9 @@ impl Server {
                 "prompts",
                 decl.prompts
                     .iter()
-                    .filter(|p| listed(&p.access))
-                    .map(|p| &p.descriptor)
+                    .enumerate()
+                    .filter(|(i, p)| view.prompt(decl, *i) && listed(&p.access))
+                    .map(|(_, p)| &p.descriptor)
                     .collect::<Vec<_>>()
                     .into_iter(),
             ),
@@ -608,17 +618,22 @@ fn diff(old: &Compiled, new: &Compiled) -> Changes {
         })
         .filter_map(|r| r.contents["uri"].as_str().map(str::to_owned))
         .collect();
+    // What a view shows may change with its patterns alone.
+    let views = old.views != new.views;
     Changes {
         tools: !same(old.tools.iter(), new.tools.iter(), |t| &t.descriptor)
-            || !old.discovery.lists_like(&new.discovery),
-        prompts: !same(old.prompts.iter(), new.prompts.iter(), |p| &p.descriptor),
-        resources: !same(old.resources.iter(), new.resources.iter(), |r| {
-            &r.descriptor
-        }) || !same(
-            old.resource_templates.iter(),
-            new.resource_templates.iter(),
-            |t| &t.descriptor,
-        ),
+            || !old.discovery.lists_like(&new.discovery)
+            || views,
+        prompts: !same(old.prompts.iter(), new.prompts.iter(), |p| &p.descriptor) || views,
+        resources: views
+            || !same(old.resources.iter(), new.resources.iter(), |r| {
+                &r.descriptor
+            })
+            || !same(
+                old.resource_templates.iter(),
+                new.resource_templates.iter(),
+                |t| &t.descriptor,
+            ),
         updated_uris,
     }
 }

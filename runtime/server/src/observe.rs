@@ -210,6 +210,9 @@ fn span_attributes(
             audit::short_digest(&session.id),
         ));
     }
+    if let Some(view) = request.view_name() {
+        attributes.push(KeyValue::new("kube_mcp.view", view.to_owned()));
+    }
     match (method, declared_name) {
         (methods::TOOLS_CALL, Some(name)) => {
             attributes.push(KeyValue::new("gen_ai.tool.name", name.to_owned()));
@@ -319,6 +322,7 @@ fn record_of(
         uri,
         principal: caller.map(principal),
         protocol_version: protocol_version(era),
+        view: request.view_name().map(str::to_owned),
         session: session.map(audit::short_digest),
         arguments_digest,
         redacted,
@@ -360,9 +364,15 @@ spec:
     - {uri: "docs://readme", name: readme, text: "hi"}
   resourceTemplates:
     - {uriTemplate: "vault://item/{token}", name: item, text: "{{ args.token }}"}
+  views:
+    - {name: docs, path: /docs, resources: [readme]}
 "#;
 
     fn record(uri: &str) -> String {
+        record_in(uri, None)
+    }
+
+    fn record_in(uri: &str, view: Option<&str>) -> String {
         let manifest = parse_manifest(MANIFEST, ".".into()).unwrap();
         let compiled = compile(&manifest, &CompileOptions::default()).unwrap();
         let server = Server::new(
@@ -370,7 +380,7 @@ spec:
             ServerSettings::default(),
             Arc::default(),
         );
-        let request = server.request(methods::RESOURCES_READ.into(), json!({"uri": uri}));
+        let request = server.request(methods::RESOURCES_READ.into(), json!({"uri": uri}), view);
         let decl = server.declaration();
         serde_json::to_string(&record_of(&request, &decl, None, Era::Modern, None, None)).unwrap()
     }
@@ -394,5 +404,12 @@ spec:
         );
         let fixed = record("docs://readme");
         assert!(fixed.contains(r#""uri":"docs://readme""#), "{fixed}");
+        assert!(!fixed.contains(r#""view""#), "{fixed}");
+    }
+
+    #[test]
+    fn the_view_a_call_came_through_is_recorded() {
+        let viewed = record_in("docs://readme", Some("docs"));
+        assert!(viewed.contains(r#""view":"docs""#), "{viewed}");
     }
 }

@@ -6,6 +6,7 @@
 use super::Served;
 use super::param_headers;
 use super::params::{CallTool, Complete, CompletionRef, GetPrompt, ResourceUri};
+use super::view::ViewRef;
 use mcp_declaration::{Access, Compiled, MetaTool, ResolvedUri, UriItem};
 use mcp_protocol::{McpError, methods};
 use serde_json::Value;
@@ -22,6 +23,11 @@ pub struct Request {
     pub params: Value,
     /// The item it names.
     pub target: Target,
+    /// The `spec.views` view it came through: an item outside it is resolved as undeclared.
+    pub view: ViewRef,
+    /// The name of that view as the transport gave it (kept when the declaration no longer
+    /// has it: a session opened by the request is still bound to it, and serves nothing).
+    view_name: Option<Box<str>>,
     /// The declaration `target` was resolved against, and that serves the request (a reload
     /// between authorization and dispatch cannot change which item either sees).
     pub(crate) decl: Arc<Served>,
@@ -52,15 +58,30 @@ pub enum Target {
 }
 
 impl Request {
-    /// Parses `method` and `params` and resolves the item they name against `decl`.
-    pub fn from_message(decl: Arc<Served>, method: String, params: Value) -> Self {
-        let target = resolve(&decl, &method, &params);
+    /// Parses `method` and `params` and resolves the item they name against `decl`, as seen
+    /// through the view named `view` (`None`: the whole server). An item the view does not
+    /// publish is resolved as one that is not declared, so every method answers it alike.
+    pub fn from_message(
+        decl: Arc<Served>,
+        method: String,
+        params: Value,
+        view: Option<&str>,
+    ) -> Self {
+        let resolved = ViewRef::resolve(&decl, view);
+        let target = within(&decl, resolved, resolve(&decl, &method, &params), &params);
         Self {
             method,
             params,
             target,
+            view: resolved,
+            view_name: view.map(Into::into),
             decl,
         }
+    }
+
+    /// The name of the view the request came through (`None`: the whole server).
+    pub fn view_name(&self) -> Option<&str> {
+        self.view_name.as_deref()
     }
 
     /// The declaration this request is served from.
@@ -116,6 +137,50 @@ fn uri_access<'d>(decl: &'d Compiled, resolved: &ResolvedUri) -> (&'d Access, Va
             Value::Object(Default::default()),
         ),
         UriItem::Template(i, vars) => (&decl.resource_templates[*i].access, vars.clone()),
+    }
+}
+
+/// `target` as seen through `view`: an item the view does not publish gets the answer an
+/// undeclared one gets (the same error text), and a listen filter loses the URIs it does not
+/// publish.
+fn within(decl: &Compiled, view: ViewRef, target: Target, params: &Value) -> Target {
+    if view == ViewRef::All {
+        return target;
+    }
+    let name = |key: &str| {
+        params
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match target {
+        Target::Tool(i) if !view.tool(decl, i) => {
+            unknown(format!("unknown tool: {}", name("name")))
+        }
+        Target::Prompt(i) if !view.prompt(decl, i) => {
+            let name = params
+                .pointer("/ref/name")
+                .and_then(Value::as_str)
+                .map_or_else(|| name("name"), str::to_owned);
+            unknown(format!("unknown prompt: {name}"))
+        }
+        Target::Template(i) if !view.template(decl, i) => unknown(format!(
+            "unknown resource template: {}",
+            params
+                .pointer("/ref/uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        )),
+        Target::Resource(resolved) if !view.uri(decl, &resolved.item) => {
+            Target::Invalid(McpError::ResourceNotFound { uri: name("uri") })
+        }
+        Target::Resources(all) => Target::Resources(
+            all.into_iter()
+                .filter(|resolved| view.uri(decl, &resolved.item))
+                .collect(),
+        ),
+        other => other,
     }
 }
 

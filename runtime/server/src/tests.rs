@@ -60,7 +60,7 @@ pub(crate) async fn serve(
     method: &str,
     params: &Value,
 ) -> Result<Value, McpError> {
-    let request = server.request(method.to_owned(), params.clone());
+    let request = server.request(method.to_owned(), params.clone(), None);
     let authorized = server.authorize(ctx.caller.as_deref(), request);
     server.handle(ctx, authorized).await
 }
@@ -356,3 +356,4 @@ fn cancelled_notifications_cancel_the_request() {
 mod apps;
 mod authorization;
 mod discovery;
+mod views;

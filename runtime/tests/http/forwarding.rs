@@ -94,6 +94,7 @@ async fn a_forward_carries_no_credential_and_a_strangers_answer_is_dropped() {
             created: unix_now(),
             principal: Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(alice)),
             owner: Some(owner.to_string()),
+            view: None,
         })
     };
     let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
@@ -225,6 +226,7 @@ async fn an_owner_outside_the_replica_network_is_not_dialled() {
         created: unix_now(),
         principal: None,
         owner: Some(owner.to_string()),
+        view: None,
     });
     let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
     let answer = rt.post(&ping, &[("mcp-session-id", &session)]).await;

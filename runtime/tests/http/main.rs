@@ -23,3 +23,4 @@ mod sessions;
 mod sse;
 mod support;
 mod transports;
+mod views;

@@ -93,6 +93,8 @@ pub fn ingress(server: &MCPServer, config: &BuildConfig) -> Option<Ingress> {
         .into_iter()
         // With `spec.auth`, the protected resource metadata clients look up is routed too.
         .chain(auth.then(|| metadata_paths(prefix)).into_iter().flatten())
+        // Each of `spec.views` at its own path, with its own metadata.
+        .chain(view_paths(server, prefix, auth))
         .map(|path| HTTPIngressPath {
             path: Some(path),
             path_type: "Exact".into(),
@@ -132,6 +134,22 @@ pub fn endpoint_paths(prefix: Option<&str>, server_cards: bool) -> Vec<String> {
         .collect();
     if server_cards {
         paths.push(format!("{prefix}/mcp/server-card"));
+    }
+    paths
+}
+
+/// The endpoints of each of `spec.views` under `prefix` (`/weather/readers/mcp`, `/sse`,
+/// `/messages`), and with `auth` the protected resource metadata of each view (the runtime
+/// serves a view's endpoints and metadata: `runtime/http/src/transport/views.rs`).
+pub fn view_paths(server: &MCPServer, prefix: Option<&str>, auth: bool) -> Vec<String> {
+    let prefix = prefix.unwrap_or_default();
+    let mut paths = Vec::new();
+    for view in &server.spec.declaration.views {
+        let base = format!("{prefix}{}", view.path.trim_end_matches('/'));
+        paths.extend(endpoint_paths(Some(&base), false));
+        if auth {
+            paths.extend(metadata_paths(Some(&base)));
+        }
     }
     paths
 }

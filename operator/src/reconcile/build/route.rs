@@ -6,7 +6,7 @@
 //! other children. Pure.
 
 use super::BuildConfig;
-use super::exposure::{SERVICE_PORT, endpoint_paths, metadata_paths, public_endpoint};
+use super::exposure::{SERVICE_PORT, endpoint_paths, metadata_paths, public_endpoint, view_paths};
 use super::meta::child_meta;
 use crate::resource::{Exposure, MCPServer};
 use k8s_openapi::NamespaceResourceScope;
@@ -75,6 +75,12 @@ pub fn http_route(server: &MCPServer, config: &BuildConfig) -> Option<HttpRoute>
         // The protected resource metadata (RFC 9728) clients look up before authenticating.
         paths.extend(metadata_paths(endpoint.prefix));
     }
+    // Each of `spec.views` at its own path, with its own metadata.
+    paths.extend(view_paths(
+        server,
+        endpoint.prefix,
+        server.spec.declaration.auth.is_some(),
+    ));
     let parents: Vec<Value> = gateway
         .parent_refs
         .iter()

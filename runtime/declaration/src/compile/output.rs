@@ -48,6 +48,8 @@ pub struct Compiled {
     pub limits: super::CompiledLimits,
     /// `spec.discovery`: what `tools/list` shows, the meta tools and their search index.
     pub discovery: super::CompiledDiscovery,
+    /// `spec.views`: the subsets of the items served at paths of their own.
+    pub views: super::CompiledViews,
     pub(super) tool_index: HashMap<String, usize>,
     /// Fixed resources by their canonical URI.
     pub(super) resource_index: HashMap<String, usize>,

@@ -1,11 +1,11 @@
 //! The authenticator of the declaration being served. `spec.auth` can change on reload, so the
-//! authenticator is rebuilt when (and only when) the served `spec.auth` or the scopes it lists
-//! differ from the ones it was built for; the key cache survives every other reload. Reads the
+//! authenticator is rebuilt when (and only when) the served `spec.auth`, the scopes it lists or
+//! the `spec.views` (each a protected resource of its own) differ from the ones it was built for; the key cache survives every other reload. Reads the
 //! introspection secret from the secrets directory when it builds (file I/O).
 
 use super::{AuthConfigError, Authenticator, KeySettings};
 use arc_swap::ArcSwapOption;
-use mcp_declaration::{Auth, read_secret};
+use mcp_declaration::{Auth, Compiled, CompiledViews, read_secret};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -23,6 +23,7 @@ pub struct AuthSettings {
 struct Built {
     auth: Auth,
     scopes: Vec<String>,
+    views: CompiledViews,
     authenticator: Arc<Authenticator>,
 }
 
@@ -46,19 +47,20 @@ impl AuthState {
         &self.settings
     }
 
-    /// The authenticator for `auth` (none when the declaration has no `spec.auth`), built on
-    /// first use and after `auth` or `scopes` changed.
+    /// The authenticator for the `spec.auth` of `compiled` (none when it has none), built on
+    /// first use and after `spec.auth`, the scopes it lists or its views changed.
     pub fn for_spec(
         &self,
-        auth: Option<&Auth>,
-        scopes: &[String],
+        compiled: &Compiled,
     ) -> Result<Option<Arc<Authenticator>>, AuthConfigError> {
-        let Some(auth) = auth else {
+        let Some(auth) = compiled.auth.as_ref() else {
             return Ok(None);
         };
+        let scopes = compiled.access.scopes.as_slice();
         if let Some(built) = self.built.load().as_ref()
             && built.auth == *auth
             && built.scopes == scopes
+            && built.views == compiled.views
         {
             return Ok(Some(built.authenticator.clone()));
         }
@@ -73,16 +75,20 @@ impl AuthState {
             ),
             _ => None,
         };
-        let authenticator = Arc::new(Authenticator::new(
-            auth,
-            self.settings.public_url.as_deref(),
-            scopes.to_vec(),
-            secret,
-            self.settings.keys.clone(),
-        )?);
+        let authenticator = Arc::new(
+            Authenticator::new(
+                auth,
+                self.settings.public_url.as_deref(),
+                scopes.to_vec(),
+                secret,
+                self.settings.keys.clone(),
+            )?
+            .with_views(compiled),
+        );
         self.built.store(Some(Arc::new(Built {
             auth: auth.clone(),
             scopes: scopes.to_vec(),
+            views: compiled.views.clone(),
             authenticator: authenticator.clone(),
         })));
         Ok(Some(authenticator))

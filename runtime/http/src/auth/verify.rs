@@ -81,6 +81,13 @@ impl Verifier {
         &self.rules
     }
 
+    /// Accepts tokens for `audience` too (canonical; a `spec.views` view's URL).
+    pub(crate) fn accept_audience(&mut self, audience: String) {
+        if !self.rules.audiences.contains(&audience) {
+            self.rules.audiences.push(audience);
+        }
+    }
+
     /// Validates `token`.
     pub async fn verify(&self, token: &str) -> Result<Arc<Principal>, Refusal> {
         if token.len() > MAX_TOKEN_BYTES {

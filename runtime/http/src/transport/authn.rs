@@ -10,6 +10,7 @@
 
 use super::AppState;
 use super::headers::SESSION_HEADER;
+use super::view_route::ViewRoute;
 use crate::auth::{AuthConfigError, Authenticator, Principal, Refusal};
 use axum::Json;
 use axum::body::Body;
@@ -81,6 +82,13 @@ where
         .extensions()
         .get::<Forwarded>()
         .map(|f| f.principal.clone());
+    // The view the request came through: its challenges point to the view's metadata, and a
+    // token for the view's URL is good for it only.
+    let view = request
+        .extensions()
+        .get::<ViewRoute>()
+        .map(|v| v.name.clone());
+    let view = view.as_deref();
     let authenticated = match forwarded {
         Some(Some(principal)) if principal.expires_at >= unix_now() => Ok(principal),
         Some(_) => Err(Refusal::Missing),
@@ -91,14 +99,17 @@ where
         }
     };
     let principal = match authenticated {
+        Ok(principal) if !authenticator.audience_fits(&principal, view) => {
+            return refuse(state, &authenticator, &Refusal::WrongAudience, view);
+        }
         Ok(principal) => principal,
-        Err(refusal) => return refuse(state, &authenticator, &refusal),
+        Err(refusal) => return refuse(state, &authenticator, &refusal, view),
     };
     if let Some(id) = session_id(&request)
         && let Some(bound) = state.sessions.principal_of(&id)
         && bound != Some(principal.digest())
     {
-        return refuse(state, &authenticator, &Refusal::WrongPrincipal);
+        return refuse(state, &authenticator, &Refusal::WrongPrincipal, view);
     }
     let mut request = request;
     let expires_at = principal.expires_at;
@@ -110,8 +121,14 @@ where
     end_at_expiry(response, expires_at)
 }
 
-/// A refusal as HTTP: its status, the challenge, and a count by reason.
-fn refuse(state: &AppState, authenticator: &Authenticator, refusal: &Refusal) -> Response {
+/// A refusal as HTTP (of a request through `view`, if any): its status, the challenge, and a
+/// count by reason.
+fn refuse(
+    state: &AppState,
+    authenticator: &Authenticator,
+    refusal: &Refusal,
+    view: Option<&str>,
+) -> Response {
     state.server.metrics().auth_failure(refusal.reason());
     tracing::debug!(reason = refusal.reason(), "refused a request");
     let mut response = (
@@ -119,9 +136,10 @@ fn refuse(state: &AppState, authenticator: &Authenticator, refusal: &Refusal) ->
         Json(serde_json::json!({"error": refusal.error_code().unwrap_or("unauthorized"), "error_description": refusal.to_string()})),
     )
         .into_response();
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, authenticator.challenge(refusal));
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        authenticator.challenge_in(refusal, view),
+    );
     response
 }
 
@@ -162,11 +180,12 @@ pub(super) fn authorize(
     message: Incoming,
     era: Era,
     session: Option<&str>,
+    view: Option<&str>,
 ) -> Result<Message, (Refusal, Response)> {
     let Incoming::Request { id, method, params } = message else {
         return Ok(Message::Other(message));
     };
-    let request = state.server.request(method, params);
+    let request = state.server.request(method, params, view);
     let authorized = state
         .server
         .authorize(caller.map(|c| &*c.principal), request);
@@ -176,7 +195,7 @@ pub(super) fn authorize(
         state
             .server
             .audit_refused(authorized.request(), &caller.principal, era, session);
-        let response = refuse(state, &caller.authenticator, &refusal);
+        let response = refuse(state, &caller.authenticator, &refusal, view);
         return Err((refusal, response));
     }
     Ok(Message::Request { id, authorized })
@@ -204,22 +223,27 @@ fn end_at_expiry(response: Response, expires_at: u64) -> Response {
 /// names); 404 elsewhere and when the server does not authenticate.
 pub(super) async fn metadata(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let compiled = state.server.declaration();
-    let Ok(Some(authenticator)) = state
-        .auth
-        .for_spec(compiled.auth.as_ref(), &compiled.access.scopes)
-    else {
+    let Ok(Some(authenticator)) = state.auth.for_spec(&compiled) else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let path = request.uri().path();
-    if request.method() != Method::GET
-        || !authenticator
-            .metadata_paths(&state.http.path_prefix)
-            .iter()
-            .any(|p| p == path)
-    {
+    if request.method() != Method::GET {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let mut response = Json(authenticator.metadata().clone()).into_response();
+    let prefix = &state.http.path_prefix;
+    let document = if authenticator
+        .metadata_paths(prefix)
+        .iter()
+        .any(|p| p == path)
+    {
+        authenticator.metadata()
+    } else if let Some(document) = authenticator.view_metadata(path, prefix) {
+        // A view's own metadata (RFC 9728 path form of the view's URL).
+        document
+    } else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let mut response = Json(document.clone()).into_response();
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("public, max-age=300"),

@@ -19,6 +19,7 @@
 
 use super::AppState;
 use super::authn::{Caller, Forwarded, session_id};
+use super::view_route::ViewRoute;
 use crate::auth::Principal;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -250,10 +251,15 @@ pub(super) async fn accept(
     let Some(hop) = forwarder.open_hop(&token) else {
         return next.run(request).await;
     };
-    let path = request
-        .uri()
-        .path_and_query()
-        .map_or("/", http::uri::PathAndQuery::as_str);
+    // A view's endpoint was rewritten here as on the sending replica: the hop names the path
+    // the client sent.
+    let path = match request.extensions().get::<ViewRoute>() {
+        Some(view) => view.original.as_str(),
+        None => request
+            .uri()
+            .path_and_query()
+            .map_or("/", http::uri::PathAndQuery::as_str),
+    };
     if session_id(&request).as_deref() != Some(hop.s.as_str()) || path != hop.p {
         return mismatch();
     }
@@ -426,10 +432,15 @@ fn outgoing(
     body: Bytes,
     caller: Option<&Principal>,
 ) -> Option<(http::Request<Full<Bytes>>, String)> {
-    let path = parts
-        .uri
-        .path_and_query()
-        .map_or("/", http::uri::PathAndQuery::as_str);
+    // The path the client sent: a view's endpoint goes to the owner as such, so that the
+    // owner serves it through the same view.
+    let path = match parts.extensions.get::<ViewRoute>() {
+        Some(view) => view.original.as_str(),
+        None => parts
+            .uri
+            .path_and_query()
+            .map_or("/", http::uri::PathAndQuery::as_str),
+    };
     let hop = forwarder.hop_token(session, path, &parts.method, &body, caller)?;
     let uri: Uri = format!("http://{owner}{path}").parse().ok()?;
     let mut request = http::Request::builder()

@@ -98,10 +98,7 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         let compiled = self.state.server.declaration();
-        let decided = self
-            .state
-            .auth
-            .for_spec(compiled.auth.as_ref(), &compiled.access.scopes);
+        let decided = self.state.auth.for_spec(&compiled);
         if let Ok(None) = decided {
             return Either::Left(self.inner.call(request));
         }

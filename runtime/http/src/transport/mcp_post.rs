@@ -6,6 +6,7 @@ use super::authn::{self, Caller};
 use super::guard::{check_accept, check_content_type};
 use super::headers::{SESSION_HEADER, VERSION_HEADER};
 use super::reply::error;
+use super::view_route::ViewRoute;
 use super::{AppState, client, held, stateless, streamable, switch};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
@@ -21,6 +22,7 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
     let (mut parts, body) = request.into_parts();
     let address = client::address(&state, &parts.extensions, &parts.headers);
     let caller = parts.extensions.remove::<Caller>();
+    let view = parts.extensions.remove::<ViewRoute>();
     let headers = parts.headers;
     if let Err(refusal) = check_content_type(&headers) {
         return refusal;
@@ -60,7 +62,9 @@ pub(super) async fn post(State(state): State<Arc<AppState>>, request: Request) -
         Era::Legacy(header_version(&headers).unwrap_or(LATEST_LEGACY))
     };
     let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
-    let message = match authn::authorize(&state, caller.as_ref(), message, era, session) {
+    let view_name = view.as_ref().map(|v| v.name.as_str());
+    let message = match authn::authorize(&state, caller.as_ref(), message, era, session, view_name)
+    {
         Ok(message) => message,
         Err((_, refusal)) => return refusal,
     };

@@ -8,6 +8,7 @@ use super::guard::check_content_type;
 use super::legacy;
 use super::reply::{self, error};
 use super::session_stream::{self, short};
+use super::view_route::ViewRoute;
 use super::{AppState, held, param_headers, switch};
 use axum::Extension;
 use axum::body::Body;
@@ -33,16 +34,21 @@ const ERA: Era = Era::Legacy(LegacyVersion::V2024_11_05);
 pub(super) async fn get(
     State(state): State<Arc<AppState>>,
     caller: Option<Extension<Caller>>,
+    view: Option<Extension<ViewRoute>>,
     Client(client): Client,
 ) -> Response {
     if let Some(refusal) = switch::refuse(&state, Transport::Sse) {
         return refusal;
     }
     let principal = caller.map(|Extension(caller)| caller.principal.digest());
-    let session = match state
-        .sessions
-        .open_for(SessionTransport::Sse, None, principal, client)
-    {
+    let view = view.map(|Extension(view)| view);
+    let session = match state.sessions.open_in(
+        SessionTransport::Sse,
+        None,
+        principal,
+        client,
+        view.as_ref().map(|v| v.name.as_str()),
+    ) {
         Ok(session) => session,
         Err(err) => return error(None, &err, ERA),
     };
@@ -54,9 +60,12 @@ pub(super) async fn get(
             ERA,
         );
     };
+    // Under the view's path for a session of a view: its posts go through the same view.
     let endpoint = format!(
-        "{}/messages?sessionId={}",
-        state.http.path_prefix, session.id
+        "{}{}/messages?sessionId={}",
+        state.http.path_prefix,
+        view.as_ref().map_or("", |v| v.path.as_str()),
+        session.id
     );
     let guard = EndOnDrop {
         sessions: state.sessions.clone(),
@@ -104,6 +113,7 @@ pub(super) async fn post(
     State(state): State<Arc<AppState>>,
     Query(query): Query<MessagesQuery>,
     caller: Option<Extension<Caller>>,
+    view: Option<Extension<ViewRoute>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -145,7 +155,15 @@ pub(super) async fn post(
         _ => None,
     };
     let caller = caller.map(|Extension(caller)| caller);
-    let message = match authn::authorize(&state, caller.as_ref(), message, ERA, Some(&session.id)) {
+    let view = view.as_ref().map(|Extension(v)| v.name.as_str());
+    let message = match authn::authorize(
+        &state,
+        caller.as_ref(),
+        message,
+        ERA,
+        Some(&session.id),
+        view,
+    ) {
         Ok(message) => message,
         Err((refusal, response)) => {
             // HTTP+SSE clients read answers from the session stream, not from the POST: without

@@ -41,7 +41,9 @@ pub(super) async fn post(
         && authorized.request().method == methods::INITIALIZE
     {
         let params = &authorized.request().params;
-        return initialize(&state, id, params, caller.as_deref(), client);
+        // The session serves the view the request came through.
+        let view = authorized.request().view_name();
+        return initialize(&state, id, params, caller.as_deref(), client, view);
     }
     let session = match session_of(&state, &headers, client) {
         Ok(session) => session,
@@ -93,13 +95,15 @@ fn initialize(
     params: &Value,
     caller: Option<&Principal>,
     client: ClientKey,
+    view: Option<&str>,
 ) -> Response {
     let (version, outcome) = state.server.initialize(params, |version| {
-        state.sessions.open_for(
+        state.sessions.open_in(
             SessionTransport::StreamableHttp,
             Some(version),
             caller.map(Principal::digest),
             client,
+            view,
         )
     });
     let (session, result) = match outcome {

@@ -32,6 +32,11 @@ pub struct SealedSession {
     /// owners existed have none and are served wherever they arrive.
     #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The `spec.views` view the session was opened through: it serves that view only, on
+    /// every replica (sealed, so a client cannot move it to another view or to the whole
+    /// server). Absent: the whole server.
+    #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
 }
 
 /// Seconds since the Unix epoch: the clock of every time sealed into an id or token (session
@@ -154,6 +159,7 @@ mod tests {
             version: "2025-11-25".into(),
             created: 1_700_000_000,
             owner: None,
+            view: None,
         }
     }
 
@@ -190,6 +196,18 @@ mod tests {
         // An id sealed before owners existed: the same JSON without "o".
         let old = Sealer::new(&key).seal_bytes(b"", br#"{"v":"2025-11-25","t":1700000000}"#);
         assert_eq!(Sealer::new(&key).open(&old), Some(session()));
+    }
+
+    #[test]
+    fn the_view_round_trips() {
+        let key = [7u8; KEY_LEN];
+        let viewed = SealedSession {
+            view: Some("readers".into()),
+            ..session()
+        };
+        let id = Sealer::new(&key).seal(&viewed);
+        assert_eq!(Sealer::new(&key).open(&id), Some(viewed));
+        assert_ne!(Sealer::new(&key).open(&id), Some(session()));
     }
 
     #[test]
@@ -234,7 +252,7 @@ mod tests {
             owner in proptest::option::of("[0-9.:]{7,21}"),
         ) {
             let sealer = Sealer::new(&[3u8; KEY_LEN]);
-            let sealed = SealedSession { version, created, principal, owner };
+            let sealed = SealedSession { version, created, principal, owner, view: None };
             let id = sealer.seal(&sealed);
             proptest::prop_assert_eq!(sealer.open(&id), Some(sealed));
             let at = at % id.len();

@@ -70,6 +70,9 @@ pub struct Session {
     pub created: u64,
     /// Digest of the principal that opened it (authenticated servers): no one else may use it.
     pub principal: Option<[u8; 16]>,
+    /// The `spec.views` view it was opened through (`None`: the whole server); every request
+    /// on it is served through that view.
+    pub view: Option<String>,
     /// Who holds it, for the per-client shares (its place in the session table, the
     /// resources it has polled).
     pub client: ClientKey,
@@ -112,6 +115,7 @@ impl Session {
             transport,
             created,
             principal: None,
+            view: None,
             client: ClientKey::unknown(),
             budget: Budget::new(DEFAULT_SESSION_BYTES),
             ended: CancellationToken::new(),

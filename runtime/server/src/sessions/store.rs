@@ -174,6 +174,19 @@ impl SessionStore {
         principal: Option<[u8; 16]>,
         client: ClientKey,
     ) -> Result<Arc<Session>, McpError> {
+        self.open_in(transport, version, principal, client, None)
+    }
+
+    /// [`SessionStore::open_for`] through the `spec.views` view `view` (sealed into the id:
+    /// the session serves that view only).
+    pub fn open_in(
+        &self,
+        transport: SessionTransport,
+        version: Option<LegacyVersion>,
+        principal: Option<[u8; 16]>,
+        client: ClientKey,
+        view: Option<&str>,
+    ) -> Result<Arc<Session>, McpError> {
         // Refuse before sealing: at the limit, a refusal costs no cryptography.
         if self.len() >= self.settings.max_sessions {
             self.metrics.session_refused();
@@ -191,10 +204,12 @@ impl SessionStore {
             created: unix_now(),
             principal: principal.map(|p| URL_SAFE_NO_PAD.encode(p)),
             owner: self.owner.map(|owner| owner.to_string()),
+            view: view.map(str::to_owned),
         };
         let id = self.sealer.seal(&sealed);
         let mut session = Session::new(id, transport, version, sealed.created);
         session.principal = principal;
+        session.view = sealed.view;
         session.client = client;
         session.budget = self.session_budget();
         self.insert(Arc::new(session))
@@ -207,6 +222,15 @@ impl SessionStore {
             return Some(entry.session.principal);
         }
         self.sealer.open(id).map(|sealed| sealed_principal(&sealed))
+    }
+
+    /// The view a session id was opened through: `None` for an id that names no session of
+    /// ours, `Some(None)` for a session of the whole server.
+    pub fn view_of(&self, id: &str) -> Option<Option<String>> {
+        if let Some(entry) = self.sessions.get(id) {
+            return Some(entry.session.view.clone());
+        }
+        self.sealer.open(id).map(|sealed| sealed.view)
     }
 
     /// The replica to hand a request for session `id` to: the owner its sealed id names, when
@@ -293,6 +317,7 @@ impl SessionStore {
             sealed.created,
         );
         session.principal = sealed_principal(&sealed);
+        session.view = sealed.view;
         session.client = client;
         session.budget = self.session_budget();
         session.mark_used();
@@ -619,6 +644,7 @@ mod tests {
             version: "2025-11-25".into(),
             created: unix_now() - MAX_SESSION_AGE.as_secs() - 10,
             owner: None,
+            view: None,
         };
         let store = store(1, SessionSettings::default());
         assert!(

@@ -46,7 +46,7 @@ fn guarded() -> Server {
 }
 
 fn decide(server: &Server, who: &Arc<Principal>, method: &str, params: Value) -> Decision {
-    let request = server.request(method.to_owned(), params);
+    let request = server.request(method.to_owned(), params, None);
     server.authorize(Some(who), request).decision().clone()
 }
 
@@ -239,7 +239,7 @@ async fn every_method_that_names_an_item_is_authorized() {
         // And the dispatch honours the decision, in every era that serves the method.
         if *method == methods::SUBSCRIPTIONS_LISTEN {
             let limit = ListenLimit::new(1, 1, Default::default());
-            let request = server.request((*method).to_owned(), params.clone());
+            let request = server.request((*method).to_owned(), params.clone(), None);
             let authorized = server.authorize(Some(&outsider), request);
             let listened = server.listen(
                 json!(1),
