@@ -246,10 +246,7 @@ fn main() -> anyhow::Result<()> {
             emit(&args.target, &record)
         }
         Command::Declaration(args) => {
-            anyhow::ensure!(
-                (1..=100_000).contains(&args.tools),
-                "1 to 100,000 tools"
-            );
+            anyhow::ensure!((1..=100_000).contains(&args.tools), "1 to 100,000 tools");
             print!("{}", declaration::manifest(args.tools, args.variant));
             Ok(())
         }
@@ -266,7 +263,10 @@ fn main() -> anyhow::Result<()> {
                 "loopback addresses only"
             );
             anyhow::ensure!(args.duration <= LONGEST / 2, "runs are bounded");
-            anyhow::ensure!(args.rate > 0.0 && args.concurrency > 0, "a rate and connections");
+            anyhow::ensure!(
+                args.rate > 0.0 && args.concurrency > 0,
+                "a rate and connections"
+            );
             let config = scale::ReloadConfig {
                 addr: args.addr,
                 admin: args.admin,

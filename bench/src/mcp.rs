@@ -54,14 +54,18 @@ pub fn modern_call(path: &str, id: u64) -> Call {
 
 /// A 2026-07-28 stateless `tools/list`, of the page `cursor` names (the first without one).
 pub fn modern_list(path: &str, id: u64, cursor: Option<&str>) -> Call {
-    let cursor = cursor.map_or(String::new(), |c| format!(r#""cursor":{},"#, Value::from(c)));
+    let cursor = cursor.map_or(String::new(), |c| {
+        format!(r#""cursor":{},"#, Value::from(c))
+    });
     post(
         path,
         vec![
             ("mcp-protocol-version", MODERN.to_owned()),
             ("mcp-method", "tools/list".to_owned()),
         ],
-        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{cursor}{MODERN_META}}}}}"#),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{cursor}{MODERN_META}}}}}"#
+        ),
     )
 }
 

@@ -41,8 +41,8 @@ pub use compile::{
     valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
-pub use glob::glob;
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};
+pub use glob::glob;
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use link_local::{LINK_LOCAL_REFUSED, is_link_local, literal_link_local};

@@ -168,7 +168,10 @@ fn lower_priority() {}
 /// Swaps in `served` and frees the declaration it replaces, both on a reload thread; the
 /// changes come back as soon as the swap is done. Where no thread can be started, here.
 async fn swap(server: &Arc<Server>, served: Served) -> Changes {
-    let (spare, served) = (server.clone(), Arc::new(std::sync::Mutex::new(Some(served))));
+    let (spare, served) = (
+        server.clone(),
+        Arc::new(std::sync::Mutex::new(Some(served))),
+    );
     let handed = served.clone();
     let started = off_workers(move |done| {
         let Some(served) = handed.lock().ok().and_then(|mut s| s.take()) else {
