@@ -135,14 +135,14 @@ def main():
             f"in process, {fmt(rows[1000]['load_ms'], 0)} ms from process start to ready "
             f"({'met' if rows[1000]['load_ms'] < 1000 else 'missed'}).",
         ]
-    if len(rows) >= 2:
-        small, large = min(rows), max(rows)
+    sizes_seen = sorted(rows)
+    for small, large in zip(sizes_seen, sizes_seen[1:]):
         a, b = rows[small], rows[large]
         if a["compile_ms"] and b["compile_ms"]:
             growth = (b["compile_ms"] / a["compile_ms"]) / (large / small)
             lines.append(
-                f"Growth of the compile from {small:,} to {large:,} tools: {growth:.2f}x linear "
-                "(1.00 is exactly linear)."
+                f"Compile time from {small:,} to {large:,} tools: {growth:.2f} of linear "
+                "(1.00 is exactly linear; below, fixed costs spread over more tools)."
             )
     print("\n".join(lines))
 
