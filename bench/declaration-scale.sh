@@ -17,7 +17,7 @@
 # (`mcp-bench reload`). Every server is stopped by its PID. Writes its records (JSON) to DS_OUT
 # and prints the Markdown table of bench/declaration-scale-report.py.
 #
-# Knobs: DS_SIZES ("100 1000 5000"), DS_ROUNDS (5), DS_CALLGRIND (1), DS_PAGES_DURATION (10s),
+# Knobs: DS_SIZES ("100 1000 5000"; "none" for the reload run alone), DS_ROUNDS (5), DS_CALLGRIND (1), DS_PAGES_DURATION (10s),
 # DS_RELOAD_SIZE (5000; empty: no reload run), DS_RELOAD_RATE (200), DS_RELOAD_CONCURRENCY (8),
 # DS_RELOAD_EVERY (3s), DS_RELOAD_DURATION (30s), DS_PORT (18180; the admin port is the next),
 # DS_RUNTIME, DS_BENCH, DS_COMPILE (the binaries; default target/release/…, built with
@@ -27,6 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${DS_SIZES:-100 1000 5000}
+[[ $SIZES == none ]] && SIZES=
 ROUNDS=${DS_ROUNDS:-5}
 CALLGRIND=${DS_CALLGRIND:-1}
 PAGES_DURATION=${DS_PAGES_DURATION:-10s}
