@@ -2,16 +2,22 @@
 //!
 //! - `mcp-bench load`: a request workload at a concurrency (and optionally a fixed rate);
 //! - `mcp-bench idle`: N idle legacy sessions with open SSE streams, held for a while;
-//! - `mcp-bench report`: the markdown table from the JSON lines the other two append.
+//! - `mcp-bench report`: the markdown table from the JSON lines the other two append;
+//! - `mcp-bench declaration N`: prints an N-tool declaration shaped like an import;
+//! - `mcp-bench pages`: `tools/list` page latency over a large declaration;
+//! - `mcp-bench reload`: call latency while the manifest is rewritten (forcing reloads) and
+//!   without.
 //!
 //! Loopback only: the target must be a 127.0.0.0/8 or ::1 address. Every run is bounded in time.
 
 mod conn;
+mod declaration;
 mod idle;
 mod load;
 mod mcp;
 mod procfs;
 mod report;
+mod scale;
 mod stats;
 
 use clap::{Args, Parser, Subcommand};
@@ -39,6 +45,66 @@ enum Command {
     Idle(IdleArgs),
     /// Writes the markdown report of a records file.
     Report(ReportArgs),
+    /// Prints an N-tool declaration shaped like an import (see `src/declaration.rs`).
+    Declaration(DeclarationArgs),
+    /// Walks `tools/list` page by page for a while and prints the page latencies.
+    Pages(PagesArgs),
+    /// Call latency at a fixed rate with and without reloads of the served manifest.
+    Reload(ReloadArgs),
+}
+
+#[derive(Args)]
+struct DeclarationArgs {
+    /// Tools (at least 1: `echo`).
+    tools: usize,
+    /// Written into `spec.version`: two variants differ only there.
+    #[arg(long, default_value_t = 0)]
+    variant: u64,
+}
+
+#[derive(Args)]
+struct PagesArgs {
+    /// Server address (loopback only).
+    #[arg(long, value_name = "ADDR")]
+    addr: SocketAddr,
+    /// MCP endpoint path.
+    #[arg(long, default_value = "/mcp")]
+    path: String,
+    /// How long to walk the list (at least one whole walk; at most 10 minutes).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+}
+
+#[derive(Args)]
+struct ReloadArgs {
+    /// Server address (loopback only).
+    #[arg(long, value_name = "ADDR")]
+    addr: SocketAddr,
+    /// Its admin address (loopback only), for `mcp_reloads_total`.
+    #[arg(long, value_name = "ADDR")]
+    admin: SocketAddr,
+    /// Server process id, for RSS and CPU sampling.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// The manifest file the server serves; rewritten during the second phase.
+    #[arg(long, value_name = "FILE")]
+    manifest: PathBuf,
+    /// Tools of the declaration written (`mcp-bench declaration`; the file should hold
+    /// variant 0 of the same size).
+    #[arg(long)]
+    tools: usize,
+    /// Time between rewrites (each forces a reload).
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    every: Duration,
+    /// Measured time of each phase (at most 5 minutes).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Calls per second, open loop.
+    #[arg(long, default_value_t = 200.0)]
+    rate: f64,
+    /// Connections.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
 }
 
 #[derive(Args)]
@@ -178,6 +244,43 @@ fn main() -> anyhow::Result<()> {
             };
             let record = runtime.block_on(idle::run(config))?;
             emit(&args.target, &record)
+        }
+        Command::Declaration(args) => {
+            anyhow::ensure!((1..=100_000).contains(&args.tools), "1 to 100,000 tools");
+            print!("{}", declaration::manifest(args.tools, args.variant));
+            Ok(())
+        }
+        Command::Pages(args) => {
+            anyhow::ensure!(args.addr.ip().is_loopback(), "loopback addresses only");
+            anyhow::ensure!(args.duration <= LONGEST, "runs are bounded");
+            let record = runtime.block_on(scale::pages(args.addr, &args.path, args.duration))?;
+            println!("{record}");
+            Ok(())
+        }
+        Command::Reload(args) => {
+            anyhow::ensure!(
+                args.addr.ip().is_loopback() && args.admin.ip().is_loopback(),
+                "loopback addresses only"
+            );
+            anyhow::ensure!(args.duration <= LONGEST / 2, "runs are bounded");
+            anyhow::ensure!(
+                args.rate > 0.0 && args.concurrency > 0,
+                "a rate and connections"
+            );
+            let config = scale::ReloadConfig {
+                addr: args.addr,
+                admin: args.admin,
+                pid: args.pid,
+                manifest: args.manifest,
+                versions: [1, 2].map(|v| declaration::manifest(args.tools, v)),
+                every: args.every,
+                duration: args.duration,
+                rate: args.rate,
+                concurrency: args.concurrency,
+            };
+            let record = runtime.block_on(scale::reload(config))?;
+            println!("{record}");
+            Ok(())
         }
         Command::Report(args) => {
             let text = std::fs::read_to_string(&args.records)?;

@@ -3,6 +3,7 @@
 use crate::conn::{Answer, Call};
 use bytes::Bytes;
 use http::Method;
+use serde_json::Value;
 
 /// The tool every server under test declares; it echoes `message`.
 pub const TOOL: &str = "echo";
@@ -47,6 +48,23 @@ pub fn modern_call(path: &str, id: u64) -> Call {
         ],
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{TOOL}","arguments":{{"message":"{MESSAGE}"}},{MODERN_META}}}}}"#
+        ),
+    )
+}
+
+/// A 2026-07-28 stateless `tools/list`, of the page `cursor` names (the first without one).
+pub fn modern_list(path: &str, id: u64, cursor: Option<&str>) -> Call {
+    let cursor = cursor.map_or(String::new(), |c| {
+        format!(r#""cursor":{},"#, Value::from(c))
+    });
+    post(
+        path,
+        vec![
+            ("mcp-protocol-version", MODERN.to_owned()),
+            ("mcp-method", "tools/list".to_owned()),
+        ],
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{cursor}{MODERN_META}}}}}"#
         ),
     )
 }

@@ -52,6 +52,7 @@ pub use output::{
 
 use super::access::AccessRules;
 use super::field_error::{FieldError, InvalidDeclaration};
+use super::jq::JqProgram;
 use super::load::Manifest;
 use super::resource_uri::canonical as canonical_uri;
 use super::template::{DEFAULT_FUEL, Templates, Text};
@@ -60,7 +61,7 @@ use super::types::{ContentBlock, Declaration, Transport};
 use super::value_template::ValueTemplate;
 use base64::Engine as _;
 use serde_json::{Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -130,6 +131,10 @@ struct Compiler<'a> {
     upstreams: Vec<Arc<CompiledHttp>>,
     /// `spec.schemas`, checked before any item refers to them.
     shared: SharedSchemas,
+    /// Every distinct jq program compiled so far (or why it does not compile): a declaration
+    /// often maps many answers with the same program, and each compile takes about a
+    /// millisecond (jaq compiles its whole standard library with it).
+    jq: HashMap<String, Result<Arc<JqProgram>, String>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -140,6 +145,7 @@ impl<'a> Compiler<'a> {
             errors: Vec::new(),
             upstreams: Vec::new(),
             shared: SharedSchemas::default(),
+            jq: HashMap::new(),
         }
     }
 

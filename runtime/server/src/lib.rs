@@ -325,6 +325,13 @@ impl Server {
 
     /// Swaps in a new declaration and tells open streams what changed.
     pub fn replace(&self, served: Served) -> Changes {
+        self.swap(served).0
+    }
+
+    /// [`Server::replace`], returning the declaration replaced as well, so that the caller
+    /// decides where it is freed: a large one takes milliseconds, which live reload spends off
+    /// the request workers (`mcp-http`'s `reload.rs`).
+    pub fn swap(&self, served: Served) -> (Changes, Arc<Served>) {
         let new_hash = served.hash.clone();
         let old = self.current.swap(Arc::new(served));
         self.metrics.declaration_served(Some(&old.hash), &new_hash);
@@ -334,7 +341,7 @@ impl Server {
             // No receivers is fine: nobody listens.
             let _ = self.changes.send(Arc::new(changes.clone()));
         }
-        changes
+        (changes, old)
     }
 
     /// `initialize` (legacy eras): negotiates the version and describes this server. `open`

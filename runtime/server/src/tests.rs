@@ -223,7 +223,14 @@ async fn discover_reports_the_served_declaration_next_to_the_server_info() {
         "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: 0123abcd}}",
     );
     let manifest = parse_manifest(&stamped, ".".into()).unwrap();
-    server.replace(Served::new(compile(&manifest, &CompileOptions::default()).unwrap()).unwrap());
+    let before = server.declaration().hash.clone();
+    let (_, old) =
+        server.swap(Served::new(compile(&manifest, &CompileOptions::default()).unwrap()).unwrap());
+    // The replaced declaration comes back to be freed by the caller (live reload frees it off
+    // the request workers), held by nothing else once no request uses it.
+    assert_eq!(old.hash, before);
+    assert_eq!(std::sync::Arc::strong_count(&old), 1);
+    drop(old);
     let discover = discover_answer(&server).await;
     assert_eq!(
         discover["_meta"][mcp_declaration::SERVED_META]["hash"],

@@ -280,10 +280,9 @@ impl Compiler<'_> {
                 }
             }
             let jq = response.jq.as_ref().and_then(|source| {
-                JqProgram::compile(source)
+                self.jq(source)
                     .map_err(|message| self.error(format!("{response_path}.jq"), message))
                     .ok()
-                    .map(Arc::new)
             });
             let content = response
                 .content
@@ -301,6 +300,17 @@ impl Compiler<'_> {
                 is_error: response.is_error,
             });
         }
+        compiled
+    }
+
+    /// The compiled jq program `source`, compiled once per declaration however many answers
+    /// use it (the same `Arc`).
+    fn jq(&mut self, source: &str) -> Result<Arc<JqProgram>, String> {
+        if let Some(compiled) = self.jq.get(source) {
+            return compiled.clone();
+        }
+        let compiled = JqProgram::compile(source).map(Arc::new);
+        self.jq.insert(source.to_owned(), compiled.clone());
         compiled
     }
 

@@ -191,3 +191,38 @@ fn secrets_resolve_from_the_directory_and_never_print() {
     assert!(!err.to_string().contains("bad"), "{err}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn compiles_each_distinct_jq_program_once() {
+    let tool = |name: &str, jq: &str| {
+        format!(
+            "  - name: {name}\n    inputSchema: {{type: object}}\n    http:\n      url: https://api.example.com/{name}\n      responses:\n      - {{status: 2xx, jq: '{jq}'}}\n      - {{status: '404', jq: '.error'}}\n"
+        )
+    };
+    let spec = format!(
+        "  tools:\n{}{}{}",
+        tool("a", "{id, name}"),
+        tool("b", "{id, name}"),
+        tool("c", "[.items[] | .id]")
+    );
+    let compiled = compiled_with(&spec, None).unwrap();
+    let jq = |tool: usize, response: usize| {
+        compiled.tools[tool].http.as_ref().unwrap().responses[response]
+            .jq
+            .clone()
+            .unwrap()
+    };
+    assert!(std::sync::Arc::ptr_eq(&jq(0, 0), &jq(1, 0)));
+    assert!(!std::sync::Arc::ptr_eq(&jq(0, 0), &jq(2, 0)));
+    assert!(std::sync::Arc::ptr_eq(&jq(0, 1), &jq(2, 1)));
+    // A program that does not compile is refused at every use, each with its own path.
+    let spec = format!("  tools:\n{}{}", tool("a", ".["), tool("b", ".["));
+    let paths: Vec<String> = errors(&spec).into_iter().map(|(path, _)| path).collect();
+    assert_eq!(
+        paths,
+        [
+            "spec.tools[0].http.responses[0].jq",
+            "spec.tools[1].http.responses[0].jq"
+        ]
+    );
+}
