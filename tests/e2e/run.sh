@@ -441,12 +441,16 @@ kubectl -n "$NS" delete mcpserver limited --wait=false >/dev/null
 log "every example is accepted"
 kubectl create namespace e2e-examples >/dev/null
 for file in "$ROOT"/examples/*.yaml; do
-  name=$(kubectl create --dry-run=client -o jsonpath='{.metadata.name}' -f "$file")
+  # The MCPServer of the file (examples/toolsets.yaml also holds the MCPToolSets it includes).
+  name=$(kubectl create --dry-run=client -o json -f "$file" |
+    jq -r 'if .kind == "List" then .items[] else . end | select(.kind == "MCPServer") | .metadata.name')
   check "examples/$(basename "$file"): applied" kubectl -n e2e-examples apply -f "$file"
   check "examples/$(basename "$file"): Accepted=True" eventually 30 bash -c \
     "kubectl -n e2e-examples get mcpserver $name -o json | jq -e '.status.conditions[] | select(.type == \"Accepted\") | .status == \"True\"' >/dev/null"
 done
 
+check "examples/toolsets.yaml: the server's status names both sets" eventually 30 bash -c \
+  "kubectl -n e2e-examples get mcpserver inventory -o json | jq -e '[.status.toolSets[].name] == [\"inventory-hosts\", \"inventory-racks\"]' >/dev/null"
 check "examples/cluster-views.yaml: the Ingress routes each view's endpoints and metadata" \
   eventually 30 bash -c "kubectl -n e2e-examples get ingress cluster -o json | jq -e '[.spec.rules[0].http.paths[] | select(.pathType == \"Exact\") | .path] as \$p | all(\"/cluster/mcp\", \"/cluster/readers/mcp\", \"/cluster/readers/sse\", \"/cluster/readers/messages\", \"/cluster/operators/mcp\", \"/.well-known/oauth-protected-resource/cluster/readers\"; . as \$x | \$p | index(\$x))' >/dev/null"
 

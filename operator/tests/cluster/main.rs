@@ -19,6 +19,7 @@ mod fleet;
 mod pods;
 mod session_keys;
 mod support;
+mod toolsets;
 mod unreadable;
 mod verified;
 mod versions;
