@@ -22,5 +22,6 @@ mod rounds;
 mod sessions;
 mod sse;
 mod support;
+mod toolsets;
 mod transports;
 mod views;
