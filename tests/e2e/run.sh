@@ -95,8 +95,8 @@ for values in "" "--set operator.watchNamespace=$NS" "--set crds.manage=false --
   check "kubectl apply --dry-run=server accepts every rendered object and the CRD ${values:-(defaults)}" \
     bash -c "helm template --include-crds --skip-tests $RELEASE '$CHART' -n $SYSTEM_NS $values | kubectl apply --dry-run=server -f -"
 done
-check "crds.manage=false: the operator may only read its CRD" bash -c \
-  "helm template $RELEASE '$CHART' -n $SYSTEM_NS --set crds.manage=false | grep -A5 'resourceNames: \[\"mcpservers.kube-mcp.io\"\]' | grep -qx '    verbs: \[\"get\"\]'"
+check "crds.manage=false: the operator may only read its CRDs" bash -c \
+  "helm template $RELEASE '$CHART' -n $SYSTEM_NS --set crds.manage=false | grep -A5 'resourceNames: \[\"mcpservers.kube-mcp.io\", \"mcptoolsets.kube-mcp.io\", \"mcptoolsetgrants.kube-mcp.io\"\]' | grep -qx '    verbs: \[\"get\"\]'"
 
 log "chart: install with helm"
 CRD=crd/mcpservers.kube-mcp.io
@@ -453,6 +453,10 @@ check "examples/toolsets.yaml: the server's status names both sets" eventually 3
   "kubectl -n e2e-examples get mcpserver inventory -o json | jq -e '[.status.toolSets[].name] == [\"inventory-hosts\", \"inventory-racks\"]' >/dev/null"
 check "examples/cluster-views.yaml: the Ingress routes each view's endpoints and metadata" \
   eventually 30 bash -c "kubectl -n e2e-examples get ingress cluster -o json | jq -e '[.spec.rules[0].http.paths[] | select(.pathType == \"Exact\") | .path] as \$p | all(\"/cluster/mcp\", \"/cluster/readers/mcp\", \"/cluster/readers/sse\", \"/cluster/readers/messages\", \"/cluster/operators/mcp\", \"/.well-known/oauth-protected-resource/cluster/readers\"; . as \$x | \$p | index(\$x))' >/dev/null"
+
+# ----------------------------------------------------------------------------------------------
+# shellcheck source=tests/e2e/big-apis.sh
+source "$ROOT/tests/e2e/big-apis.sh"
 
 # ----------------------------------------------------------------------------------------------
 log "invalid manifests are refused"
