@@ -636,10 +636,10 @@ check "the rollback happened (a ClusterRole again, no require-auth policy)" bash
 check "the CRD is untouched (revision and resourceVersion: $BEFORE_ROLLBACK)" test "$(revision_and_version)" == "$BEFORE_ROLLBACK"
 check "the API server refuses to lower the CRD's revision, naming the binding to delete" bash -c \
   "! kubectl annotate $CRD --overwrite kube-mcp.io/crd-revision=$SHIPPED_REVISION 2>'$E2E/lower.err' &&
-   grep -q 'would lower the MCPServer CRD from revision $RAISED to $SHIPPED_REVISION.*ValidatingAdmissionPolicyBinding $RELEASE-crd-revision.kube-mcp.io' '$E2E/lower.err' || { cat '$E2E/lower.err'; false; }"
+   grep -q 'would lower CRD mcpservers.kube-mcp.io from revision $RAISED to $SHIPPED_REVISION.*ValidatingAdmissionPolicyBinding $RELEASE-crd-revision.kube-mcp.io' '$E2E/lower.err' || { cat '$E2E/lower.err'; false; }"
 check "and the older CRD file, applied as a GitOps tool would" bash -c \
   "! kubectl apply --server-side --force-conflicts -f '$CHART/crds/mcpservers.kube-mcp.io.yaml' 2>'$E2E/lower.err' &&
-   grep -q 'would lower the MCPServer CRD' '$E2E/lower.err' || { cat '$E2E/lower.err'; false; }"
+   grep -q 'would lower CRD mcpservers.kube-mcp.io' '$E2E/lower.err' || { cat '$E2E/lower.err'; false; }"
 
 log "uninstall keeps the CRD"
 check "helm uninstall succeeds" helm uninstall "$RELEASE" -n "$SYSTEM_NS"

@@ -98,7 +98,7 @@ async fn an_older_crd_is_raised_and_a_newer_one_left_alone() {
     );
     let refused = put_crd(&crds, as_chart_0_1).await.unwrap_err().to_string();
     assert!(
-        refused.contains("would lower the MCPServer CRD from revision"),
+        refused.contains("would lower CRD mcpservers.kube-mcp.io from revision"),
         "{refused}"
     );
 
