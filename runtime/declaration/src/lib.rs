@@ -53,8 +53,8 @@ pub use include::{
 pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use link_local::{LINK_LOCAL_REFUSED, is_link_local, literal_link_local};
-pub use manifest_files::{MAX_MANIFEST_FILES, manifest_files, manifest_text, read_manifest};
 pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest, spec_from_value};
+pub use manifest_files::{MAX_MANIFEST_FILES, manifest_files, manifest_text, read_manifest};
 pub use resource_uri::{UriTemplate, canonical as canonical_uri};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use stamp::{

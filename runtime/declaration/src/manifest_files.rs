@@ -5,8 +5,8 @@
 //! server. `.gz` files are decompressed (the operator compresses a manifest too big for a
 //! ConfigMap), bounded like every file. Does file I/O.
 
-use flate2::read::GzDecoder;
 use crate::files::{MAX_FILE_BYTES, read_regular};
+use flate2::read::GzDecoder;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -136,6 +136,9 @@ mod tests {
         assert!(err.ends_with("decompresses to more than 16 MiB"), "{err}");
         let err = manifest_text(path, b"not gzip").unwrap_err();
         assert!(err.contains("cannot decompress"), "{err}");
-        assert_eq!(manifest_text(Path::new("m.yaml"), b"plain").unwrap(), "plain");
+        assert_eq!(
+            manifest_text(Path::new("m.yaml"), b"plain").unwrap(),
+            "plain"
+        );
     }
 }

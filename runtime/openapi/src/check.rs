@@ -79,7 +79,11 @@ fn listed_secrets(document: &serde_json::Value) -> Option<Vec<String>> {
 }
 
 /// The verdict on a manifest read: compiled, and checked against the cluster's rules.
-fn verdict(mut checked: Checked, manifest: &mcp_declaration::Manifest, listed: &[String]) -> Checked {
+fn verdict(
+    mut checked: Checked,
+    manifest: &mcp_declaration::Manifest,
+    listed: &[String],
+) -> Checked {
     let declaration: &Declaration = &manifest.declaration;
     checked.tools = declaration.tools.len();
     checked.resources = declaration.resources.len();
@@ -306,13 +310,20 @@ mod tests {
         assert!(checked.ok, "{checked:?}");
         assert_eq!(checked.tools, 1);
         // The Secret the set's tool reads must be listed by the server.
-        std::fs::write(dir.path().join("server.yaml"), server.replace("[tok]", "[]")).unwrap();
+        std::fs::write(
+            dir.path().join("server.yaml"),
+            server.replace("[tok]", "[]"),
+        )
+        .unwrap();
         let checked = check_path(dir.path());
         assert!(!checked.ok);
         assert_eq!(checked.errors[0].path, "spec.tools[0].http", "{checked:?}");
         std::fs::remove_file(dir.path().join("server.yaml")).unwrap();
         let checked = check_path(dir.path());
-        assert_eq!(checked.errors[0].message, "no MCPServer among the manifests");
+        assert_eq!(
+            checked.errors[0].message,
+            "no MCPServer among the manifests"
+        );
     }
 
     #[test]

@@ -89,7 +89,11 @@ fn each_tool_goes_to_its_first_tags_set_with_only_the_schemas_it_reaches() {
         json!([{"selector": {"matchLabels": {"api": "shop"}}}])
     );
     assert_eq!(server["spec"]["title"], "Shop");
-    assert!(imported.yaml.starts_with("# Imported by mcp-runtime import openapi.\n"));
+    assert!(
+        imported
+            .yaml
+            .starts_with("# Imported by mcp-runtime import openapi.\n")
+    );
     let sets: Vec<(&str, &str, Option<&str>)> = imported
         .sets
         .iter()
@@ -164,7 +168,12 @@ fn the_server_and_its_sets_load_as_serve_loads_a_directory_and_compile() {
     assert_eq!(served, all);
     // Schema A is in two sets, identically: merged, not a conflict.
     assert_eq!(
-        bundle.manifest.declaration.schemas.keys().collect::<Vec<_>>(),
+        bundle
+            .manifest
+            .declaration
+            .schemas
+            .keys()
+            .collect::<Vec<_>>(),
         ["A", "B", "C"]
     );
     compile(&bundle.manifest, &CompileOptions::default()).unwrap();
@@ -225,7 +234,11 @@ fn a_tag_over_256_tools_is_cut_into_parts_in_import_order() {
         .collect();
     assert_eq!(
         parts,
-        [("big-things-1.yaml", 200), ("big-things-2.yaml", 200), ("big-things-3.yaml", 200)]
+        [
+            ("big-things-1.yaml", 200),
+            ("big-things-2.yaml", 200),
+            ("big-things-3.yaml", 200)
+        ]
     );
     let second = value(&imported.sets[1].yaml);
     assert_eq!(second["metadata"]["name"], "big-big-things-2");
@@ -240,12 +253,16 @@ fn a_tag_over_the_object_size_is_cut_further_and_one_tool_over_it_is_an_error() 
     // About 7 kB a tool: 200 tools fit the list limit but not one object.
     let imported = split(&many(200, 500), ImportOptions::default()).unwrap();
     assert!(imported.sets.len() >= 2, "{}", imported.sets.len());
-    assert!(imported.sets.iter().all(|s| s.yaml.len() <= MAX_OBJECT_BYTES));
+    assert!(
+        imported
+            .sets
+            .iter()
+            .all(|s| s.yaml.len() <= MAX_OBJECT_BYTES)
+    );
     assert_eq!(imported.sets.iter().map(|s| s.tools).sum::<usize>(), 200);
     let err = split(&many(2, 70_000), ImportOptions::default()).unwrap_err();
     assert!(
-        err.to_string()
-            .starts_with("big-big-things-1 would be 1"),
+        err.to_string().starts_with("big-big-things-1 would be 1"),
         "{err}"
     );
     assert!(err.to_string().contains("over the 1000000 bytes"), "{err}");
