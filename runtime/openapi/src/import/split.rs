@@ -168,13 +168,11 @@ fn parts(
 impl Group<'_> {
     /// Part `index` of `count`: the same share of each list, and the schemas its tools reach.
     fn part(&self, index: usize, count: usize, converted: &Map<String, Value>) -> ToolSetSpec {
+        // Even shares (sizes differ by one at most), so no part of the longest list is empty.
         fn share<T: Clone>(list: &[&T], index: usize, count: usize) -> Vec<T> {
-            let size = list.len().div_ceil(count).max(1);
-            list.iter()
-                .skip(index * size)
-                .take(size)
-                .map(|item| (*item).clone())
-                .collect()
+            let at = |i: usize| i * list.len() / count;
+            let items = &list[at(index)..at(index + 1)];
+            items.iter().map(|item| (*item).clone()).collect()
         }
         let tools = share(&self.tools, index, count);
         let reach = Declaration {

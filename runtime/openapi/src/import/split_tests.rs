@@ -260,6 +260,10 @@ fn a_tag_over_the_object_size_is_cut_further_and_one_tool_over_it_is_an_error() 
             .all(|s| s.yaml.len() <= MAX_OBJECT_BYTES)
     );
     assert_eq!(imported.sets.iter().map(|s| s.tools).sum::<usize>(), 200);
+    // Even parts: none empty, sizes a tool apart at most.
+    let sizes: Vec<usize> = imported.sets.iter().map(|s| s.tools).collect();
+    let (least, most) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+    assert!(*least > 0 && most - least <= 1, "{sizes:?}");
     let err = split(&many(2, 70_000), ImportOptions::default()).unwrap_err();
     assert!(
         err.to_string().starts_with("big-big-things-1 would be 1"),
