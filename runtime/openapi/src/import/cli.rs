@@ -86,8 +86,8 @@ pub struct ImportArgs {
     strict: bool,
     /// Write into DIR (created if missing; refused unless empty) instead of stdout:
     /// server.yaml, the MCPServer without tools and shared schemas, which includes every
-    /// MCPToolSet labelled `api: <name>`, and one such set per tag (TAG.yaml, operations without
-    /// a tag in untagged.yaml) holding the tools of the operations whose first tag it is and
+    /// MCPToolSet labelled `api: <name>`, and one such set per tag (TAG.yaml, the tag in lower
+    /// case with `-` for other characters; operations without a tag in untagged.yaml) holding the tools of the operations whose first tag it is and
     /// the shared schemas they use. A tag is cut into TAG-1.yaml, TAG-2.yaml ... where it has
     /// more than 256 tools or would exceed 1,000,000 bytes; an object that still would is an
     /// error, and nothing is written. Apply them all (`kubectl apply --server-side -f DIR`) or
