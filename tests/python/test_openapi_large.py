@@ -1,8 +1,8 @@
 """`mcp-runtime import openapi` on large real-world descriptions: GitHub's REST API (OpenAPI
 3.0, npm `@octokit/openapi`) and Kubernetes' API (Swagger 2.0, from the Go module
 `k8s.io/kubernetes` the control plane is built from). Each must import without error, the
-summary must account for every operation, and `mcp-runtime check` must accept the output. Time
-and peak memory of each import are printed.
+summary must account for every operation, and `mcp-runtime check` must accept the output, also
+split by tag into objects a cluster stores. Time and peak memory of each import are printed.
 
 Does process, network (npm registry, Go module proxy, once; cached under
 ~/.cache/kube-mcp-test/specs and the Go module cache) and file I/O.
@@ -157,3 +157,51 @@ def test_a_reviewed_subset_of_a_large_spec_is_one_command(tmp_path, capsys):
     assert out.stat().st_size < full_after / 10, out.stat().st_size
     with capsys.disabled():
         print(f"\nimport github --include-tag issues: {line}; {out.stat().st_size / 1e3:.0f} kB manifest; {seconds:.1f} s")
+
+
+# Largest object written by `--split-by-tag`: etcd stores objects of up to about 1.5 MiB.
+MAX_OBJECT_BYTES = 1_000_000
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize(
+    ("which", "extra"),
+    [
+        ("github", ["--methods", "all"]),
+        ("kubernetes", ["--methods", "all", "--base-url", "https://kubernetes.default.svc", "--secret", "BearerToken=kube-api/token"]),
+    ],
+)
+def test_large_specs_split_by_tag_into_objects_a_cluster_stores(which, extra, tmp_path, capsys):
+    """`--split-by-tag DIR`: a server and one MCPToolSet per tag, every file within the object
+    size, the tools across the sets those of the whole import, and `check DIR` accepting the
+    directory as `serve --manifest DIR` reads it."""
+    spec = github_spec() if which == "github" else kubernetes_spec()
+    whole = tmp_path / f"{which}.yaml"
+    code, stderr, _, _ = measured([str(runtime_bin()), "import", "openapi", str(spec), *extra], whole)
+    assert code == 0, stderr
+    tools = int(re.match(r"\d+ operations: (\d+) tools", stderr.strip().splitlines()[-1]).group(1))
+    out = tmp_path / "split"
+    code, stderr, seconds, peak_mib = measured([str(runtime_bin()), "import", "openapi", str(spec), *extra, "--split-by-tag", str(out)], tmp_path / "stdout")
+    assert code == 0, stderr
+    assert (tmp_path / "stdout").read_text() == ""
+    files = sorted(out.iterdir())
+    sizes = {f.name: f.stat().st_size for f in files}
+    largest = max(sizes, key=sizes.get)
+    assert sizes[largest] <= MAX_OBJECT_BYTES, (largest, sizes[largest])
+    assert "server.yaml" in sizes
+    set_tools = [int(n) for n in re.findall(r"MCPToolSet \S+, (\d+) tools, \d+ bytes", stderr)]
+    assert len(set_tools) == len(files) - 1, stderr[-2000:]
+    assert max(set_tools) <= 256
+    assert sum(set_tools) == tools
+    check = subprocess.run([str(runtime_bin()), "check", "--json", str(out)], capture_output=True, timeout=IMPORT_TIMEOUT_S)
+    assert check.returncode == 0, check.stdout[:2000]
+    [verdict] = json.loads(check.stdout)
+    assert verdict["ok"] and verdict["tools"] == tools
+    # An existing, non-empty directory is refused: a set of an earlier import would stay behind.
+    again = subprocess.run([str(runtime_bin()), "import", "openapi", str(spec), *extra, "--split-by-tag", str(out)], capture_output=True, timeout=IMPORT_TIMEOUT_S)  # fmt: skip
+    assert again.returncode != 0 and b"is not empty" in again.stderr
+    with capsys.disabled():
+        print(
+            f"\nimport {which} --split-by-tag: {len(files) - 1} sets + server.yaml, {tools} tools; largest {largest} "
+            f"{sizes[largest]:,} bytes, total {sum(sizes.values()):,} bytes; {seconds:.1f} s, peak RSS {peak_mib} MiB"
+        )

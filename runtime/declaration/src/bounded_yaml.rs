@@ -23,7 +23,7 @@ pub fn parse(text: &str) -> Result<Value, serde_yaml_ng::Error> {
 
 /// Parses every document of a multi-document stream (`---` between them) under one budget;
 /// empty documents are left out.
-pub(crate) fn parse_all(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
+pub fn parse_all(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
     let budget = Cell::new(BASE_BUDGET.saturating_add(text.len().saturating_mul(EXPANSION)));
     let mut documents = Vec::new();
     for deserializer in serde_yaml_ng::Deserializer::from_str(text) {

@@ -16,6 +16,7 @@ mod jq;
 mod json_body;
 mod link_local;
 mod load;
+mod manifest_files;
 mod resource_uri;
 mod secrets;
 mod stamp;
@@ -29,7 +30,7 @@ pub use access::{Access, AccessRules, Caller, MAX_LEEWAY_SECONDS, Verdict};
 pub use auth_uri::{
     audience_matches, canonical_audience, canonical_resource, is_loopback, trusted_url,
 };
-pub use bounded_yaml::parse as parse_yaml_bounded;
+pub use bounded_yaml::{parse as parse_yaml_bounded, parse_all as parse_yaml_documents_bounded};
 pub use bundle::{Bundle, DEFAULT_NAMESPACE, read_bundle};
 pub use cluster_rules::cluster_problems;
 pub use compile::{
@@ -53,6 +54,7 @@ pub use jq::JqProgram;
 pub use json_body::JsonBody;
 pub use link_local::{LINK_LOCAL_REFUSED, is_link_local, literal_link_local};
 pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest, spec_from_value};
+pub use manifest_files::{MAX_MANIFEST_FILES, manifest_files, manifest_text, read_manifest};
 pub use resource_uri::{UriTemplate, canonical as canonical_uri};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
 pub use stamp::{

@@ -11,9 +11,12 @@
 //! large declaration compiling beside them.
 
 pub use log::ReloadLog;
-use mcp_declaration::{Bundle, CompileOptions, Manifest, compile, read_bundle, secret_path};
+pub use mcp_declaration::MAX_MANIFEST_FILES;
+use mcp_declaration::{
+    Bundle, CompileOptions, Manifest, compile, manifest_files, manifest_text, read_bundle,
+    read_manifest, secret_path,
+};
 use mcp_server::{Changes, Served, Server};
-pub use sources::MAX_MANIFEST_FILES;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -22,7 +25,6 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 mod log;
-mod sources;
 
 /// Longest a poll may take to read and compile before it is given up on.
 pub const POLL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -78,9 +80,9 @@ fn named_files(manifest: &Manifest, secrets_dir: Option<&Path>) -> Vec<PathBuf> 
 
 /// Lists and reads the manifest files `paths` stand for, as stored.
 fn read_all(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
-    sources::list(paths)?
+    manifest_files(paths)?
         .into_iter()
-        .map(|path| sources::read(&path).map(|bytes| (path, bytes)))
+        .map(|path| read_manifest(&path).map(|bytes| (path, bytes)))
         .collect()
 }
 
@@ -99,7 +101,7 @@ pub fn load(paths: &[PathBuf], options: &CompileOptions) -> (Result<Served, Stri
 fn bundle(manifests: &[(PathBuf, Vec<u8>)]) -> Result<Bundle, String> {
     let texts = manifests
         .iter()
-        .map(|(path, stored)| sources::text(path, stored).map(|text| (path.clone(), text)))
+        .map(|(path, stored)| manifest_text(path, stored).map(|text| (path.clone(), text)))
         .collect::<Result<Vec<_>, _>>()?;
     read_bundle(&texts).map_err(|err| err.to_string())
 }

@@ -1,9 +1,13 @@
 //! `mcp-runtime check MANIFEST...`: compiles manifests offline, as the operator would before
 //! accepting them (no secret or resource files read), and reports every problem with its field
-//! path, as text or JSON, with an exit status for CI and GitOps pipelines. Reads the manifests.
+//! path, as text or JSON, with an exit status for CI and GitOps pipelines. A directory is checked
+//! as `serve --manifest DIR` reads it: one server with the sets it includes. Reads the manifests.
 
 use clap::Args;
-use mcp_declaration::{CompileOptions, FieldError, cluster_problems, compile, parse_manifest};
+use mcp_declaration::{
+    CompileOptions, Declaration, FieldError, KIND, cluster_problems, compile, manifest_files,
+    manifest_text, parse_manifest, parse_yaml_documents_bounded, read_bundle, read_manifest,
+};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,8 +18,10 @@ const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 /// Flags of `check`.
 #[derive(Args)]
 pub struct CheckArgs {
-    /// MCPServer manifests to check.
-    #[arg(value_name = "MANIFEST", required = true)]
+    /// MCPServer manifests to check, each on its own; a directory stands for its *.yaml, *.yml,
+    /// *.json (and .gz) files, checked together as `serve --manifest DIR` reads them: one
+    /// MCPServer with the MCPToolSets its spec.include takes.
+    #[arg(value_name = "MANIFEST|DIR", required = true)]
     manifests: Vec<PathBuf>,
     /// Print one JSON document: `[{"file", "ok", "tools", "resources", "resourceTemplates",
     /// "prompts", "errors": [{"path", "message"}]}]`.
@@ -54,27 +60,31 @@ pub struct Problem {
 
 /// Checks manifest `text` (read from `file`).
 pub fn check_text(file: &str, text: &str) -> Checked {
-    let mut checked = Checked {
-        file: file.to_owned(),
-        ok: false,
-        tools: 0,
-        resources: 0,
-        resource_templates: 0,
-        prompts: 0,
-        errors: Vec::new(),
-    };
     let manifest = match parse_manifest(text, Default::default()) {
         Ok(manifest) => manifest,
-        Err(err) => {
-            let problems = err.into_field_errors().into_iter();
-            checked.errors.extend(problems.map(|e| Problem {
-                path: e.path,
-                message: e.message,
-            }));
-            return checked;
-        }
+        Err(err) => return unread(file, err.into_field_errors()),
     };
-    let declaration = &manifest.declaration;
+    // `spec.secrets` is a deployment field, so the declaration types do not hold it.
+    let listed: Vec<String> = mcp_declaration::parse_yaml_bounded(text)
+        .ok()
+        .and_then(|doc| listed_secrets(&doc))
+        .unwrap_or_default();
+    verdict(unread(file, Vec::new()), &manifest, &listed)
+}
+
+/// `spec.secrets` of a manifest document.
+fn listed_secrets(document: &serde_json::Value) -> Option<Vec<String>> {
+    let secrets = document.pointer("/spec/secrets")?.clone();
+    serde_json::from_value(secrets).ok()
+}
+
+/// The verdict on a manifest read: compiled, and checked against the cluster's rules.
+fn verdict(
+    mut checked: Checked,
+    manifest: &mcp_declaration::Manifest,
+    listed: &[String],
+) -> Checked {
+    let declaration: &Declaration = &manifest.declaration;
     checked.tools = declaration.tools.len();
     checked.resources = declaration.resources.len();
     checked.resource_templates = declaration.resource_templates.len();
@@ -84,17 +94,11 @@ pub fn check_text(file: &str, text: &str) -> Checked {
         secrets_dir: None,
         ..Default::default()
     };
-    let mut errors: Vec<FieldError> = match compile(&manifest, &options) {
+    let mut errors: Vec<FieldError> = match compile(manifest, &options) {
         Ok(_) => Vec::new(),
         Err(invalid) => invalid.errors,
     };
-    // `spec.secrets` is a deployment field, so the declaration types do not hold it.
-    let listed: Vec<String> = mcp_declaration::parse_yaml_bounded(text)
-        .ok()
-        .and_then(|doc| doc.pointer("/spec/secrets").cloned())
-        .and_then(|s| serde_json::from_value(s).ok())
-        .unwrap_or_default();
-    errors.extend(cluster_problems(declaration, &listed));
+    errors.extend(cluster_problems(declaration, listed));
     checked.ok = errors.is_empty();
     checked.errors = errors
         .into_iter()
@@ -104,6 +108,73 @@ pub fn check_text(file: &str, text: &str) -> Checked {
         })
         .collect();
     checked
+}
+
+/// Checks the manifests `files` (each a path and its text) as one server, as `serve` reads them.
+pub fn check_bundle(name: &str, files: &[(PathBuf, String)]) -> Checked {
+    let bundle = match read_bundle(files) {
+        Ok(bundle) => bundle,
+        Err(err) => return unread(name, err.into_field_errors()),
+    };
+    // Read without error above, so each document parses; the server's lists its Secrets.
+    let listed = files
+        .iter()
+        .filter_map(|(_, text)| parse_yaml_documents_bounded(text).ok())
+        .flatten()
+        .find(|doc| doc.get("kind").and_then(serde_json::Value::as_str) == Some(KIND))
+        .and_then(|doc| listed_secrets(&doc))
+        .unwrap_or_default();
+    verdict(unread(name, Vec::new()), &bundle.manifest, &listed)
+}
+
+/// A verdict of refusal before anything was counted.
+fn unread(file: &str, errors: Vec<FieldError>) -> Checked {
+    Checked {
+        file: file.to_owned(),
+        ok: false,
+        tools: 0,
+        resources: 0,
+        resource_templates: 0,
+        prompts: 0,
+        errors: errors
+            .into_iter()
+            .map(|e| Problem {
+                path: e.path,
+                message: e.message,
+            })
+            .collect(),
+    }
+}
+
+fn check_dir(dir: &Path) -> Checked {
+    let name = dir.display().to_string();
+    let read = manifest_files(&[dir.to_owned()]).and_then(|paths| {
+        paths
+            .into_iter()
+            .map(|path| {
+                let text = manifest_text(&path, &read_manifest(&path)?)?;
+                Ok((path, text))
+            })
+            .collect::<Result<Vec<_>, String>>()
+    });
+    match read {
+        Ok(files) => check_bundle(&name, &files),
+        Err(message) => unread(
+            &name,
+            vec![FieldError {
+                path: "manifest".into(),
+                message,
+            }],
+        ),
+    }
+}
+
+fn check_path(path: &Path) -> Checked {
+    if path.is_dir() {
+        check_dir(path)
+    } else {
+        check_file(path)
+    }
 }
 
 fn check_file(path: &Path) -> Checked {
@@ -132,7 +203,7 @@ fn check_file(path: &Path) -> Checked {
 
 /// Runs `check`: success only when every manifest would be accepted.
 pub fn run_cli(args: CheckArgs) -> ExitCode {
-    let results: Vec<Checked> = args.manifests.iter().map(|p| check_file(p)).collect();
+    let results: Vec<Checked> = args.manifests.iter().map(|p| check_path(p)).collect();
     if args.json {
         match serde_json::to_string_pretty(&results) {
             Ok(text) => println!("{text}"),
@@ -221,6 +292,38 @@ mod tests {
             let checked = check_file(&file);
             assert!(checked.ok, "{checked:?}");
         }
+    }
+
+    #[test]
+    fn a_directory_is_checked_as_one_server_with_its_sets() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = format!(
+            "{HEAD}  secrets: [tok]\n  include:\n  - selector: {{matchLabels: {{api: t}}}}\n"
+        );
+        let set = "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPToolSet\n\
+            metadata: {name: t-a, labels: {api: t}}\nspec:\n  tools:\n  - name: up\n    \
+            http:\n      url: 'https://api.example.com/x'\n      headers:\n      \
+            - {name: Authorization, secretKeyRef: {name: tok, key: t}}\n";
+        std::fs::write(dir.path().join("server.yaml"), &server).unwrap();
+        std::fs::write(dir.path().join("a.yaml"), set).unwrap();
+        let checked = check_path(dir.path());
+        assert!(checked.ok, "{checked:?}");
+        assert_eq!(checked.tools, 1);
+        // The Secret the set's tool reads must be listed by the server.
+        std::fs::write(
+            dir.path().join("server.yaml"),
+            server.replace("[tok]", "[]"),
+        )
+        .unwrap();
+        let checked = check_path(dir.path());
+        assert!(!checked.ok);
+        assert_eq!(checked.errors[0].path, "spec.tools[0].http", "{checked:?}");
+        std::fs::remove_file(dir.path().join("server.yaml")).unwrap();
+        let checked = check_path(dir.path());
+        assert_eq!(
+            checked.errors[0].message,
+            "no MCPServer among the manifests"
+        );
     }
 
     #[test]

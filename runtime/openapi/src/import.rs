@@ -16,11 +16,13 @@ mod schema;
 mod security;
 mod select;
 mod shared;
+mod split;
 mod summary;
 
 pub use cli::{ImportArgs, ImportCommand, run_cli};
 pub use load::{Documents, MAX_SPEC_BYTES};
 pub use select::{IMPORTABLE_METHODS, READ_ONLY_METHODS, parse_methods};
+pub use split::{API_LABEL, MAX_OBJECT_BYTES, SERVER_FILE, SetFile};
 pub use summary::{Skipped, Summary};
 
 use mcp_declaration::SecretKeyRef;
@@ -57,6 +59,9 @@ pub struct ImportOptions {
     pub resources: bool,
     /// Any skipped operation is an error.
     pub strict: bool,
+    /// `--split-by-tag`: the manifest is a server without items that includes one
+    /// `MCPToolSet` per first tag ([`Imported::sets`]).
+    pub split_by_tag: bool,
 }
 
 /// The imported manifest and what happened to every operation.
@@ -66,6 +71,9 @@ pub struct Imported {
     pub yaml: String,
     /// What was imported and what was skipped, and why.
     pub summary: Summary,
+    /// With `split_by_tag`, the sets `yaml` includes (each at most [`MAX_OBJECT_BYTES`]);
+    /// else empty.
+    pub sets: Vec<SetFile>,
 }
 
 /// Why nothing could be imported.
@@ -97,6 +105,17 @@ pub enum ImportError {
     /// `--strict` and something was skipped.
     #[error("--strict: {0}")]
     Strict(String),
+    /// An object to write is larger than a cluster stores.
+    #[error(
+        "{set} would be {bytes} bytes, over the {MAX_OBJECT_BYTES} bytes one object may take: \
+         narrow the selection (--include-tag, --exclude-path, --operation ...)"
+    )]
+    TooLarge {
+        /// The object's name.
+        set: String,
+        /// Its size as YAML.
+        bytes: usize,
+    },
     /// The generated manifest does not compile (a defect of the importer).
     #[error("the generated manifest does not compile: {0}")]
     Compile(String),
@@ -107,5 +126,7 @@ pub fn import_openapi(docs: &Documents, options: &ImportOptions) -> Result<Impor
     emit::import(docs, options)
 }
 
+#[cfg(test)]
+mod split_tests;
 #[cfg(test)]
 mod tests;

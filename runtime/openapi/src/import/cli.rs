@@ -1,11 +1,12 @@
 //! Command-line flags of `mcp-runtime import openapi` and the command itself: reads the spec,
-//! prints the manifest on stdout and the summary on stderr. Does I/O.
+//! prints the manifest on stdout (or writes the server and its sets into the `--split-by-tag`
+//! directory) and the summary on stderr. Does I/O.
 
-use super::{Documents, ImportOptions, import_openapi};
+use super::{Documents, ImportOptions, Imported, SERVER_FILE, import_openapi};
 use clap::{Args, Subcommand};
 use mcp_declaration::SecretKeyRef;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// What to import from.
@@ -14,7 +15,8 @@ pub enum ImportCommand {
     /// Print an MCPServer manifest with one tool per selected operation of an OpenAPI 3.0/3.1
     /// or Swagger 2.0 description (read-only by default: GET and HEAD; see --methods). The
     /// manifest is compiled before it is printed; what cannot be imported is listed, with the
-    /// reason, in comments atop it and on stderr.
+    /// reason, in comments atop it and on stderr. With --split-by-tag DIR, the manifest is
+    /// written as a server and one MCPToolSet per tag, each small enough for a cluster.
     Openapi(Box<ImportArgs>),
 }
 
@@ -82,6 +84,16 @@ pub struct ImportArgs {
     /// Fail if any selected operation cannot be imported.
     #[arg(long)]
     strict: bool,
+    /// Write into DIR (created if missing; refused unless empty) instead of stdout:
+    /// server.yaml, the MCPServer without tools and shared schemas, which includes every
+    /// MCPToolSet labelled `api: <name>`, and one such set per tag (TAG.yaml, the tag in lower
+    /// case with `-` for other characters; operations without a tag in untagged.yaml) holding the tools of the operations whose first tag it is and
+    /// the shared schemas they use. A tag is cut into TAG-1.yaml, TAG-2.yaml ... where it has
+    /// more than 256 tools or would exceed 1,000,000 bytes; an object that still would is an
+    /// error, and nothing is written. Apply them all (`kubectl apply --server-side -f DIR`) or
+    /// serve them locally (`mcp-runtime serve --manifest DIR`).
+    #[arg(long, value_name = "DIR")]
+    split_by_tag: Option<PathBuf>,
 }
 
 fn parse_secret(text: &str) -> Result<(String, SecretKeyRef), String> {
@@ -132,10 +144,28 @@ pub fn run_cli(command: ImportCommand) -> ExitCode {
         secrets: args.secrets,
         resources: args.resources,
         strict: args.strict,
+        split_by_tag: args.split_by_tag.is_some(),
     };
+    // Refused before the import, which can take a while on a large spec.
+    if let Some(dir) = &args.split_by_tag
+        && let Err(err) = usable_dir(dir)
+    {
+        eprintln!("error: --split-by-tag {}: {err}", dir.display());
+        return ExitCode::FAILURE;
+    }
     let imported = Documents::read(&args.spec).and_then(|docs| import_openapi(&docs, &options));
-    match imported {
-        Ok(imported) => {
+    match (imported, &args.split_by_tag) {
+        (Ok(imported), Some(dir)) => match write_split(dir, &imported) {
+            Ok(()) => {
+                eprintln!("{}", imported.summary.line());
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("error: --split-by-tag {}: {err}", dir.display());
+                ExitCode::FAILURE
+            }
+        },
+        (Ok(imported), None) => {
             eprintln!("{}", imported.summary.line());
             let mut stdout = std::io::stdout().lock();
             if let Err(err) = stdout
@@ -147,9 +177,39 @@ pub fn run_cli(command: ImportCommand) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(err) => {
+        (Err(err), _) => {
             eprintln!("error: {err}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `dir` may be written: missing, or an empty directory (files of an earlier import
+/// are not overwritten: a set that import had and this one lacks would stay behind).
+fn usable_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::read_dir(dir).map(|mut entries| entries.next().is_none()) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err("is not empty: remove it or name another directory".into()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+/// Writes the server and its sets into `dir`, listing each file on stderr. Everything was
+/// computed and checked before the first file is written.
+fn write_split(dir: &Path, imported: &Imported) -> Result<(), String> {
+    usable_dir(dir)?;
+    std::fs::create_dir_all(dir).map_err(|err| err.to_string())?;
+    let what = format!("MCPServer including {} sets", imported.sets.len());
+    let server = (SERVER_FILE, &imported.yaml, what);
+    let sets = imported.sets.iter().map(|set| {
+        let what = format!("MCPToolSet {}, {} tools", set.name, set.tools);
+        (set.file.as_str(), &set.yaml, what)
+    });
+    for (file, yaml, what) in std::iter::once(server).chain(sets) {
+        let path = dir.join(file);
+        std::fs::write(&path, yaml).map_err(|err| format!("cannot write {file}: {err}"))?;
+        eprintln!("{}: {what}, {} bytes", path.display(), yaml.len());
+    }
+    Ok(())
 }

@@ -1,17 +1,19 @@
 //! The import pipeline: options checked against the spec, each selected operation built, the
 //! manifest written as YAML and compiled by the runtime's compiler from that very text before it
-//! is returned (an item the compiler refuses is dropped and skipped with its message). Pure.
+//! is returned (an item the compiler refuses is dropped and skipped with its message), and with
+//! `--split-by-tag` then cut into a server and its sets. Pure.
 
 use super::load::{Documents, Version};
 use super::naming::{Names, clip, server_name, valid_server_name};
 use super::operation::{Built, Context, Item, build};
 use super::schema::SchemaConverter;
 use super::select::{IMPORTABLE_METHODS, check, methods, operations, selected};
+use super::split::{self, Tags};
 use super::summary::{Reason, Skipped, Summary};
-use super::{ImportError, ImportOptions, Imported, security};
+use super::{ImportError, ImportOptions, Imported, MAX_OBJECT_BYTES, security};
 use mcp_declaration::{API_VERSION, CompileOptions, Declaration, KIND, compile, parse_manifest};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Runs the import.
 pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Imported, ImportError> {
@@ -57,6 +59,8 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
     let mut converter = SchemaConverter::new(docs);
     // Each list's operation labels, to name an item the compiler refuses.
     let mut labels: [Vec<String>; 3] = Default::default();
+    // And their first tags, which `--split-by-tag` sorts them by.
+    let mut tags: Tags = Default::default();
     for op in &ops {
         if !selected(op, options) {
             summary.filtered += 1;
@@ -91,21 +95,25 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
         };
         let Built { item, notes } = built;
         summary.notes.extend(notes);
+        let tag = op.tags().next().map(str::to_owned);
         match item {
             Item::Tool(tool) => {
                 summary.tools += 1;
                 declaration.tools.push(*tool);
                 labels[0].push(op.label());
+                tags[0].push(tag);
             }
             Item::Resource(resource) => {
                 summary.resources += 1;
                 declaration.resources.push(*resource);
                 labels[1].push(op.label());
+                tags[1].push(tag);
             }
             Item::Template(template) => {
                 summary.resource_templates += 1;
                 declaration.resource_templates.push(*template);
                 labels[2].push(op.label());
+                tags[2].push(tag);
             }
         }
     }
@@ -114,14 +122,46 @@ pub(super) fn import(docs: &Documents, options: &ImportOptions) -> Result<Import
         &mut declaration,
         converter.shared(),
         &mut labels,
+        &mut tags,
         &mut summary,
     )?;
     if options.strict && !summary.skipped.is_empty() {
         return Err(ImportError::Strict(summary.line()));
     }
+    if !options.split_by_tag {
+        return Ok(Imported {
+            yaml: format!("{}{yaml}", summary.comments()),
+            summary,
+            sets: Vec::new(),
+        });
+    }
+    drop(yaml);
+    let sets = split::sets(&name, &declaration, &tags, converter.shared())?;
+    // The server keeps the Secrets its sets' tools read: the pods mount what it lists.
+    let secrets = declaration.secret_refs();
+    let server = Declaration {
+        schemas: BTreeMap::new(),
+        tools: Vec::new(),
+        resources: Vec::new(),
+        resource_templates: Vec::new(),
+        include: vec![split::include(&name)],
+        ..declaration
+    };
+    let yaml = format!(
+        "{}{}",
+        summary.comments(),
+        manifest_yaml(&name, &server, &secrets)?
+    );
+    if yaml.len() > MAX_OBJECT_BYTES {
+        return Err(ImportError::TooLarge {
+            set: format!("MCPServer {name}"),
+            bytes: yaml.len(),
+        });
+    }
     Ok(Imported {
-        yaml: format!("{}{yaml}", summary.comments()),
+        yaml,
         summary,
+        sets,
     })
 }
 
@@ -137,6 +177,7 @@ fn compiled_yaml(
     declaration: &mut Declaration,
     shared: &serde_json::Map<String, Value>,
     labels: &mut [Vec<String>; 3],
+    tags: &mut Tags,
     summary: &mut Summary,
 ) -> Result<String, ImportError> {
     let options = CompileOptions {
@@ -146,7 +187,7 @@ fn compiled_yaml(
     };
     for _ in 0..MAX_ROUNDS {
         declaration.schemas = super::shared::reached(declaration, shared);
-        let yaml = manifest_yaml(name, declaration)?;
+        let yaml = manifest_yaml(name, declaration, &declaration.secret_refs())?;
         let manifest = parse_manifest(&yaml, Default::default())
             .map_err(|err| ImportError::Compile(err.to_string()))?;
         let Err(invalid) = compile(&manifest, &options) else {
@@ -199,6 +240,7 @@ fn compiled_yaml(
                 }
                 _ => return Err(ImportError::Compile(errors.join("; "))),
             }
+            tags[list].remove(index);
             let first: Vec<&str> = errors.iter().take(2).map(String::as_str).collect();
             summary.skipped.push(Skipped {
                 operation: labels[list].remove(index),
@@ -211,11 +253,14 @@ fn compiled_yaml(
     )))
 }
 
-/// The manifest document, `spec.secrets` listing every Secret the tools read.
-fn manifest_yaml(name: &str, declaration: &Declaration) -> Result<String, ImportError> {
+/// The manifest document, `spec.secrets` listing `secrets` (every Secret the tools read).
+fn manifest_yaml(
+    name: &str,
+    declaration: &Declaration,
+    secrets: &BTreeSet<String>,
+) -> Result<String, ImportError> {
     let mut spec =
         serde_json::to_value(declaration).map_err(|err| ImportError::Compile(err.to_string()))?;
-    let secrets = declaration.secret_refs();
     if let (false, Value::Object(map)) = (secrets.is_empty(), &mut spec) {
         map.insert("secrets".into(), json!(secrets));
     }

@@ -76,7 +76,8 @@ impl Operation<'_> {
         format!("{} {}{id}", self.method.to_uppercase(), self.path)
     }
 
-    fn tags(&self) -> impl Iterator<Item = &str> {
+    /// The operation's tags, in the order the spec lists them.
+    pub(super) fn tags(&self) -> impl Iterator<Item = &str> {
         self.op
             .get("tags")
             .and_then(Value::as_array)

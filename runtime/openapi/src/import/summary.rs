@@ -111,7 +111,7 @@ impl Summary {
 }
 
 /// Text made safe for one comment line: no line breaks, bounded.
-fn one_line(text: &str) -> String {
+pub(super) fn one_line(text: &str) -> String {
     let flat: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

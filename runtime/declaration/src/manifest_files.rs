@@ -1,11 +1,12 @@
-//! The files `serve --manifest` reads. Each path given is a manifest file or a directory of them
-//! (the operator mounts the rendered manifest as a ConfigMap volume, which is a directory).
-//! Directories are listed again on every poll, so a set file added or removed reloads the server.
-//! `.gz` files are decompressed (the operator compresses a manifest too big for a ConfigMap),
-//! bounded like every file. Does file I/O.
+//! The files `serve --manifest` and `check` read. Each path given is a manifest file or a
+//! directory of them (the operator mounts the rendered manifest as a ConfigMap volume, which is
+//! a directory; `import openapi --split-by-tag` writes a server and its sets into one).
+//! `serve` lists directories again on every poll, so a set file added or removed reloads the
+//! server. `.gz` files are decompressed (the operator compresses a manifest too big for a
+//! ConfigMap), bounded like every file. Does file I/O.
 
+use crate::files::{MAX_FILE_BYTES, read_regular};
 use flate2::read::GzDecoder;
-use mcp_declaration::{MAX_FILE_BYTES, read_regular};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,7 @@ const MANIFEST_SUFFIXES: [&str; 6] = [".yaml", ".yml", ".json", ".yaml.gz", ".ym
 /// The manifest files `paths` stand for: files as given, and each directory's manifest files
 /// (regular files, symlinks followed, hidden entries skipped: a ConfigMap volume's `..data`)
 /// sorted by name.
-pub(crate) fn list(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     for path in paths {
         let metadata = std::fs::metadata(path)
@@ -63,13 +64,13 @@ pub(crate) fn list(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Reads one manifest file as it is stored (compressed or not).
-pub(crate) fn read(path: &Path) -> Result<Vec<u8>, String> {
+pub fn read_manifest(path: &Path) -> Result<Vec<u8>, String> {
     read_regular(path).map_err(|err| format!("cannot read {}: {err}", path.display()))
 }
 
 /// A manifest file's text: decompressed when its name ends with `.gz`, at most
 /// [`MAX_FILE_BYTES`] either way.
-pub(crate) fn text(path: &Path, stored: &[u8]) -> Result<String, String> {
+pub fn manifest_text(path: &Path, stored: &[u8]) -> Result<String, String> {
     let at = |message: String| format!("{}: {message}", path.display());
     let bytes = if path.extension().is_some_and(|e| e == "gz") {
         let mut text = Vec::new();
@@ -103,16 +104,16 @@ mod tests {
             std::fs::write(dir.path().join(name), "x").unwrap();
         }
         std::fs::create_dir(dir.path().join("sub.yaml")).unwrap();
-        let listed = list(&[dir.path().to_owned()]).unwrap();
+        let listed = manifest_files(&[dir.path().to_owned()]).unwrap();
         let names: Vec<_> = listed
             .iter()
             .map(|p| p.file_name().unwrap().to_str().unwrap())
             .collect();
         assert_eq!(names, ["a.yml", "b.yaml", "c.json.gz"]);
         let empty = tempfile::tempdir().unwrap();
-        let err = list(&[empty.path().to_owned()]).unwrap_err();
+        let err = manifest_files(&[empty.path().to_owned()]).unwrap_err();
         assert!(err.contains("holds no manifest file"), "{err}");
-        let err = list(&[dir.path().join("gone.yaml")]).unwrap_err();
+        let err = manifest_files(&[dir.path().join("gone.yaml")]).unwrap_err();
         assert!(err.contains("gone.yaml"), "{err}");
     }
 
@@ -125,16 +126,19 @@ mod tests {
         };
         let path = Path::new("m.yaml.gz");
         assert_eq!(
-            text(path, &gz(b"kind: MCPServer")).unwrap(),
+            manifest_text(path, &gz(b"kind: MCPServer")).unwrap(),
             "kind: MCPServer"
         );
         // A small file may not stand for a huge one.
         let bomb = gz(&vec![b' '; MAX_FILE_BYTES as usize + 1]);
         assert!(bomb.len() < 1 << 20);
-        let err = text(path, &bomb).unwrap_err();
+        let err = manifest_text(path, &bomb).unwrap_err();
         assert!(err.ends_with("decompresses to more than 16 MiB"), "{err}");
-        let err = text(path, b"not gzip").unwrap_err();
+        let err = manifest_text(path, b"not gzip").unwrap_err();
         assert!(err.contains("cannot decompress"), "{err}");
-        assert_eq!(text(Path::new("m.yaml"), b"plain").unwrap(), "plain");
+        assert_eq!(
+            manifest_text(Path::new("m.yaml"), b"plain").unwrap(),
+            "plain"
+        );
     }
 }
