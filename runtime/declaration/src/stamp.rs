@@ -123,8 +123,12 @@ mod tests {
             if path.extension().is_none_or(|e| e != "yaml") {
                 continue;
             }
+            // A file may hold the server's MCPToolSets too: the operator renders the resolved
+            // declaration, as `read_bundle` makes it.
             let text = std::fs::read_to_string(&path).unwrap();
-            let first = parse_manifest(&text, Default::default()).unwrap();
+            let first = crate::read_bundle(&[(path.clone(), text)])
+                .unwrap_or_else(|err| panic!("{path:?}: {err}"))
+                .manifest;
             let stamped = hash_of(&first.name, &first.declaration).unwrap();
             let annotations = [(HASH_ANNOTATION, stamped.clone())].into();
             let rendered = render_manifest(&first.name, &first.declaration, &annotations).unwrap();
