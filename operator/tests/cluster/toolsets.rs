@@ -52,6 +52,19 @@ async fn rendered(env: &Env, server: &str) -> Result<String, String> {
         .ok_or_else(|| "no manifest.yaml".to_owned())
 }
 
+/// Waits until the manifest rendered for `server` passes `holds`.
+async fn wait_rendered(env: &Env, server: &str, what: &str, holds: impl Fn(&str) -> bool) {
+    eventually(what, SOON, || async {
+        let manifest = rendered(env, server).await?;
+        if holds(&manifest) {
+            Ok(())
+        } else {
+            Err(manifest)
+        }
+    })
+    .await;
+}
+
 /// The `(namespace, name)` of each set `server`'s status says it serves.
 async fn served_sets(env: &Env, server: &str) -> Vec<(String, String)> {
     let status = env.api::<MCPServer>().get(server).await.unwrap().status;
@@ -94,21 +107,16 @@ async fn sets_are_selected_prefixed_and_refused_on_conflict() {
         |_| true,
     )
     .await;
-    eventually(
+    let has = |manifest: &str, name: &str| manifest.contains(&format!("name: {name}\n"));
+    wait_rendered(
+        &env,
+        "ts-selected",
         "the rendered manifest holds the sets' tools",
-        SOON,
-        || async {
-            let manifest = rendered(&env, "ts-selected").await?;
-            let has = |name: &str| manifest.contains(&format!("name: {name}\n"));
-            if has("hi")
-                && has("k8s_get_node")
-                && has("k8s_get_pod")
-                && !manifest.contains("delete_node")
-            {
-                Ok(())
-            } else {
-                Err(manifest)
-            }
+        |m| {
+            has(m, "hi")
+                && has(m, "k8s_get_node")
+                && has(m, "k8s_get_pod")
+                && !m.contains("delete_node")
         },
     )
     .await;
@@ -157,14 +165,12 @@ async fn sets_are_selected_prefixed_and_refused_on_conflict() {
 
     // Deleting a set re-renders the manifest without its tools.
     delete_set(&env, &ns, "ts-nodes").await;
-    eventually("the manifest drops the deleted set", SOON, || async {
-        let manifest = rendered(&env, "ts-selected").await?;
-        if manifest.contains("k8s_get_pod") && !manifest.contains("k8s_get_node") {
-            Ok(())
-        } else {
-            Err(manifest)
-        }
-    })
+    wait_rendered(
+        &env,
+        "ts-selected",
+        "the manifest drops the deleted set",
+        |m| m.contains("k8s_get_pod") && !m.contains("k8s_get_node"),
+    )
     .await;
     assert_eq!(
         served_sets(&env, "ts-selected").await,
@@ -271,14 +277,12 @@ async fn another_namespaces_sets_need_its_grant() {
         |_| true,
     )
     .await;
-    eventually("the granted set's tool is rendered", SOON, || async {
-        let manifest = rendered(&env, "ts-granted").await?;
-        if manifest.contains("name: invoice\n") {
-            Ok(())
-        } else {
-            Err(manifest)
-        }
-    })
+    wait_rendered(
+        &env,
+        "ts-granted",
+        "the granted set's tool is rendered",
+        |m| m.contains("name: invoice\n"),
+    )
     .await;
 
     // Withdrawing the grant withdraws the set.
