@@ -18,7 +18,7 @@ impl std::fmt::Display for FieldError {
 
 /// How many problems a message lists: one mistake repeated over a thousand imported tools (a
 /// Secret not mounted, say) would otherwise make a log line or condition of megabytes.
-pub const LISTED_ERRORS: usize = 20;
+pub(crate) const LISTED_ERRORS: usize = 20;
 
 /// Every problem found in a declaration.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
