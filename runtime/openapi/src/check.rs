@@ -6,7 +6,7 @@
 use clap::Args;
 use mcp_declaration::{
     CompileOptions, Declaration, FieldError, KIND, cluster_problems, compile, manifest_files,
-    manifest_text, parse_manifest, parse_yaml_documents_bounded, read_bundle, read_manifest,
+    manifest_text, parse_yaml_documents_bounded, read_bundle, read_manifest,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -58,18 +58,10 @@ pub struct Problem {
     pub message: String,
 }
 
-/// Checks manifest `text` (read from `file`).
+/// Checks manifest `text` (read from `file`): one server, with the `MCPToolSet`s it includes when
+/// the file holds them too, as `serve` reads it.
 pub fn check_text(file: &str, text: &str) -> Checked {
-    let manifest = match parse_manifest(text, Default::default()) {
-        Ok(manifest) => manifest,
-        Err(err) => return unread(file, err.into_field_errors()),
-    };
-    // `spec.secrets` is a deployment field, so the declaration types do not hold it.
-    let listed: Vec<String> = mcp_declaration::parse_yaml_bounded(text)
-        .ok()
-        .and_then(|doc| listed_secrets(&doc))
-        .unwrap_or_default();
-    verdict(unread(file, Vec::new()), &manifest, &listed)
+    check_bundle(file, &[(PathBuf::from(file), text.to_owned())])
 }
 
 /// `spec.secrets` of a manifest document.
@@ -116,7 +108,8 @@ pub fn check_bundle(name: &str, files: &[(PathBuf, String)]) -> Checked {
         Ok(bundle) => bundle,
         Err(err) => return unread(name, err.into_field_errors()),
     };
-    // Read without error above, so each document parses; the server's lists its Secrets.
+    // Read without error above, so each document parses; the server's lists its Secrets
+    // (`spec.secrets` is a deployment field, so the declaration types do not hold it).
     let listed = files
         .iter()
         .filter_map(|(_, text)| parse_yaml_documents_bounded(text).ok())
