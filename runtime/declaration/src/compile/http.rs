@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::http_types::{
-    BodyKind, CompiledBody, CompiledHttp, CompiledResponse, Retry, StatusMatch,
+    BodyKind, ClientAuth, CompiledBody, CompiledHttp, CompiledResponse, Retry, StatusMatch,
 };
 
 /// Limits of the `http` fields.
@@ -212,6 +212,20 @@ impl Compiler<'_> {
                 format!("must be at least {MIN_POLL_MS}"),
             );
         }
+        let auth = http.auth.as_ref().and_then(|auth| {
+            if !is_tool {
+                self.error(
+                    format!("{path}.auth"),
+                    "applies to tools only (not yet to resources)",
+                );
+                return None;
+            }
+            self.http_auth(&format!("{path}.auth"), auth, &headers)
+        });
+        if let Some(ClientAuth::Secret(secret)) = auth.as_ref().map(|a| &a.client_auth) {
+            // Not sent upstream, but an upstream that somehow learned it must not echo it.
+            secrets.push(secret.clone());
+        }
         let responses = self.responses(path, &http.responses, is_tool);
         let ca_bundle = self.ca_bundle(path, http);
         if self.errors.len() > errors_before {
@@ -234,6 +248,7 @@ impl Compiler<'_> {
             cache_ttl: Duration::from_millis(http.cache_ttl_ms.unwrap_or(0)),
             poll_interval: Duration::from_millis(poll_ms),
             secrets,
+            auth,
         });
         self.upstreams.push(compiled.clone());
         Some(compiled)
