@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::http_types::{
-    BodyKind, ClientAuth, CompiledBody, CompiledHttp, CompiledResponse, Retry, StatusMatch,
+    BodyKind, CompiledBody, CompiledHttp, CompiledResponse, Retry, StatusMatch,
 };
 
 /// Limits of the `http` fields.
@@ -222,10 +222,6 @@ impl Compiler<'_> {
             }
             self.http_auth(&format!("{path}.auth"), auth, &headers)
         });
-        if let Some(ClientAuth::Secret(secret)) = auth.as_ref().map(|a| &a.client_auth) {
-            // Not sent upstream, but an upstream that somehow learned it must not echo it.
-            secrets.push(secret.clone());
-        }
         let responses = self.responses(path, &http.responses, is_tool);
         let ca_bundle = self.ca_bundle(path, http);
         if self.errors.len() > errors_before {
