@@ -14,7 +14,6 @@ pub(crate) use cache::TokenCache;
 pub(crate) use error::TokenError;
 pub(crate) use signer::Signer;
 
-use super::upstreams::Upstream;
 use crate::metrics::Metrics;
 use crate::principal::SubjectToken;
 use cache::{Issued, Source};
@@ -38,7 +37,8 @@ const JWT_BEARER_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:
 /// `mcp_token_exchanges_total` by outcome.
 pub(super) async fn token_for(
     auth: &CompiledAuth,
-    live: &Upstream,
+    client: &reqwest::Client,
+    signer: Option<&Signer>,
     tokens: &TokenCache,
     metrics: &Metrics,
     subject: Option<&SubjectToken>,
@@ -58,7 +58,7 @@ pub(super) async fn token_for(
     let deadline = deadline.min(Instant::now() + TOKEN_TIMEOUT);
     let obtained = tokens
         .get_or_obtain(key, || async {
-            match tokio::time::timeout_at(deadline, request(auth, live, subject)).await {
+            match tokio::time::timeout_at(deadline, request(auth, client, signer, subject)).await {
                 Ok(result) => result,
                 Err(_) => Err(TokenError::Timeout),
             }
@@ -95,13 +95,13 @@ struct TokenResponse {
 /// One token request.
 async fn request(
     auth: &CompiledAuth,
-    live: &Upstream,
+    client: &reqwest::Client,
+    signer: Option<&Signer>,
     subject: Option<&SubjectToken>,
 ) -> Result<Issued, TokenError> {
     // The form is built in a function of its own: its serializer may not live across an await.
-    let (body, authorization) = form(auth, live, subject)?;
-    let mut request = live
-        .client
+    let (body, authorization) = form(auth, signer, subject)?;
+    let mut request = client
         .post(auth.token_url.clone())
         .header(ACCEPT, "application/json")
         .header(CONTENT_TYPE, "application/x-www-form-urlencoded");
@@ -140,7 +140,7 @@ async fn request(
 /// The token request's form, and its `Authorization` header for a client secret.
 fn form(
     auth: &CompiledAuth,
-    live: &Upstream,
+    signer: Option<&Signer>,
     subject: Option<&SubjectToken>,
 ) -> Result<(String, Option<HeaderValue>), TokenError> {
     let mut form = form_urlencoded::Serializer::new(String::new());
@@ -169,7 +169,7 @@ fn form(
     let authorization = match &auth.client_auth {
         ClientAuth::Secret(secret) => Some(basic(&auth.client_id, secret)?),
         ClientAuth::PrivateKeyJwt { .. } => {
-            let signer = live.signer.as_ref().ok_or(TokenError::Signing)?;
+            let signer = signer.ok_or(TokenError::Signing)?;
             let assertion = signer.assertion(&auth.client_id)?;
             form.append_pair("client_id", &auth.client_id);
             form.append_pair("client_assertion_type", JWT_BEARER_ASSERTION);
