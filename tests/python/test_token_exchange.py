@@ -69,6 +69,16 @@ spec:
               id: kube-mcp-jwt
               privateKeyJwt: {secretKeyRef: {name: idp-jwt, key: key.pem}, keyId: kube-mcp-key, audience: ISSUER}
             audience: TRACKER
+    - name: echo_token
+      description: An upstream that echoes the Authorization header it got (a leaky one).
+      http:
+        url: UPSTREAM/echo
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client: {id: kube-mcp, secretKeyRef: {name: idp-client, key: secret}}
+            audience: TRACKER
+            scope: "issues:read"
     - name: service_issues
       description: Issues as the service itself sees them.
       http:
@@ -172,6 +182,10 @@ class UpstreamHandler(BaseHTTPRequestHandler):
         header = self.headers.get("Authorization", "")
         with self.server.lock:
             self.server.seen.append(header)
+        if self.path == "/echo":
+            token = header.removeprefix("Bearer ")
+            self._answer(200, {"authorization": header, "in_text": f"got {token}!", "tail": token[len(token) // 3 :]})
+            return
         audience = {"/me": TRACKER, "/service": "sid1"}.get(self.path)
         try:
             assert audience and header.startswith("Bearer ")
@@ -180,6 +194,9 @@ class UpstreamHandler(BaseHTTPRequestHandler):
                                  "issues": [f"{claims['sub']}-1", f"{claims['sub']}-2"]}  # fmt: skip
         except Exception as err:  # any failure is the upstream's refusal
             status, body = 401, {"error": "invalid_token", "detail": type(err).__name__}
+        self._answer(status, body)
+
+    def _answer(self, status: int, body: dict) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -265,6 +282,33 @@ def test_private_key_jwt_and_client_credentials(served: Runtime, provider: dict,
         assert (result["structuredContent"]["sub"], result["structuredContent"]["aud"]) == ("sid1", ["sid1"])
     assert exchanges(served) == {"ok": 2, "cached": 1, "refused": 0, "error": 0}
     assert not any(alice in h or bob in h for h in upstream.seen)
+
+
+def test_the_exchanged_token_is_scrubbed_from_what_the_upstream_echoes(
+    served: Runtime, provider: dict, upstream: Upstream
+) -> None:
+    alice = login(provider, "alice")
+    result = call(served, alice, "echo_token")
+    assert result.get("isError") is not True, result
+    sent = upstream.seen[-1].removeprefix("Bearer ")
+    assert sent and sent != alice
+    echoed = result["structuredContent"]
+    assert echoed["authorization"] == "Bearer [redacted]", echoed
+    assert echoed["in_text"] == "got [redacted]!", echoed
+    # A partial echo of at least half the token (here its claims and signature) is caught too.
+    assert echoed["tail"] == "[redacted]", echoed
+    text = json.dumps(result)
+    assert sent not in text and sent[-40:] not in text
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy", "sse"])
+async def test_the_sdk_calls_as_the_caller_in_every_era(served: Runtime, provider: dict, era: str) -> None:
+    alice = login(provider, "alice")
+    mode = MODERN if era == "modern" else "legacy"
+    async with Client(bearer_transport(served, era, alice), mode=mode, cache=None, read_timeout_seconds=30) as client:
+        result = await client.call_tool("my_issues", {})
+    assert result.is_error is not True, result
+    assert result.structured_content["sub"] == "alice"
 
 
 async def test_a_refused_exchange_is_a_tool_error_the_model_reads(

@@ -53,6 +53,27 @@ fn scrubs_double_encoded_case_changed_and_partial_echoes() {
 }
 
 #[test]
+fn a_partial_echo_goes_whole_not_just_its_first_half() {
+    // A long token (an exchanged JWT, say) echoed from its middle on: all of it goes.
+    let mut state = 12_345u32;
+    let secret: String = (0..300)
+        .map(|_| {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            char::from(b'a' + ((state >> 16) % 26) as u8)
+        })
+        .collect();
+    let secrets = [Secret::new(secret.clone())];
+    for echo in [&secret[100..], &secret[..200], &secret[40..260]] {
+        assert_eq!(
+            text(&format!("<{echo}>"), &secrets),
+            "<[redacted]>",
+            "{}",
+            echo.len()
+        );
+    }
+}
+
+#[test]
 fn scrubs_the_forms_the_runtime_sends_and_common_echoes() {
     let secret = "s3cr et~/ü\"x";
     let secrets = [Secret::new(secret.into())];
