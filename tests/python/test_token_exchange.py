@@ -27,7 +27,7 @@ import jwt
 import pytest
 from mcp import Client
 
-from harness import MODERN, REPO, Runtime, StartRuntime, modern_request
+from harness import JSON_AND_SSE, MODERN, REPO, Runtime, StartRuntime, initialize_body, key_file, modern_request
 from test_sdk_auth import bearer_transport
 
 pytestmark = pytest.mark.anyio
@@ -215,19 +215,23 @@ def upstream(provider: dict) -> Iterator[Upstream]:
     server.server_close()
 
 
-@pytest.fixture
-def served(start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream) -> Runtime:
+def serve(start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream, flags: tuple[str, ...] = (), name: str | None = None) -> Runtime:
     secrets = tmp_path / "secrets"
     for name, key, value in [("idp-client", "secret", "kube-mcp-secret"), ("sid1", "secret", "verysecret"),
                              ("idp-jwt", "key.pem", provider["key"].read_text())]:  # fmt: skip
         (secrets / name).mkdir(parents=True, exist_ok=True)
         (secrets / name / key).write_text(value)
     manifest = tmp_path / "manifest" / "exchange.yaml"
-    manifest.parent.mkdir()
+    manifest.parent.mkdir(exist_ok=True)
     text = (MANIFEST.replace("TOKEN_URL", provider["meta"]["token_endpoint"]).replace("ISSUER", provider["issuer"])
             .replace("UPSTREAM", upstream.url).replace("TRACKER", TRACKER))  # fmt: skip
     manifest.write_text(text)
-    return start(manifest, ("--secrets-dir", str(secrets)))
+    return start(manifest, ("--secrets-dir", str(secrets), *flags), name)
+
+
+@pytest.fixture
+def served(start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream) -> Runtime:
+    return serve(start, tmp_path, provider, upstream)
 
 
 def call(rt: Runtime, token: str, tool: str, request_id: int = 1) -> dict:
@@ -327,3 +331,30 @@ async def test_a_refused_exchange_is_a_tool_error_the_model_reads(
     # Refusals are not cached: the next call asks again.
     assert call(served, carol, "my_issues")["isError"] is True
     assert exchanges(served)["refused"] == 2
+
+
+def test_a_session_request_relayed_by_another_replica_still_exchanges(
+    start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream
+) -> None:
+    """Two replicas routing legacy sessions: a call that reaches the replica not holding the
+    session is relayed to the owner with the caller's token sealed (encrypted) in the hop token,
+    and the owner exchanges it."""
+    flags = ("--session-key-file", str(key_file(tmp_path / "shared.key")), "--advertise-address", "127.0.0.1")
+    a = serve(start, tmp_path, provider, upstream, flags, "a")
+    b = serve(start, tmp_path, provider, upstream, flags, "b")
+    alice = login(provider, "alice")
+    headers = dict(JSON_AND_SSE, Authorization=f"Bearer {alice}")
+    r = httpx2.post(a.url, headers=headers, json=initialize_body(), timeout=10)
+    assert r.status_code == 200, r.text
+    own = dict(headers, **{"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"})
+    call_ = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "my_issues", "arguments": {}}}
+    r = httpx2.post(b.url, headers=own, json=call_, timeout=30)
+    assert r.status_code == 200, r.text
+    body = r.json() if r.headers["content-type"].startswith("application/json") else json.loads(
+        next(line[5:] for line in r.text.splitlines() if line.startswith("data:"))
+    )
+    assert body["result"].get("isError") is not True, body
+    assert body["result"]["structuredContent"]["sub"] == "alice"
+    assert b.metric("mcp_session_forwards_total", outcome="forwarded") == 1
+    assert a.metric("mcp_token_exchanges_total", outcome="ok") == 1
+    assert not any(alice in h for h in upstream.seen)

@@ -19,8 +19,8 @@ pub struct Principal {
     /// `exp` (seconds since the epoch): the token, and any stream it opened, ends then.
     pub expires_at: u64,
     /// The validated token itself, for the one use that needs it: token exchange
-    /// (`http.auth.tokenExchange`) as the subject token. Never serialized (a hop token to
-    /// another replica does not carry it), never printed.
+    /// (`http.auth.tokenExchange`) as the subject token. Never printed, and not serialized
+    /// with the principal (a hop token to another replica carries it encrypted beside it).
     #[serde(skip)]
     pub token: Option<SubjectToken>,
 }
