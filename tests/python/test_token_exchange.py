@@ -358,3 +358,29 @@ def test_a_session_request_relayed_by_another_replica_still_exchanges(
     assert b.metric("mcp_session_forwards_total", outcome="forwarded") == 1
     assert a.metric("mcp_token_exchanges_total", outcome="ok") == 1
     assert not any(alice in h for h in upstream.seen)
+
+
+def test_audit_records_tell_how_the_token_was_obtained(
+    start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream
+) -> None:
+    rt = serve(start, tmp_path, provider, upstream, ("--audit-log", "stdout"))
+    alice, carol = login(provider, "alice"), login(provider, "carol")
+    call(rt, alice, "my_issues", 1)
+    call(rt, alice, "my_issues", 2)
+    call(rt, carol, "my_issues", 3)
+    deadline = time.monotonic() + 10
+    while len(records := audit_lines(rt)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    calls = [r for r in records if r["audit"] == "tools/call"]
+    assert [(r.get("tokenExchange"), r.get("upstreamAudience")) for r in calls] == [
+        ("ok", TRACKER), ("cached", TRACKER), ("refused", TRACKER)
+    ], calls
+    assert [r["principal"]["subject"] for r in calls] == ["alice", "alice", "carol"], calls
+    text = rt.log.read_text(errors="replace")
+    for token in (alice, carol, *(h.removeprefix("Bearer ") for h in upstream.seen)):
+        assert token.split(".")[1] not in text, "no token (nor its claims part) in the log"
+
+
+def audit_lines(rt: Runtime) -> list[dict]:
+    lines = rt.log.read_text(errors="replace").splitlines()
+    return [json.loads(line) for line in lines if line.startswith("{") and '"audit"' in line]

@@ -49,6 +49,7 @@ pub(super) async fn token_for(
             Some(subject) => Some(subject),
             None => {
                 metrics.token_exchange("error");
+                crate::telemetry::record_token("error", auth.audience.as_deref());
                 return Err(TokenError::NoSubject);
             }
         },
@@ -64,16 +65,20 @@ pub(super) async fn token_for(
             }
         })
         .await;
+    let audience = auth.audience.as_deref().or(auth.resource.as_deref());
     match obtained {
         Ok((issued, source)) => {
-            metrics.token_exchange(match source {
+            let outcome = match source {
                 Source::Cached => "cached",
                 Source::Obtained => "ok",
-            });
+            };
+            metrics.token_exchange(outcome);
+            crate::telemetry::record_token(outcome, audience);
             Ok(issued.token)
         }
         Err(err) => {
             metrics.token_exchange(err.outcome());
+            crate::telemetry::record_token(err.outcome(), audience);
             tracing::debug!(
                 token_url = %auth.token_url,
                 error = %err,
