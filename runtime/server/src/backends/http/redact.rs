@@ -73,6 +73,9 @@ pub(super) fn text(text: &str, secrets: &[Secret]) -> String {
                 out = out.replace(&core, REDACTED);
             }
         }
+        if !may_hold_a_partial(&out, secret) {
+            continue;
+        }
         for (at, part) in partials(secret) {
             while let Some(found) = out.find(part) {
                 out = scrub_run(&out, found, part.len(), secret, at);
@@ -80,6 +83,23 @@ pub(super) fn text(text: &str, secrets: &[Secret]) -> String {
         }
     }
     out
+}
+
+/// Whether `text` may hold a partial echo of `secret`: every window [`partials`] looks for
+/// holds one of a few anchors (runs of [`MIN_PARTIAL_LEN`] bytes spaced less than a window
+/// apart), so text with none of them holds none; a long secret (an 800-byte token has 400
+/// windows) then costs a few scans of the text instead of one per window.
+fn may_hold_a_partial(text: &str, secret: &[u8]) -> bool {
+    let window = (secret.len() / 2).max(MIN_PARTIAL_LEN);
+    if secret.len() <= window {
+        return false;
+    }
+    let step = (window - MIN_PARTIAL_LEN + 1).max(1);
+    (0..=secret.len() - MIN_PARTIAL_LEN)
+        .step_by(step)
+        .map(|at| std::str::from_utf8(&secret[at..at + MIN_PARTIAL_LEN]))
+        // An anchor that cuts a character in two cannot be searched as text: look at every window.
+        .any(|anchor| anchor.is_ok_and(|anchor| text.contains(anchor)) || anchor.is_err())
 }
 
 /// `text` with the literal run of `secret` around the window `secret[at..at + len]` found at

@@ -184,3 +184,21 @@ proptest! {
         let _ = text(&input, &[Secret::new(secret)]);
     }
 }
+
+#[test]
+fn the_anchors_find_every_window() {
+    // Whatever the window's place, one anchor lies wholly inside it.
+    for len in [9usize, 16, 17, 23, 40, 301, 800] {
+        let secret: String = (0..len)
+            .map(|i| char::from(b'A' + (i % 26) as u8))
+            .collect();
+        let secret = secret.as_bytes();
+        for (_, part) in partials(secret) {
+            assert!(
+                may_hold_a_partial(&format!("x{part}y"), secret),
+                "{len}: {part}"
+            );
+        }
+        assert!(!may_hold_a_partial("nothing of it", secret));
+    }
+}
