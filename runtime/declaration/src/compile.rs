@@ -12,6 +12,7 @@ pub use discovery::{
     MAX_SEARCH_LIMIT, MetaTool, SEARCH_TOOLS,
 };
 mod http;
+mod http_auth;
 mod http_params;
 pub use http_params::RESERVED_HEADERS;
 mod http_types;
@@ -39,8 +40,8 @@ mod views;
 pub use views::{CompiledView, CompiledViews, ItemSet, RESERVED_SEGMENTS};
 
 pub use http_types::{
-    BodyKind, CompiledBody, CompiledHttp, CompiledParam, CompiledResponse, ParamValue, Retry,
-    StatusMatch,
+    BodyKind, ClientAuth, CompiledAuth, CompiledBody, CompiledHttp, CompiledParam,
+    CompiledResponse, Grant, ParamValue, Retry, StatusMatch,
 };
 pub use interactive::{
     CONFIRM_KEY, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY, SAMPLE_KEY,
@@ -135,6 +136,8 @@ struct Compiler<'a> {
     /// often maps many answers with the same program, and each compile takes about a
     /// millisecond (jaq compiles its whole standard library with it).
     jq: HashMap<String, Result<Arc<JqProgram>, String>>,
+    /// Whether the declaration has `spec.auth` (a caller's token to exchange).
+    authenticates: bool,
 }
 
 impl<'a> Compiler<'a> {
@@ -146,6 +149,7 @@ impl<'a> Compiler<'a> {
             upstreams: Vec::new(),
             shared: SharedSchemas::default(),
             jq: HashMap::new(),
+            authenticates: false,
         }
     }
 
@@ -174,6 +178,7 @@ impl<'a> Compiler<'a> {
                     .into(),
             });
         }
+        self.authenticates = decl.auth.is_some();
         self.shared = SharedSchemas::compile(&decl.schemas, &mut self.errors);
         let server_info = self.server_info(name, decl);
         let tools = self.tools(&decl.tools, &decl.resources);

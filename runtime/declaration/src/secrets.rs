@@ -76,11 +76,25 @@ fn http_secret_refs(http: &Http) -> impl Iterator<Item = &SecretKeyRef> {
         .as_ref()
         .and_then(|b| b.form.as_deref())
         .unwrap_or_default();
+    let auth = http
+        .auth
+        .iter()
+        .flat_map(|auth| [&auth.token_exchange, &auth.client_credentials])
+        .flatten()
+        .flat_map(|grant| {
+            let client = &grant.client;
+            [
+                client.secret_key_ref.as_ref(),
+                client.private_key_jwt.as_ref().map(|k| &k.secret_key_ref),
+            ]
+        })
+        .flatten();
     http.query
         .iter()
         .chain(&http.headers)
         .chain(form)
         .filter_map(|p| p.secret_key_ref.as_ref())
+        .chain(auth)
 }
 
 /// The file that holds a Secret's key, or why the reference is malformed (a name or key that

@@ -85,6 +85,13 @@ pub struct Record {
     /// Why the upstream gave no status (`timeout`, `transport_error`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upstream_error: Option<String>,
+    /// How the upstream call's token was obtained (`http.auth`): `ok`, `cached`, `refused`
+    /// or `error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_exchange: Option<&'static str>,
+    /// The audience (else the resource) that token was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream_audience: Option<String>,
     /// How long the call took, in milliseconds.
     pub duration_ms: f64,
     /// The trace the call belongs to (the request span's, else the client's `traceparent`).

@@ -22,7 +22,7 @@ pub mod sessions;
 pub mod telemetry;
 
 mod principal;
-pub use principal::Principal;
+pub use principal::{Principal, SubjectToken};
 
 mod authorize;
 mod catalog;

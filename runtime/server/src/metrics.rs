@@ -120,6 +120,14 @@ pub struct ShareLabel {
 /// keeps both in step, since `limits` depends on this module and not the other way round).
 pub const RATE_LIMIT_SCOPES: [&str; 3] = ["server", "principal", "tool"];
 
+/// Labels of `mcp_token_exchanges_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TokenOutcome {
+    /// `ok` (obtained from the authorization server), `cached`, `refused` (the server answered
+    /// with an error) or `error` (no answer, an unusable one, or no caller's token).
+    pub outcome: &'static str,
+}
+
 /// Labels of `mcp_rate_limited_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ScopeLabel {
@@ -148,6 +156,7 @@ pub struct Metrics {
     budget_refusals: Family<BudgetLabel, Counter>,
     share_refusals: Family<ShareLabel, Counter>,
     rate_limited: Family<ScopeLabel, Counter>,
+    token_exchanges: Family<TokenOutcome, Counter>,
     share_clients: Family<ShareLabel, Gauge>,
     /// Handles on each method's series (by its index in `methods::ALL`, then `other`).
     by_method: Box<[MethodSeries]>,
@@ -280,6 +289,15 @@ impl Default for Metrics {
         for scope in RATE_LIMIT_SCOPES {
             let _ = rate_limited.get_or_create(&ScopeLabel { scope });
         }
+        let token_exchanges = Family::<TokenOutcome, Counter>::default();
+        registry.register(
+            "mcp_token_exchanges",
+            "Tokens for upstream calls (http.auth: token exchange or client credentials), by outcome",
+            token_exchanges.clone(),
+        );
+        for outcome in ["ok", "cached", "refused", "error"] {
+            let _ = token_exchanges.get_or_create(&TokenOutcome { outcome });
+        }
         let share_clients = Family::<ShareLabel, Gauge>::default();
         registry.register(
             "mcp_client_share_clients",
@@ -321,6 +339,7 @@ impl Default for Metrics {
             budget_refusals,
             share_refusals,
             rate_limited,
+            token_exchanges,
             share_clients,
             by_method: (0..=mcp_protocol::methods::ALL.len())
                 .map(|_| MethodSeries::default())
@@ -395,6 +414,13 @@ impl Metrics {
     /// Counts a request refused by a declared limit of `scope` (a fixed label).
     pub fn rate_limited(&self, scope: &'static str) {
         self.rate_limited.get_or_create(&ScopeLabel { scope }).inc();
+    }
+
+    /// Counts a token obtained or refused for an upstream call (`outcome` from a fixed set).
+    pub fn token_exchange(&self, outcome: &'static str) {
+        self.token_exchanges
+            .get_or_create(&TokenOutcome { outcome })
+            .inc();
     }
 
     /// The gauge of clients holding a place of `limit` (a fixed label).

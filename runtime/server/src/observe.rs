@@ -123,6 +123,10 @@ impl Observation {
                     Err(_) => record.upstream_error = Some(answer),
                 }
             }
+            if let Some(token) = self.scope.token() {
+                record.token_exchange = Some(token.outcome);
+                record.upstream_audience = token.audience;
+            }
             audit::write(&record);
         }
     }
@@ -331,6 +335,8 @@ fn record_of(
         http_status: None,
         upstream_status: None,
         upstream_error: None,
+        token_exchange: None,
+        upstream_audience: None,
         duration_ms: 0.0,
         trace_id,
     }

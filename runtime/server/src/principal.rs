@@ -18,6 +18,34 @@ pub struct Principal {
     pub claims: Map<String, Value>,
     /// `exp` (seconds since the epoch): the token, and any stream it opened, ends then.
     pub expires_at: u64,
+    /// The validated token itself, for the one use that needs it: token exchange
+    /// (`http.auth.tokenExchange`) as the subject token. Never printed, and not serialized
+    /// with the principal (a hop token to another replica carries it encrypted beside it).
+    #[serde(skip)]
+    pub token: Option<SubjectToken>,
+}
+
+/// A caller's validated bearer token. `Debug` prints `[redacted]`; only [`SubjectToken::expose`]
+/// reveals it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SubjectToken(std::sync::Arc<str>);
+
+impl SubjectToken {
+    /// Wraps a validated token.
+    pub fn new(token: &str) -> Self {
+        Self(token.into())
+    }
+
+    /// The token, for the token request that exchanges it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SubjectToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
 }
 
 impl Principal {
@@ -30,7 +58,15 @@ impl Principal {
             scopes: scopes_of(&claims),
             expires_at,
             claims,
+            token: None,
         }
+    }
+
+    /// The same principal, holding the token it was validated from.
+    #[must_use]
+    pub fn with_token(mut self, token: &str) -> Self {
+        self.token = Some(SubjectToken::new(token));
+        self
     }
 
     /// The client the token was issued to: `azp` (OpenID Connect, RFC 9068) or `client_id`

@@ -86,7 +86,16 @@ async fn run(
     send_progress(decl, tool, ctx, args).await;
     let reply = match &tool.http {
         Some(upstream) => {
-            http::tool_reply(upstream, &decl.upstreams, &decl.templates, metrics, args).await
+            let subject = ctx.caller.as_deref().and_then(|c| c.token.as_ref());
+            http::tool_reply(
+                upstream,
+                &decl.upstreams,
+                &decl.templates,
+                metrics,
+                args,
+                subject,
+            )
+            .await
         }
         None => match vars.map_or_else(
             || content::reply(tool, &decl.templates, args),

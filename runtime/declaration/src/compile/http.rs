@@ -212,6 +212,16 @@ impl Compiler<'_> {
                 format!("must be at least {MIN_POLL_MS}"),
             );
         }
+        let auth = http.auth.as_ref().and_then(|auth| {
+            if !is_tool {
+                self.error(
+                    format!("{path}.auth"),
+                    "applies to tools only (not yet to resources)",
+                );
+                return None;
+            }
+            self.http_auth(&format!("{path}.auth"), auth, &headers)
+        });
         let responses = self.responses(path, &http.responses, is_tool);
         let ca_bundle = self.ca_bundle(path, http);
         if self.errors.len() > errors_before {
@@ -234,6 +244,7 @@ impl Compiler<'_> {
             cache_ttl: Duration::from_millis(http.cache_ttl_ms.unwrap_or(0)),
             poll_interval: Duration::from_millis(poll_ms),
             secrets,
+            auth,
         });
         self.upstreams.push(compiled.clone());
         Some(compiled)

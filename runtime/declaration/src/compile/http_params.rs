@@ -90,7 +90,7 @@ impl Compiler<'_> {
         compiled
     }
 
-    fn secret(
+    pub(super) fn secret(
         &mut self,
         path: &str,
         reference: &crate::SecretKeyRef,

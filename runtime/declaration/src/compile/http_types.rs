@@ -47,6 +47,62 @@ pub struct CompiledHttp {
     pub poll_interval: Duration,
     /// Every secret value this call sends (without prefixes), redacted from anything it returns.
     pub secrets: Vec<Secret>,
+    /// Tools: the token obtained for each call (`http.auth`).
+    pub auth: Option<CompiledAuth>,
+}
+
+/// How a backend obtains the token it sends (`http.auth`).
+#[derive(Debug)]
+pub struct CompiledAuth {
+    /// Which grant.
+    pub grant: Grant,
+    /// The token endpoint (`https`, or `http` on loopback).
+    pub token_url: url::Url,
+    /// The runtime's client id.
+    pub client_id: String,
+    /// How the client authenticates.
+    pub client_auth: ClientAuth,
+    /// `audience` parameter.
+    pub audience: Option<String>,
+    /// `resource` parameter.
+    pub resource: Option<String>,
+    /// `scope` parameter.
+    pub scope: Option<String>,
+    /// Header that carries the token.
+    pub header: http::HeaderName,
+    /// Text before the token in the header.
+    pub prefix: String,
+    /// Everything but the subject that decides which token the server issues (grant, token
+    /// URL, client, audience, resource, scope), as one string: backends with equal keys share
+    /// cached tokens.
+    pub cache_key: String,
+}
+
+/// The grants `http.auth` can use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grant {
+    /// RFC 8693, the caller's token as the subject token.
+    TokenExchange,
+    /// RFC 6749 section 4.4.
+    ClientCredentials,
+}
+
+/// Client authentication at the token endpoint.
+#[derive(Debug)]
+pub enum ClientAuth {
+    /// `client_secret_basic`.
+    Secret(Secret),
+    /// `private_key_jwt` (RFC 7523 section 2.2).
+    PrivateKeyJwt {
+        /// The PEM private key.
+        key: Secret,
+        /// Signing algorithm.
+        alg: crate::types::JwtAlgorithm,
+        /// `kid` header.
+        key_id: Option<String>,
+        /// `aud` claim.
+        audience: String,
+    },
 }
 
 /// Retry policy.

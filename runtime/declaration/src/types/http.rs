@@ -43,6 +43,10 @@ pub struct Http {
     /// within the deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
+    /// Tools only: a token obtained from an OAuth authorization server for each call (token
+    /// exchange for the caller, or client credentials), sent in a header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<super::HttpAuth>,
     /// TLS settings for `https` upstreams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<HttpTls>,

@@ -131,7 +131,7 @@ impl Verifier {
                 return Err(Refusal::Malformed("not a JWT"));
             };
         self.check_times(principal.expires_at, not_before, now)?;
-        let principal = Arc::new(principal);
+        let principal = Arc::new(principal.with_token(token));
         if self.validated.len() >= MAX_CACHED {
             self.validated.clear();
         }

@@ -8,7 +8,9 @@
 //! The forward carries no credential a stranger could use: the forwarding replica authenticates
 //! the client itself (an unauthenticated request is refused there, never forwarded), strips
 //! `Authorization`, and sends a hop token sealed under the session key that binds the validated
-//! principal to the request (its method and body digest, path, session) for 60 s. The owner
+//! principal to the request (its method and body digest, path, session) for 60 s. The token
+//! the principal was validated from rides encrypted in it, for the owner's token exchanges
+//! (`http.auth`) only. The owner
 //! ([`accept`]) checks that binding, trusts the sealed principal instead of a token, serves the
 //! request itself (never forwards it again) and tags its answer with a seal over the hop token.
 //! An answer without that tag came from something that is not a replica of this server (an
@@ -55,8 +57,8 @@ const HOP_PURPOSE: &[u8] = b"kube-mcp forwarded request v2";
 /// The purpose an answer's tag is sealed for.
 const TAG_PURPOSE: &[u8] = b"kube-mcp forwarded answer v1";
 
-/// Longest hop token accepted (a principal's claims included).
-const MAX_HOP_LEN: usize = 16 * 1024;
+/// Longest hop token accepted (a principal's claims and its token, up to 8 KiB, included).
+const MAX_HOP_LEN: usize = 32 * 1024;
 
 /// What a hop token binds: when it was sent, the request (method and body digest, path and
 /// query, session) and who the forwarding replica authenticated.
@@ -73,6 +75,11 @@ struct Hop {
     /// The validated caller (with `spec.auth`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     c: Option<Principal>,
+    /// The caller's validated token, which the owner may need as the subject of a token
+    /// exchange (`http.auth.tokenExchange`); encrypted with the rest, never used to
+    /// authenticate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    k: Option<String>,
 }
 
 /// A hop token older than this (or from further in the future: pods' clocks agree far better)
@@ -178,6 +185,9 @@ impl Forwarder {
             p: path.to_owned(),
             s: session.to_owned(),
             c: caller.cloned(),
+            k: caller
+                .and_then(|c| c.token.as_ref())
+                .map(|t| t.expose().to_owned()),
         };
         let plain = serde_json::to_vec(&hop).ok()?;
         Some(self.sealer.seal_bytes(HOP_PURPOSE, &plain))
@@ -278,7 +288,12 @@ pub(super) async fn accept(
     }
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(Forwarded {
-        principal: hop.c.map(Arc::new),
+        principal: hop.c.map(|principal| {
+            Arc::new(match &hop.k {
+                Some(token) => principal.with_token(token),
+                None => principal,
+            })
+        }),
     });
     let mut response = next.run(request).await;
     if let Some(tag) = forwarder.tag(&token) {
@@ -506,6 +521,24 @@ mod tests {
     }
 
     #[test]
+    fn the_callers_token_rides_encrypted_for_the_owners_exchanges() {
+        let forwarder = Forwarder::new(Sealer::new(&[1; KEY_LEN]), 4, Vec::new());
+        let mut claims = serde_json::Map::new();
+        claims.insert("sub".into(), "alice".into());
+        let caller =
+            Principal::from_claims(claims, unix_now() + 60).with_token("the.callers.token");
+        let token = forwarder
+            .hop_token("s1", "/mcp", &Method::POST, b"{}", Some(&caller))
+            .unwrap();
+        assert!(!token.contains("callers"));
+        let opened = forwarder
+            .open_hop(&HeaderValue::from_str(&token).unwrap())
+            .unwrap();
+        assert_eq!(opened.k.as_deref(), Some("the.callers.token"));
+        assert_eq!(opened.c.unwrap().subject.as_deref(), Some("alice"));
+    }
+
+    #[test]
     fn hop_tokens_open_only_under_the_key_and_while_fresh() {
         let forwarder = Forwarder::new(Sealer::new(&[1; KEY_LEN]), 4, Vec::new());
         let token = hop(&forwarder);
@@ -522,6 +555,7 @@ mod tests {
             p: "/mcp".into(),
             s: "s1".into(),
             c: None,
+            k: None,
         };
         let stale = sealer.seal_bytes(HOP_PURPOSE, &serde_json::to_vec(&stale).unwrap());
         assert!(

@@ -8,6 +8,7 @@ mod mapping;
 mod redact;
 mod request;
 mod resolver;
+mod token;
 mod upstreams;
 
 pub use mapping::{resource_contents, tool_reply};
@@ -16,6 +17,7 @@ pub use upstreams::{BuildError, Upstream, Upstreams};
 use crate::metrics::Metrics;
 use mcp_declaration::{CompiledHttp, Templates};
 use reqwest::StatusCode;
+use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -31,6 +33,40 @@ pub struct Answer {
     pub body: Vec<u8>,
     /// A redirect was not followed because it led to another scheme, host or port.
     pub refused_redirect: bool,
+}
+
+/// The header that carries the token `http.auth` obtained for one call, for `subject` (the
+/// caller's token, for token exchange), by `deadline`; the token is also returned, to be
+/// redacted from the answer.
+async fn credential(
+    http: &CompiledHttp,
+    upstreams: &Upstreams,
+    metrics: &Metrics,
+    subject: Option<&crate::SubjectToken>,
+    deadline: Instant,
+) -> Result<Option<((HeaderName, HeaderValue), mcp_declaration::Secret)>, String> {
+    let Some(auth) = &http.auth else {
+        return Ok(None);
+    };
+    let live = upstreams
+        .of(http)
+        .ok_or_else(|| CallError::Request("the backend is not loaded".into()).to_string())?;
+    let token = token::token_for(
+        auth,
+        &live.client,
+        live.signer.as_ref(),
+        &upstreams.tokens,
+        metrics,
+        subject,
+        deadline,
+    )
+    .await
+    .map_err(|err| err.to_string())?;
+    let mut value = HeaderValue::from_str(&format!("{}{}", auth.prefix, token.expose()))
+        // Checked when the token was read; a prefix was checked at compile time.
+        .map_err(|_| "the obtained token is not a valid header value".to_owned())?;
+    value.set_sensitive(true);
+    Ok(Some(((auth.header.clone(), value), token)))
 }
 
 /// Why no answer came. Messages never hold secrets or the request URL.
@@ -73,15 +109,31 @@ pub async fn fetch(
     metrics: &Metrics,
     args: &Value,
 ) -> Result<Answer, CallError> {
+    let deadline = Instant::now() + http.timeout;
+    fetch_until(http, upstreams, templates, metrics, args, deadline, None).await
+}
+
+/// [`fetch`] by `deadline`, with `credential` (the `http.auth` header) added to the request.
+async fn fetch_until(
+    http: &CompiledHttp,
+    upstreams: &Upstreams,
+    templates: &Templates,
+    metrics: &Metrics,
+    args: &Value,
+    deadline: Instant,
+    credential: Option<&(HeaderName, HeaderValue)>,
+) -> Result<Answer, CallError> {
     let live = upstreams
         .of(http)
         .ok_or_else(|| CallError::Request("the backend is not loaded".into()))?;
-    let deadline = Instant::now() + http.timeout;
     let _permit = match tokio::time::timeout_at(deadline, live.permits.acquire()).await {
         Ok(Ok(permit)) => permit,
         _ => return Err(CallError::Busy(http.timeout)),
     };
-    let prepared = request::prepare(http, templates, args).map_err(CallError::Request)?;
+    let mut prepared = request::prepare(http, templates, args).map_err(CallError::Request)?;
+    if let Some((name, value)) = credential {
+        prepared.headers.insert(name.clone(), value.clone());
+    }
     let attempts = http.retry.map_or(1, |r| r.attempts);
     let mut backoff = http.retry.map(|r| r.backoff).unwrap_or_default();
     let mut attempt = 1;

@@ -23,6 +23,16 @@ tokio::task_local! {
 pub struct CallScope {
     trace: Option<Context>,
     upstream: Mutex<Option<String>>,
+    token: Mutex<Option<TokenNote>>,
+}
+
+/// How the token of an upstream call (`http.auth`) was obtained, for its spans and audit record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenNote {
+    /// `ok`, `cached`, `refused` or `error` (as `mcp_token_exchanges_total`).
+    pub outcome: &'static str,
+    /// The audience (else the resource) the token was asked for.
+    pub audience: Option<String>,
 }
 
 impl CallScope {
@@ -31,6 +41,7 @@ impl CallScope {
         Arc::new(Self {
             trace,
             upstream: Mutex::new(None),
+            token: Mutex::new(None),
         })
     }
 
@@ -44,6 +55,23 @@ impl CallScope {
     pub fn upstream(&self) -> Option<String> {
         self.upstream.lock().ok().and_then(|last| last.clone())
     }
+
+    /// How the last upstream token in this scope was obtained (`http.auth`).
+    pub fn token(&self) -> Option<TokenNote> {
+        self.token.lock().ok().and_then(|last| last.clone())
+    }
+}
+
+/// Notes how the token of the running request's upstream call was obtained.
+pub fn record_token(outcome: &'static str, audience: Option<&str>) {
+    let _ = CALL.try_with(|scope| {
+        if let Ok(mut last) = scope.token.lock() {
+            *last = Some(TokenNote {
+                outcome,
+                audience: audience.map(str::to_owned),
+            });
+        }
+    });
 }
 
 /// Notes an upstream answer (status or error code) for the running request's audit record.
@@ -157,6 +185,12 @@ pub fn upstream_span(
     ];
     if let Some(port) = url.port_or_known_default() {
         attributes.push(KeyValue::new("server.port", i64::from(port)));
+    }
+    if let Some(token) = CALL.try_with(|scope| scope.token()).ok().flatten() {
+        attributes.push(KeyValue::new("kube_mcp.token_exchange", token.outcome));
+        if let Some(audience) = token.audience {
+            attributes.push(KeyValue::new("kube_mcp.upstream.audience", audience));
+        }
     }
     if attempt > 1 {
         attributes.push(KeyValue::new(

@@ -2,15 +2,18 @@
 //! mapping, jq extraction (on a blocking thread, within the call's deadline), templates over
 //! `args`, `status`, `headers`, `body` and `result`, and redaction of secrets. Calls `fetch`.
 
-use super::{Answer, CallError, Upstreams, fetch, redact};
+use super::{Answer, CallError, Upstreams, credential, fetch, fetch_until, redact};
 use crate::backends::{ToolReply, text_block};
 use crate::metrics::Metrics;
+use crate::principal::SubjectToken;
 use base64::Engine as _;
 use mcp_declaration::{CompiledHttp, CompiledResponse, JqProgram, Secret, Templates};
 use mcp_protocol::McpError;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::time::Instant;
 
 /// Longest upstream body excerpt in an error.
 const EXCERPT_BYTES: usize = 512;
@@ -18,24 +21,44 @@ const EXCERPT_BYTES: usize = 512;
 /// Longest wait for a jq program (a runaway program keeps its thread, not the request).
 const JQ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Answers a tool call from its upstream.
+/// Answers a tool call from its upstream, for `subject` (the caller's token, which token
+/// exchange needs; it is never sent upstream itself).
 pub async fn tool_reply(
     http: &CompiledHttp,
     upstreams: &Upstreams,
     templates: &Templates,
     metrics: &Metrics,
     args: &Value,
+    subject: Option<&SubjectToken>,
 ) -> ToolReply {
-    let mut reply = match fetch(http, upstreams, templates, metrics, args).await {
-        Ok(answer) => map_tool(http, templates, args, answer).await,
-        Err(err) => ToolReply::error(err.to_string()),
+    let deadline = Instant::now() + http.timeout;
+    let credential = match credential(http, upstreams, metrics, subject, deadline).await {
+        Ok(credential) => credential,
+        // Never a call without the declared credential, nor with another one.
+        Err(message) => return ToolReply::error(message),
+    };
+    let header = credential.as_ref().map(|(header, _)| header);
+    let mut reply =
+        match fetch_until(http, upstreams, templates, metrics, args, deadline, header).await {
+            Ok(answer) => map_tool(http, templates, args, answer).await,
+            Err(err) => ToolReply::error(err.to_string()),
+        };
+    // The obtained token and the caller's own are scrubbed like the declared secrets.
+    let secrets: Cow<'_, [Secret]> = match credential {
+        None => Cow::Borrowed(&http.secrets),
+        Some((_, token)) => {
+            let mut secrets = http.secrets.clone();
+            secrets.push(token);
+            secrets.extend(subject.map(|s| Secret::new(s.expose().to_owned())));
+            Cow::Owned(secrets)
+        }
     };
     reply
         .content
         .iter_mut()
-        .for_each(|block| redact::value(block, &http.secrets));
+        .for_each(|block| redact::value(block, &secrets));
     if let Some(structured) = &mut reply.structured {
-        redact::value(structured, &http.secrets);
+        redact::value(structured, &secrets);
     }
     reply
 }

@@ -73,25 +73,78 @@ pub(super) fn text(text: &str, secrets: &[Secret]) -> String {
                 out = out.replace(&core, REDACTED);
             }
         }
-        for part in partials(secret) {
-            if out.contains(part) {
-                out = out.replace(part, REDACTED);
+        if !may_hold_a_partial(&out, secret) {
+            continue;
+        }
+        for (at, part) in partials(secret) {
+            while let Some(found) = out.find(part) {
+                out = scrub_run(&out, found, part.len(), secret, at);
             }
         }
     }
     out
 }
 
-/// The literal runs of `secret` that count as an echo of it alone: each of length
-/// max(half the secret, [`MIN_PARTIAL_LEN`]), when the secret is longer than that.
-fn partials(secret: &[u8]) -> Vec<&str> {
+/// Whether `text` may hold a partial echo of `secret`: every window [`partials`] looks for
+/// holds one of a few anchors (runs of [`MIN_PARTIAL_LEN`] bytes spaced less than a window
+/// apart), so text with none of them holds none; a long secret (an 800-byte token has 400
+/// windows) then costs a few scans of the text instead of one per window.
+fn may_hold_a_partial(text: &str, secret: &[u8]) -> bool {
+    let window = (secret.len() / 2).max(MIN_PARTIAL_LEN);
+    if secret.len() <= window {
+        return false;
+    }
+    let step = (window - MIN_PARTIAL_LEN + 1).max(1);
+    (0..=secret.len() - MIN_PARTIAL_LEN)
+        .step_by(step)
+        .map(|at| std::str::from_utf8(&secret[at..at + MIN_PARTIAL_LEN]))
+        // An anchor that cuts a character in two cannot be searched as text: look at every window.
+        .any(|anchor| anchor.is_ok_and(|anchor| text.contains(anchor)) || anchor.is_err())
+}
+
+/// `text` with the literal run of `secret` around the window `secret[at..at + len]` found at
+/// `found` replaced: the match extended while the text goes on (and back) as the secret does,
+/// so that what is left beside the window (up to half the secret) goes too. Extended over ASCII
+/// only, so that the cut falls on character boundaries.
+fn scrub_run(text: &str, found: usize, len: usize, secret: &[u8], at: usize) -> String {
+    let bytes = text.as_bytes();
+    let (mut start, mut end) = (found, found + len);
+    let mut back = at;
+    while start > 0
+        && back > 0
+        && bytes[start - 1] == secret[back - 1]
+        && bytes[start - 1].is_ascii()
+    {
+        start -= 1;
+        back -= 1;
+    }
+    let mut ahead = at + len;
+    while end < bytes.len()
+        && ahead < secret.len()
+        && bytes[end] == secret[ahead]
+        && bytes[end].is_ascii()
+    {
+        end += 1;
+        ahead += 1;
+    }
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..start]);
+    out.push_str(REDACTED);
+    out.push_str(&text[end..]);
+    out
+}
+
+/// The literal runs of `secret` that count as an echo of it alone, with their offsets: each of
+/// length max(half the secret, [`MIN_PARTIAL_LEN`]), when the secret is longer than that.
+fn partials(secret: &[u8]) -> Vec<(usize, &str)> {
     let len = (secret.len() / 2).max(MIN_PARTIAL_LEN);
     if secret.len() <= len {
         return Vec::new();
     }
     secret
         .windows(len)
-        .filter_map(|window| std::str::from_utf8(window).ok())
+        .enumerate()
+        .filter_map(|(at, window)| Some((at, std::str::from_utf8(window).ok()?)))
         .collect()
 }
 

@@ -3,6 +3,7 @@
 //! same ones share a client, and so its pool of kept-alive connections) and a concurrency limit
 //! per backend. The declaration itself stays data. No I/O until a client is used.
 
+use super::token::{Signer, TokenCache};
 use mcp_declaration::{Compiled, CompiledHttp};
 use std::collections::HashMap;
 use tokio::sync::Semaphore;
@@ -14,15 +15,20 @@ pub struct Upstream {
     pub client: reqwest::Client,
     /// Calls in flight at once.
     pub permits: Semaphore,
+    /// Signs the client assertions of `http.auth` (`privateKeyJwt` only).
+    pub(crate) signer: Option<Signer>,
 }
 
 /// Every HTTP backend's live parts, by slot.
 #[derive(Debug, Default)]
 pub struct Upstreams {
     slots: Vec<Upstream>,
+    /// Tokens obtained for `http.auth`, shared by every backend (their keys tell them apart).
+    pub(crate) tokens: TokenCache,
 }
 
-/// A client could not be built (the TLS backend refused the configuration).
+/// A client could not be built (the TLS backend refused the configuration, or a
+/// `privateKeyJwt` key does not fit its algorithm).
 #[derive(Debug, thiserror::Error)]
 #[error("{label}: cannot build the HTTP client: {message}")]
 pub struct BuildError {
@@ -51,12 +57,23 @@ impl Upstreams {
                     client
                 }
             };
+            let signer = match &http.auth {
+                Some(auth) => Signer::of(auth).map_err(|err| BuildError {
+                    label: http.label.clone(),
+                    message: err.to_string(),
+                })?,
+                None => None,
+            };
             slots.push(Upstream {
                 client,
                 permits: Semaphore::new(http.max_concurrency),
+                signer,
             });
         }
-        Ok(Self { slots })
+        Ok(Self {
+            slots,
+            tokens: TokenCache::default(),
+        })
     }
 
     /// The live parts of `http`; `None` only for a backend of another declaration.

@@ -53,6 +53,27 @@ fn scrubs_double_encoded_case_changed_and_partial_echoes() {
 }
 
 #[test]
+fn a_partial_echo_goes_whole_not_just_its_first_half() {
+    // A long token (an exchanged JWT, say) echoed from its middle on: all of it goes.
+    let mut state = 12_345u32;
+    let secret: String = (0..300)
+        .map(|_| {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            char::from(b'a' + ((state >> 16) % 26) as u8)
+        })
+        .collect();
+    let secrets = [Secret::new(secret.clone())];
+    for echo in [&secret[100..], &secret[..200], &secret[40..260]] {
+        assert_eq!(
+            text(&format!("<{echo}>"), &secrets),
+            "<[redacted]>",
+            "{}",
+            echo.len()
+        );
+    }
+}
+
+#[test]
 fn scrubs_the_forms_the_runtime_sends_and_common_echoes() {
     let secret = "s3cr et~/ü\"x";
     let secrets = [Secret::new(secret.into())];
@@ -161,5 +182,23 @@ proptest! {
     #[test]
     fn never_panics(input in any::<String>(), secret in any::<String>()) {
         let _ = text(&input, &[Secret::new(secret)]);
+    }
+}
+
+#[test]
+fn the_anchors_find_every_window() {
+    // Whatever the window's place, one anchor lies wholly inside it.
+    for len in [9usize, 16, 17, 23, 40, 301, 800] {
+        let secret: String = (0..len)
+            .map(|i| char::from(b'A' + (i % 26) as u8))
+            .collect();
+        let secret = secret.as_bytes();
+        for (_, part) in partials(secret) {
+            assert!(
+                may_hold_a_partial(&format!("x{part}y"), secret),
+                "{len}: {part}"
+            );
+        }
+        assert!(!may_hold_a_partial("nothing of it", secret));
     }
 }

@@ -1,0 +1,204 @@
+//! Compiling `http.auth`: exactly one grant, a token URL that is `https` (or `http` on a
+//! loopback address), exactly one client authentication, the header the token goes into.
+//! Token exchange needs `spec.auth`: without it there is no caller's token to exchange. Reads
+//! the referenced secret files (unless no secrets directory is given).
+
+use super::Compiler;
+use super::http_types::{ClientAuth, CompiledAuth, CompiledParam, Grant};
+use crate::types::{HttpAuth, JwtAlgorithm, OAuthGrant};
+
+impl Compiler<'_> {
+    /// The compiled `auth` of an `http` block at `path` whose headers are `headers`.
+    pub(super) fn http_auth(
+        &mut self,
+        path: &str,
+        auth: &HttpAuth,
+        headers: &[CompiledParam],
+    ) -> Option<CompiledAuth> {
+        let errors_before = self.errors.len();
+        let (grant, spec, field) = match (&auth.token_exchange, &auth.client_credentials) {
+            (Some(spec), None) => (Grant::TokenExchange, spec, "tokenExchange"),
+            (None, Some(spec)) => (Grant::ClientCredentials, spec, "clientCredentials"),
+            _ => {
+                self.error(
+                    path,
+                    "declare exactly one of `tokenExchange` or `clientCredentials`",
+                );
+                return None;
+            }
+        };
+        let grant_path = format!("{path}.{field}");
+        if grant == Grant::TokenExchange && !self.authenticates {
+            self.error(
+                &grant_path,
+                "needs spec.auth: without it callers bring no token to exchange",
+            );
+        }
+        let token_url = self.token_url(&format!("{grant_path}.tokenUrl"), &spec.token_url);
+        let client_auth = self.client_auth(&grant_path, spec);
+        for (name, value) in [
+            ("audience", &spec.audience),
+            ("resource", &spec.resource),
+            ("scope", &spec.scope),
+        ] {
+            if value.as_deref().is_some_and(str::is_empty) {
+                self.error(format!("{grant_path}.{name}"), "must not be empty");
+            }
+        }
+        if let Some(resource) = &spec.resource
+            && url::Url::parse(resource).is_err()
+        {
+            self.error(format!("{grant_path}.resource"), "must be an absolute URI");
+        }
+        let header_name = auth.header.as_deref().unwrap_or("Authorization");
+        let header = match http::HeaderName::from_bytes(header_name.as_bytes()) {
+            Ok(header) => Some(header),
+            Err(_) => {
+                self.error(format!("{path}.header"), "is not a valid header name");
+                None
+            }
+        };
+        if let Some(header) = &header
+            && headers
+                .iter()
+                .any(|h| h.name.eq_ignore_ascii_case(header.as_str()))
+        {
+            self.error(
+                format!("{path}.header"),
+                format!("`{header}` is also declared in `headers`: the token goes there alone"),
+            );
+        }
+        let prefix = auth.prefix.clone().unwrap_or_else(|| "Bearer ".to_owned());
+        if http::HeaderValue::from_str(&prefix).is_err() {
+            self.error(format!("{path}.prefix"), "is not a valid header value");
+        }
+        if self.errors.len() > errors_before {
+            return None;
+        }
+        let token_url = token_url?;
+        let client_auth = client_auth?;
+        let cache_key = serde_json::json!([
+            field,
+            token_url.as_str(),
+            spec.client.id,
+            client_kind(&client_auth),
+            spec.audience,
+            spec.resource,
+            spec.scope,
+        ])
+        .to_string();
+        Some(CompiledAuth {
+            grant,
+            token_url,
+            client_id: spec.client.id.clone(),
+            client_auth,
+            audience: spec.audience.clone(),
+            resource: spec.resource.clone(),
+            scope: spec.scope.clone(),
+            header: header?,
+            prefix,
+            cache_key,
+        })
+    }
+
+    /// The token URL, when `https` or `http` on a loopback address (a test's server; a token
+    /// or client secret in clear text elsewhere would be readable on the network).
+    fn token_url(&mut self, path: &str, text: &str) -> Option<url::Url> {
+        let url = match url::Url::parse(text) {
+            Ok(url) if url.has_host() && matches!(url.scheme(), "http" | "https") => url,
+            _ => {
+                self.error(path, "must be an absolute http(s) URL");
+                return None;
+            }
+        };
+        if url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
+            self.error(path, "must not carry a fragment or credentials");
+            return None;
+        }
+        if url.scheme() == "http" && !is_loopback(&url) {
+            self.error(
+                path,
+                "must be https (http only on a loopback address such as 127.0.0.1)",
+            );
+            return None;
+        }
+        Some(url)
+    }
+
+    /// The client's authentication: exactly one of `secretKeyRef`, `privateKeyJwt` or
+    /// `serviceAccountToken` (refused: not supported yet).
+    fn client_auth(&mut self, grant_path: &str, spec: &OAuthGrant) -> Option<ClientAuth> {
+        let path = format!("{grant_path}.client");
+        let client = &spec.client;
+        if client.id.is_empty() {
+            self.error(format!("{path}.id"), "must not be empty");
+        }
+        let declared = [
+            client.secret_key_ref.is_some(),
+            client.private_key_jwt.is_some(),
+            client.service_account_token.is_some(),
+        ];
+        if declared.iter().filter(|&&d| d).count() != 1 {
+            self.error(
+                &path,
+                "declare exactly one of `secretKeyRef`, `privateKeyJwt` or `serviceAccountToken`",
+            );
+            return None;
+        }
+        if client.service_account_token.is_some() {
+            self.error(
+                format!("{path}.serviceAccountToken"),
+                "is not supported yet: use `secretKeyRef` or `privateKeyJwt`",
+            );
+            return None;
+        }
+        if let Some(reference) = &client.secret_key_ref {
+            let (secret, _) = self.secret(&path, reference, None, true)?;
+            return Some(ClientAuth::Secret(secret));
+        }
+        let jwt = client.private_key_jwt.as_ref()?;
+        let jwt_path = format!("{path}.privateKeyJwt");
+        let (key, _) = self.secret(&jwt_path, &jwt.secret_key_ref, None, false)?;
+        // An empty value is the operator's check without files; a real key is parsed when the
+        // backend is built (`backends/http/upstreams.rs`), which refuses the load if it is not.
+        if !key.expose().is_empty() && !key.expose().contains("-----BEGIN") {
+            self.error(
+                format!("{jwt_path}.secretKeyRef"),
+                "does not hold a PEM private key",
+            );
+            return None;
+        }
+        if jwt.audience.as_deref().is_some_and(str::is_empty) {
+            self.error(format!("{jwt_path}.audience"), "must not be empty");
+        }
+        Some(ClientAuth::PrivateKeyJwt {
+            key,
+            alg: jwt.alg.unwrap_or(JwtAlgorithm::RS256),
+            key_id: jwt.key_id.clone(),
+            audience: jwt
+                .audience
+                .clone()
+                .unwrap_or_else(|| spec.token_url.clone()),
+        })
+    }
+}
+
+fn client_kind(auth: &ClientAuth) -> &'static str {
+    match auth {
+        ClientAuth::Secret(_) => "secret",
+        ClientAuth::PrivateKeyJwt { .. } => "private_key_jwt",
+    }
+}
+
+/// Whether `url` names a loopback address (`localhost`, `127.0.0.0/8`, `::1`).
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! Compile rules of `http.auth`, each refusal naming its field path. Pure except for the
+//! temporary secrets directory.
+
+use crate::parse_manifest;
+use crate::{ClientAuth, CompileOptions, Compiled, Grant, InvalidDeclaration, compile};
+use std::path::{Path, PathBuf};
+
+const AUTH: &str =
+    "  auth: {issuer: 'https://idp.example.com', audiences: ['https://mcp.example.com']}\n";
+
+fn compiled_with(spec: &str, secrets_dir: Option<&Path>) -> Result<Compiled, InvalidDeclaration> {
+    let text = format!(
+        "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"
+    );
+    let manifest = parse_manifest(&text, PathBuf::new()).unwrap();
+    let options = CompileOptions {
+        secrets_dir: secrets_dir.map(Path::to_owned),
+        ..CompileOptions::default()
+    };
+    compile(&manifest, &options)
+}
+
+fn errors(spec: &str) -> Vec<(String, String)> {
+    compiled_with(spec, None)
+        .unwrap_err()
+        .errors
+        .into_iter()
+        .map(|e| (e.path, e.message))
+        .collect()
+}
+
+/// A tool whose `http.auth` is `auth` (flow YAML).
+fn tool(auth: &str) -> String {
+    format!(
+        "  tools:\n  - name: t\n    http:\n      url: https://api.example.com/me\n      auth: {auth}\n"
+    )
+}
+
+const SECRET_CLIENT: &str = "{id: kube-mcp, secretKeyRef: {name: idp, key: secret}}";
+
+#[test]
+fn a_token_exchange_compiles_with_its_defaults() {
+    let spec = format!(
+        "{AUTH}{}",
+        tool(&format!(
+            "{{tokenExchange: {{tokenUrl: 'https://idp.example.com/token', client: {SECRET_CLIENT}, audience: tracker, scope: 'issues:read'}}}}"
+        ))
+    );
+    let compiled = compiled_with(&spec, None).unwrap();
+    let auth = compiled
+        .tool("t")
+        .unwrap()
+        .http
+        .as_ref()
+        .unwrap()
+        .auth
+        .as_ref()
+        .unwrap();
+    assert_eq!(auth.grant, Grant::TokenExchange);
+    assert_eq!(auth.header.as_str(), "authorization");
+    assert_eq!(auth.prefix, "Bearer ");
+    assert_eq!(auth.audience.as_deref(), Some("tracker"));
+    assert!(matches!(auth.client_auth, ClientAuth::Secret(_)));
+}
+
+#[test]
+fn token_exchange_needs_spec_auth() {
+    let found = errors(&tool(&format!(
+        "{{tokenExchange: {{tokenUrl: 'https://idp.example.com/token', client: {SECRET_CLIENT}}}}}"
+    )));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "spec.tools[0].http.auth.tokenExchange");
+    assert!(found[0].1.starts_with("needs spec.auth"), "{found:?}");
+    // Client credentials need no caller.
+    let spec = tool(&format!(
+        "{{clientCredentials: {{tokenUrl: 'https://idp.example.com/token', client: {SECRET_CLIENT}}}}}"
+    ));
+    assert!(compiled_with(&spec, None).is_ok());
+}
+
+#[test]
+fn exactly_one_grant() {
+    for auth in [
+        "{}".to_owned(),
+        format!(
+            "{{tokenExchange: {{tokenUrl: 'https://a/t', client: {SECRET_CLIENT}}}, clientCredentials: {{tokenUrl: 'https://a/t', client: {SECRET_CLIENT}}}}}"
+        ),
+    ] {
+        let found = errors(&format!("{AUTH}{}", tool(&auth)));
+        assert_eq!(found.len(), 1, "{auth}: {found:?}");
+        assert_eq!(found[0].0, "spec.tools[0].http.auth");
+        assert!(
+            found[0].1.starts_with("declare exactly one of"),
+            "{found:?}"
+        );
+    }
+}
+
+#[test]
+fn the_token_url_is_https_unless_loopback() {
+    let url = |u: &str| {
+        format!(
+            "{AUTH}{}",
+            tool(&format!(
+                "{{clientCredentials: {{tokenUrl: '{u}', client: {SECRET_CLIENT}}}}}"
+            ))
+        )
+    };
+    for bad in [
+        "http://idp.example.com/token",
+        "http://10.0.0.1/t",
+        "ftp://x/t",
+        "/token",
+        "https://u:p@idp/t",
+    ] {
+        let found = errors(&url(bad));
+        assert_eq!(found.len(), 1, "{bad}: {found:?}");
+        assert_eq!(
+            found[0].0, "spec.tools[0].http.auth.clientCredentials.tokenUrl",
+            "{bad}"
+        );
+    }
+    for good in [
+        "https://idp.example.com/token",
+        "http://127.0.0.1:5556/oauth/token",
+        "http://[::1]:1/t",
+        "http://localhost/t",
+    ] {
+        assert!(compiled_with(&url(good), None).is_ok(), "{good}");
+    }
+}
+
+#[test]
+fn exactly_one_client_authentication() {
+    let client = |c: &str| {
+        format!(
+            "{AUTH}{}",
+            tool(&format!(
+                "{{tokenExchange: {{tokenUrl: 'https://idp/t', client: {c}}}}}"
+            ))
+        )
+    };
+    let found = errors(&client("{id: a}"));
+    assert_eq!(found[0].0, "spec.tools[0].http.auth.tokenExchange.client");
+    let found = errors(&client(
+        "{id: a, secretKeyRef: {name: s, key: k}, privateKeyJwt: {secretKeyRef: {name: s, key: p}}}",
+    ));
+    assert_eq!(found[0].0, "spec.tools[0].http.auth.tokenExchange.client");
+    let found = errors(&client("{id: a, serviceAccountToken: {audience: idp}}"));
+    assert_eq!(
+        found[0],
+        (
+            "spec.tools[0].http.auth.tokenExchange.client.serviceAccountToken".to_owned(),
+            "is not supported yet: use `secretKeyRef` or `privateKeyJwt`".to_owned()
+        )
+    );
+    let found = errors(&client("{id: '', secretKeyRef: {name: s, key: k}}"));
+    assert_eq!(
+        found[0].0,
+        "spec.tools[0].http.auth.tokenExchange.client.id"
+    );
+    // An algorithm outside the enum is refused by the schema (and here by serde).
+    let text = format!(
+        "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{}",
+        client("{id: a, privateKeyJwt: {secretKeyRef: {name: s, key: p}, alg: HS256}}")
+    );
+    assert!(parse_manifest(&text, PathBuf::new()).is_err());
+}
+
+#[test]
+fn the_header_and_the_item_kind_are_checked() {
+    let spec = format!(
+        "{AUTH}  tools:\n  - name: t\n    http:\n      url: https://api.example.com/me\n      headers: [{{name: authorization, value: x}}]\n      auth: {{tokenExchange: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}}}}}\n"
+    );
+    let found = errors(&spec);
+    assert_eq!(found[0].0, "spec.tools[0].http.auth.header", "{found:?}");
+    let spec = format!(
+        "{AUTH}  resources:\n  - name: r\n    uri: 'docs://r'\n    http:\n      url: https://api.example.com/r\n      auth: {{tokenExchange: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}}}}}\n"
+    );
+    let found = errors(&spec);
+    assert_eq!(found[0].0, "spec.resources[0].http.auth", "{found:?}");
+    assert!(found[0].1.starts_with("applies to tools only"));
+}
+
+#[test]
+fn secrets_are_read_and_their_names_listed() {
+    let dir = std::env::temp_dir().join(format!("kube-mcp-http-auth-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("idp")).unwrap();
+    std::fs::write(dir.join("idp/secret"), "s3cret-value\n").unwrap();
+    std::fs::write(dir.join("idp/key"), "not a key\n").unwrap();
+    let spec = format!(
+        "{AUTH}{}",
+        tool(&format!(
+            "{{tokenExchange: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}}}}}"
+        ))
+    );
+    let compiled = compiled_with(&spec, Some(&dir)).unwrap();
+    let http = compiled.tool("t").unwrap().http.as_ref().unwrap();
+    let ClientAuth::Secret(secret) = &http.auth.as_ref().unwrap().client_auth else {
+        panic!("a secret client");
+    };
+    assert_eq!(secret.expose(), "s3cret-value");
+    // Never sent upstream, so not scrubbed from its answers (partial matches of a short secret
+    // would mangle them: `kube-mcp` is half of `kube-mcp-secret`).
+    assert!(http.secrets.is_empty());
+    let spec = format!(
+        "{AUTH}{}",
+        tool(
+            "{tokenExchange: {tokenUrl: 'https://idp/t', client: {id: a, privateKeyJwt: {secretKeyRef: {name: idp, key: key}}}}}"
+        )
+    );
+    let found: Vec<String> = compiled_with(&spec, Some(&dir))
+        .unwrap_err()
+        .errors
+        .into_iter()
+        .map(|e| format!("{}: {}", e.path, e.message))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "spec.tools[0].http.auth.tokenExchange.client.privateKeyJwt.secretKeyRef: does not hold a PEM private key"
+        ]
+    );
+    let manifest = parse_manifest(
+        &format!("apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"),
+        PathBuf::new(),
+    )
+    .unwrap();
+    assert!(manifest.declaration.secret_refs().contains("idp"));
+    let problems = crate::cluster_problems(&manifest.declaration, &[]);
+    assert_eq!(problems[0].path, "spec.tools[0].http", "{problems:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

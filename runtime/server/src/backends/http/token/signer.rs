@@ -1,0 +1,185 @@
+//! Client assertions for `private_key_jwt` (RFC 7523 section 2.2, RFC 7521 section 5.2):
+//! `iss` = `sub` = the client id, `aud` the declared audience (default the token URL), a
+//! 60-second life and a random `jti`, signed with the key from the declared Secret. The key is
+//! parsed once, when the backend is built, so a bad key refuses the declaration's load. Pure
+//! (reads the clock).
+
+use super::TokenError;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use mcp_declaration::{ClientAuth, CompiledAuth, JwtAlgorithm};
+use rand::RngCore;
+use serde::Serialize;
+
+/// How long an assertion is valid.
+const ASSERTION_LIFE_SECONDS: u64 = 60;
+
+/// Signs client assertions for one backend.
+pub(crate) struct Signer {
+    key: EncodingKey,
+    header: Header,
+    audience: String,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer")
+            .field("alg", &self.header.alg)
+            .field("kid", &self.header.kid)
+            .field("audience", &self.audience)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The declared key does not fit its algorithm.
+#[derive(Debug, thiserror::Error)]
+#[error("the privateKeyJwt key is not a PEM {family} private key")]
+pub(crate) struct SignerError {
+    family: &'static str,
+}
+
+#[derive(Serialize)]
+struct Claims<'a> {
+    iss: &'a str,
+    sub: &'a str,
+    aud: &'a str,
+    iat: u64,
+    exp: u64,
+    jti: String,
+}
+
+impl Signer {
+    /// The signer of `auth`, when its client authenticates with `private_key_jwt`.
+    pub(crate) fn of(auth: &CompiledAuth) -> Result<Option<Self>, SignerError> {
+        let ClientAuth::PrivateKeyJwt {
+            key,
+            alg,
+            key_id,
+            audience,
+        } = &auth.client_auth
+        else {
+            return Ok(None);
+        };
+        let pem = key.expose().as_bytes();
+        let (algorithm, family, parsed) = match alg {
+            JwtAlgorithm::RS256 => (Algorithm::RS256, "RSA", EncodingKey::from_rsa_pem(pem)),
+            JwtAlgorithm::RS384 => (Algorithm::RS384, "RSA", EncodingKey::from_rsa_pem(pem)),
+            JwtAlgorithm::RS512 => (Algorithm::RS512, "RSA", EncodingKey::from_rsa_pem(pem)),
+            JwtAlgorithm::PS256 => (Algorithm::PS256, "RSA", EncodingKey::from_rsa_pem(pem)),
+            JwtAlgorithm::PS384 => (Algorithm::PS384, "RSA", EncodingKey::from_rsa_pem(pem)),
+            JwtAlgorithm::PS512 => (Algorithm::PS512, "RSA", EncodingKey::from_rsa_pem(pem)),
+            JwtAlgorithm::ES256 => (Algorithm::ES256, "EC P-256", EncodingKey::from_ec_pem(pem)),
+            JwtAlgorithm::ES384 => (Algorithm::ES384, "EC P-384", EncodingKey::from_ec_pem(pem)),
+            JwtAlgorithm::EdDSA => (Algorithm::EdDSA, "Ed25519", EncodingKey::from_ed_pem(pem)),
+        };
+        let key = parsed.map_err(|_| SignerError { family })?;
+        let mut header = Header::new(algorithm);
+        header.kid = key_id.clone();
+        let signer = Self {
+            key,
+            header,
+            audience: audience.clone(),
+        };
+        // A key of the right format can still be of the wrong curve or size: sign once now.
+        signer
+            .assertion(&auth.client_id)
+            .map_err(|_| SignerError { family })?;
+        Ok(Some(signer))
+    }
+
+    /// A fresh assertion for `client_id`.
+    pub(crate) fn assertion(&self, client_id: &str) -> Result<String, TokenError> {
+        let now = jsonwebtoken::get_current_timestamp();
+        let mut jti = [0u8; 16];
+        rand::rng().fill_bytes(&mut jti);
+        let claims = Claims {
+            iss: client_id,
+            sub: client_id,
+            aud: &self.audience,
+            iat: now,
+            exp: now + ASSERTION_LIFE_SECONDS,
+            jti: jti.iter().map(|b| format!("{b:02x}")).collect(),
+        };
+        jsonwebtoken::encode(&self.header, &claims, &self.key).map_err(|_| TokenError::Signing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonwebtoken::{DecodingKey, Validation, decode};
+    use mcp_declaration::{Grant, Secret};
+
+    // A throwaway P-256 key made for this test (openssl ecparam -genkey -name prime256v1).
+    const EC_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgMZBvtB8L5hTAcoXk\nOmMu60LuvS1LRspNUHV0o9uk1hKhRANCAARY4UgJUruSbGhEh905LIdGtQVma05T\nOmD5DK8ByovtbcZB/3AbkF9RTLC3l3Wr3uZaznctrOwkGPxX9m1disTh\n-----END PRIVATE KEY-----\n";
+
+    fn auth(key: &str, alg: JwtAlgorithm) -> CompiledAuth {
+        CompiledAuth {
+            grant: Grant::ClientCredentials,
+            token_url: "https://idp.example.com/token".parse().unwrap(),
+            client_id: "kube-mcp".into(),
+            client_auth: ClientAuth::PrivateKeyJwt {
+                key: Secret::new(key.into()),
+                alg,
+                key_id: Some("k1".into()),
+                audience: "https://idp.example.com".into(),
+            },
+            audience: None,
+            resource: None,
+            scope: None,
+            header: http::header::AUTHORIZATION,
+            prefix: "Bearer ".into(),
+            cache_key: String::new(),
+        }
+    }
+
+    #[test]
+    fn an_assertion_names_the_client_and_the_audience() {
+        let signer = Signer::of(&auth(EC_KEY, JwtAlgorithm::ES256))
+            .unwrap()
+            .unwrap();
+        let token = signer.assertion("kube-mcp").unwrap();
+        let header = jsonwebtoken::decode_header(&token).unwrap();
+        assert_eq!(
+            (header.alg, header.kid.as_deref()),
+            (Algorithm::ES256, Some("k1"))
+        );
+        // Checked with the public half, as a server would.
+        let public = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEWOFICVK7kmxoRIfdOSyHRrUFZmtO\nUzpg+QyvAcqL7W3GQf9wG5BfUUywt5d1q97mWs53LazsJBj8V/ZtXYrE4Q==\n-----END PUBLIC KEY-----\n";
+        let mut validation = Validation::new(Algorithm::ES256);
+        validation.set_audience(&["https://idp.example.com"]);
+        validation.set_issuer(&["kube-mcp"]);
+        let claims = decode::<serde_json::Value>(
+            &token,
+            &DecodingKey::from_ec_pem(public.as_bytes()).unwrap(),
+            &validation,
+        )
+        .unwrap()
+        .claims;
+        assert_eq!(claims["sub"], "kube-mcp");
+        assert_eq!(
+            claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(),
+            60
+        );
+        assert_ne!(
+            signer.assertion("kube-mcp").unwrap(),
+            token,
+            "a fresh jti each time"
+        );
+    }
+
+    #[test]
+    fn a_key_that_does_not_fit_its_algorithm_is_refused() {
+        let err = Signer::of(&auth(EC_KEY, JwtAlgorithm::RS256)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the privateKeyJwt key is not a PEM RSA private key"
+        );
+        assert!(
+            Signer::of(&auth(
+                "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n",
+                JwtAlgorithm::ES256
+            ))
+            .is_err()
+        );
+    }
+}

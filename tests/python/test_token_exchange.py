@@ -1,0 +1,386 @@
+"""`http.auth` end to end (issue 26): a real RFC 8693 authorization server (the example OpenID
+provider of github.com/zitadel/oidc/v3, tests/auth/exchange-server.sh) on 127.0.0.1 issues the
+callers' tokens; the runtime trusts that issuer (`spec.auth`) and, for each tool call, exchanges
+the caller's token for one made for the upstream (client secret, and private_key_jwt) or asks for
+its own (client credentials). The upstream, written here, checks every token it gets against the
+server's JWKS (signature, issuer, `aud`) and answers with its `sub`. Checked: per-user results
+for alice and bob; the callers' tokens never reach the upstream; one exchange for many calls
+(the runtime's `mcp_token_exchanges_total`); carol's refused exchange is a tool error the model
+can read, through the official SDK; client credentials work.
+
+Does process and socket I/O on 127.0.0.1 only; every wait is bounded; servers are stopped by PID.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urljoin, urlparse
+
+import httpx2
+import jwt
+import pytest
+from mcp import Client
+
+from harness import JSON_AND_SSE, MODERN, REPO, Runtime, StartRuntime, initialize_body, key_file, modern_request
+from test_sdk_auth import bearer_transport
+
+pytestmark = pytest.mark.anyio
+
+EXCHANGE = REPO / "tests" / "auth"
+START_TIMEOUT_S = 30.0
+USERS = {"alice": "alice-password", "bob": "bob-password", "carol": "carol-password"}
+LOGIN_CLIENT = ("mcp-login", "mcp-login-secret")
+REDIRECT = "http://127.0.0.1/callback"
+TRACKER = "https://tracker.example.test"  # the audience the exchanged tokens are made for
+
+MANIFEST = """\
+apiVersion: kube-mcp.io/v1alpha1
+kind: MCPServer
+metadata: {name: exchange-demo}
+spec:
+  auth:
+    issuer: ISSUER
+    audiences: [mcp-login]
+  tools:
+    - name: my_issues
+      description: The caller's issues, as the tracker sees the caller.
+      http:
+        url: UPSTREAM/me
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client: {id: kube-mcp, secretKeyRef: {name: idp-client, key: secret}}
+            audience: TRACKER
+            scope: "issues:read"
+    - name: my_issues_jwt
+      description: The same, the client authenticated by private_key_jwt.
+      http:
+        url: UPSTREAM/me
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client:
+              id: kube-mcp-jwt
+              privateKeyJwt: {secretKeyRef: {name: idp-jwt, key: key.pem}, keyId: kube-mcp-key, audience: ISSUER}
+            audience: TRACKER
+    - name: echo_token
+      description: An upstream that echoes the Authorization header it got (a leaky one).
+      http:
+        url: UPSTREAM/echo
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client: {id: kube-mcp, secretKeyRef: {name: idp-client, key: secret}}
+            audience: TRACKER
+            scope: "issues:read"
+    - name: service_issues
+      description: Issues as the service itself sees them.
+      http:
+        url: UPSTREAM/service
+        auth:
+          clientCredentials:
+            tokenUrl: TOKEN_URL
+            client: {id: sid1, secretKeyRef: {name: sid1, key: secret}}
+            scope: "issues:read"
+"""
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """The exchange server: issuer, discovery document, client key path, log."""
+    binary = subprocess.run(
+        [str(EXCHANGE / "exchange-server.sh"), "path"], capture_output=True, text=True, timeout=600, check=True
+    ).stdout.strip().splitlines()[-1]
+    work = tmp_path_factory.mktemp("exchange-as")
+    key, log = work / "client-key.pem", work / "as.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [binary, "-addr", "127.0.0.1:0", "-users", str(EXCHANGE / "exchange" / "users.json"), "-client-key", str(key)],
+            stdout=subprocess.PIPE,
+            stderr=sink,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        assert proc.stdout is not None
+        issuer = None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and issuer is None:
+            line = proc.stdout.readline().decode()
+            if not line:
+                break
+            if line.startswith("issuer "):
+                issuer = line.split()[1]
+        if issuer is None:
+            pytest.fail(f"exchange server did not start:\n{log.read_text(errors='replace')}", pytrace=False)
+        meta = httpx2.get(f"{issuer}/.well-known/openid-configuration", timeout=10).json()
+        yield {"issuer": issuer, "meta": meta, "key": key, "log": log}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def login(provider: dict, user: str) -> str:
+    """The user's access token, by the authorization code flow through the example's login form."""
+    meta, issuer = provider["meta"], provider["issuer"]
+    http = httpx2.Client(timeout=10, follow_redirects=False)
+    r = http.get(meta["authorization_endpoint"], params={
+        "client_id": LOGIN_CLIENT[0], "redirect_uri": REDIRECT, "response_type": "code",
+        "scope": "openid profile", "state": "s1"})  # fmt: skip
+    assert r.status_code == 302, (r.status_code, r.text)
+    login_url = urljoin(issuer, r.headers["location"])
+    request_id = parse_qs(urlparse(login_url).query)["authRequestID"][0]
+    r = http.post(login_url.split("?")[0], data={"id": request_id, "username": user, "password": USERS[user]})
+    assert r.status_code == 302, (r.status_code, r.text)
+    r = http.get(urljoin(issuer, r.headers["location"]))
+    code = parse_qs(urlparse(r.headers["location"]).query)["code"][0]
+    r = http.post(meta["token_endpoint"], auth=LOGIN_CLIENT,
+                  data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT})  # fmt: skip
+    assert r.status_code == 200, r.text
+    return r.json()["access_token"]
+
+
+class Upstream(ThreadingHTTPServer):
+    """The tracker: trusts only tokens of the provider made for it (`/me`: aud TRACKER, the
+    user's; `/service`: the client credentials token of sid1), and records every Authorization
+    header it was sent."""
+
+    def __init__(self, provider: dict) -> None:
+        super().__init__(("127.0.0.1", 0), UpstreamHandler)
+        self.issuer = provider["issuer"]
+        self.jwks = jwt.PyJWKSet.from_dict(httpx2.get(provider["meta"]["jwks_uri"], timeout=10).json())
+        self.seen: list[str] = []
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def verify(self, token: str, audience: str) -> dict:
+        kid = jwt.get_unverified_header(token)["kid"]
+        key = next(k for k in self.jwks.keys if k.key_id == kid)
+        return jwt.decode(token, key.key, algorithms=["RS256"], issuer=self.issuer, audience=audience)
+
+
+class UpstreamHandler(BaseHTTPRequestHandler):
+    server: Upstream
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        header = self.headers.get("Authorization", "")
+        with self.server.lock:
+            self.server.seen.append(header)
+        if self.path == "/echo":
+            token = header.removeprefix("Bearer ")
+            self._answer(200, {"authorization": header, "in_text": f"got {token}!", "tail": token[len(token) // 3 :]})
+            return
+        audience = {"/me": TRACKER, "/service": "sid1"}.get(self.path)
+        try:
+            assert audience and header.startswith("Bearer ")
+            claims = self.server.verify(header.removeprefix("Bearer "), audience)
+            status, body = 200, {"sub": claims["sub"], "aud": claims["aud"], "client_id": claims.get("client_id"),
+                                 "issues": [f"{claims['sub']}-1", f"{claims['sub']}-2"]}  # fmt: skip
+        except Exception as err:  # any failure is the upstream's refusal
+            status, body = 401, {"error": "invalid_token", "detail": type(err).__name__}
+        self._answer(status, body)
+
+    def _answer(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def upstream(provider: dict) -> Iterator[Upstream]:
+    server = Upstream(provider)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def serve(start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream, flags: tuple[str, ...] = (), name: str | None = None) -> Runtime:
+    secrets = tmp_path / "secrets"
+    for name, key, value in [("idp-client", "secret", "kube-mcp-secret"), ("sid1", "secret", "verysecret"),
+                             ("idp-jwt", "key.pem", provider["key"].read_text())]:  # fmt: skip
+        (secrets / name).mkdir(parents=True, exist_ok=True)
+        (secrets / name / key).write_text(value)
+    manifest = tmp_path / "manifest" / "exchange.yaml"
+    manifest.parent.mkdir(exist_ok=True)
+    text = (MANIFEST.replace("TOKEN_URL", provider["meta"]["token_endpoint"]).replace("ISSUER", provider["issuer"])
+            .replace("UPSTREAM", upstream.url).replace("TRACKER", TRACKER))  # fmt: skip
+    manifest.write_text(text)
+    return start(manifest, ("--secrets-dir", str(secrets), *flags), name)
+
+
+@pytest.fixture
+def served(start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream) -> Runtime:
+    return serve(start, tmp_path, provider, upstream)
+
+
+def call(rt: Runtime, token: str, tool: str, request_id: int = 1) -> dict:
+    """A raw 2026-07-28 tools/call with `token`; the JSON-RPC result."""
+    headers, body = modern_request(request_id, "tools/list")
+    headers["Mcp-Method"], body["method"], headers["Mcp-Name"] = "tools/call", "tools/call", tool
+    body["params"] = {"name": tool, "arguments": {}, "_meta": body["params"]["_meta"]}
+    headers["Authorization"] = f"Bearer {token}"
+    r = httpx2.post(rt.url, headers=headers, json=body, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()["result"]
+
+
+def exchanges(rt: Runtime) -> dict[str, float]:
+    return {o: rt.metric("mcp_token_exchanges_total", outcome=o) for o in ("ok", "cached", "refused", "error")}
+
+
+def test_each_caller_reaches_the_upstream_as_themselves_and_tokens_are_cached(
+    served: Runtime, provider: dict, upstream: Upstream
+) -> None:
+    alice, bob = login(provider, "alice"), login(provider, "bob")
+    for user, token in (("alice", alice), ("bob", bob)):
+        result = call(served, token, "my_issues")
+        assert result.get("isError") is not True, result
+        assert result["structuredContent"]["sub"] == user
+        assert result["structuredContent"]["aud"] == [TRACKER]
+        assert result["structuredContent"]["client_id"] == "kube-mcp"
+        assert result["structuredContent"]["issues"] == [f"{user}-1", f"{user}-2"]
+    assert exchanges(served) == {"ok": 2, "cached": 0, "refused": 0, "error": 0}
+    # N calls, one exchange per caller: the rest come from the cache, never across callers.
+    for i in range(5):
+        assert call(served, alice, "my_issues", 10 + i)["structuredContent"]["sub"] == "alice"
+        assert call(served, bob, "my_issues", 20 + i)["structuredContent"]["sub"] == "bob"
+    assert exchanges(served) == {"ok": 2, "cached": 10, "refused": 0, "error": 0}
+    # The upstream saw 12 tokens made for it, and never a caller's own.
+    assert len(upstream.seen) == 12
+    assert all(h.startswith("Bearer ") for h in upstream.seen)
+    assert not any(alice in h or bob in h for h in upstream.seen)
+    assert len(set(upstream.seen)) == 2, "one exchanged token per caller"
+
+
+def test_private_key_jwt_and_client_credentials(served: Runtime, provider: dict, upstream: Upstream) -> None:
+    alice = login(provider, "alice")
+    result = call(served, alice, "my_issues_jwt")
+    assert result.get("isError") is not True, result
+    assert (result["structuredContent"]["sub"], result["structuredContent"]["client_id"]) == ("alice", "kube-mcp-jwt")
+    # Client credentials: the service's own token, the same whoever calls.
+    bob = login(provider, "bob")
+    for token in (alice, bob):
+        result = call(served, token, "service_issues")
+        assert result.get("isError") is not True, result
+        assert (result["structuredContent"]["sub"], result["structuredContent"]["aud"]) == ("sid1", ["sid1"])
+    assert exchanges(served) == {"ok": 2, "cached": 1, "refused": 0, "error": 0}
+    assert not any(alice in h or bob in h for h in upstream.seen)
+
+
+def test_the_exchanged_token_is_scrubbed_from_what_the_upstream_echoes(
+    served: Runtime, provider: dict, upstream: Upstream
+) -> None:
+    alice = login(provider, "alice")
+    result = call(served, alice, "echo_token")
+    assert result.get("isError") is not True, result
+    sent = upstream.seen[-1].removeprefix("Bearer ")
+    assert sent and sent != alice
+    echoed = result["structuredContent"]
+    assert echoed["authorization"] == "Bearer [redacted]", echoed
+    assert echoed["in_text"] == "got [redacted]!", echoed
+    # A partial echo of at least half the token (here its claims and signature) is caught too.
+    assert echoed["tail"] == "[redacted]", echoed
+    text = json.dumps(result)
+    assert sent not in text and sent[-40:] not in text
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy", "sse"])
+async def test_the_sdk_calls_as_the_caller_in_every_era(served: Runtime, provider: dict, era: str) -> None:
+    alice = login(provider, "alice")
+    mode = MODERN if era == "modern" else "legacy"
+    async with Client(bearer_transport(served, era, alice), mode=mode, cache=None, read_timeout_seconds=30) as client:
+        result = await client.call_tool("my_issues", {})
+    assert result.is_error is not True, result
+    assert result.structured_content["sub"] == "alice"
+
+
+async def test_a_refused_exchange_is_a_tool_error_the_model_reads(
+    served: Runtime, provider: dict, upstream: Upstream
+) -> None:
+    carol = login(provider, "carol")  # not allowed to be exchanged without an actor token
+    async with Client(bearer_transport(served, "modern", carol), mode=MODERN, cache=None, read_timeout_seconds=30) as client:
+        result = await client.call_tool("my_issues", {})
+    assert result.is_error is True
+    text = result.content[0].text
+    assert text.startswith("the authorization server refused the token exchange for the caller (500 server_error)"), text
+    assert "impersonation" in text, text
+    assert carol not in text
+    assert upstream.seen == [], "no call without the token, and no fallback"
+    assert exchanges(served)["refused"] == 1
+    # Refusals are not cached: the next call asks again.
+    assert call(served, carol, "my_issues")["isError"] is True
+    assert exchanges(served)["refused"] == 2
+
+
+def test_a_session_request_relayed_by_another_replica_still_exchanges(
+    start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream
+) -> None:
+    """Two replicas routing legacy sessions: a call that reaches the replica not holding the
+    session is relayed to the owner with the caller's token sealed (encrypted) in the hop token,
+    and the owner exchanges it."""
+    flags = ("--session-key-file", str(key_file(tmp_path / "shared.key")), "--advertise-address", "127.0.0.1")
+    a = serve(start, tmp_path, provider, upstream, flags, "a")
+    b = serve(start, tmp_path, provider, upstream, flags, "b")
+    alice = login(provider, "alice")
+    headers = dict(JSON_AND_SSE, Authorization=f"Bearer {alice}")
+    r = httpx2.post(a.url, headers=headers, json=initialize_body(), timeout=10)
+    assert r.status_code == 200, r.text
+    own = dict(headers, **{"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"})
+    call_ = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "my_issues", "arguments": {}}}
+    r = httpx2.post(b.url, headers=own, json=call_, timeout=30)
+    assert r.status_code == 200, r.text
+    body = r.json() if r.headers["content-type"].startswith("application/json") else json.loads(
+        next(line[5:] for line in r.text.splitlines() if line.startswith("data:"))
+    )
+    assert body["result"].get("isError") is not True, body
+    assert body["result"]["structuredContent"]["sub"] == "alice"
+    assert b.metric("mcp_session_forwards_total", outcome="forwarded") == 1
+    assert a.metric("mcp_token_exchanges_total", outcome="ok") == 1
+    assert not any(alice in h for h in upstream.seen)
+
+
+def test_audit_records_tell_how_the_token_was_obtained(
+    start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream
+) -> None:
+    rt = serve(start, tmp_path, provider, upstream, ("--audit-log", "stdout"))
+    alice, carol = login(provider, "alice"), login(provider, "carol")
+    call(rt, alice, "my_issues", 1)
+    call(rt, alice, "my_issues", 2)
+    call(rt, carol, "my_issues", 3)
+    deadline = time.monotonic() + 10
+    while len(records := audit_lines(rt)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    calls = [r for r in records if r["audit"] == "tools/call"]
+    assert [(r.get("tokenExchange"), r.get("upstreamAudience")) for r in calls] == [
+        ("ok", TRACKER), ("cached", TRACKER), ("refused", TRACKER)
+    ], calls
+    assert [r["principal"]["subject"] for r in calls] == ["alice", "alice", "carol"], calls
+    text = rt.log.read_text(errors="replace")
+    for token in (alice, carol, *(h.removeprefix("Bearer ") for h in upstream.seen)):
+        assert token.split(".")[1] not in text, "no token (nor its claims part) in the log"
+
+
+def audit_lines(rt: Runtime) -> list[dict]:
+    lines = rt.log.read_text(errors="replace").splitlines()
+    return [json.loads(line) for line in lines if line.startswith("{") and '"audit"' in line]
