@@ -65,15 +65,33 @@ async fn wait_rendered(env: &Env, server: &str, what: &str, holds: impl Fn(&str)
     .await;
 }
 
-/// The `(namespace, name)` of each set `server`'s status says it serves.
-async fn served_sets(env: &Env, server: &str) -> Vec<(String, String)> {
-    let status = env.api::<MCPServer>().get(server).await.unwrap().status;
-    status
-        .map(|s| s.tool_sets)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|s| (s.namespace, s.name))
-        .collect()
+/// Waits until `server`'s status names exactly the sets `expected` (`namespace`, `name`) as
+/// served: the operator writes status after the manifest, so it may lag the ConfigMap.
+async fn wait_served_sets(env: &Env, server: &str, expected: &[(&str, &str)]) {
+    eventually("status.toolSets", SOON, || async {
+        let status = env
+            .api::<MCPServer>()
+            .get(server)
+            .await
+            .map_err(|e| e.to_string())?
+            .status;
+        let served: Vec<(String, String)> = status
+            .map(|s| s.tool_sets)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| (s.namespace, s.name))
+            .collect();
+        let wanted: Vec<(String, String)> = expected
+            .iter()
+            .map(|(ns, name)| ((*ns).to_owned(), (*name).to_owned()))
+            .collect();
+        if served == wanted {
+            Ok(())
+        } else {
+            Err(format!("{served:?}"))
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -120,13 +138,7 @@ async fn sets_are_selected_prefixed_and_refused_on_conflict() {
         },
     )
     .await;
-    assert_eq!(
-        served_sets(&env, "ts-selected").await,
-        [
-            (ns.clone(), "ts-nodes".into()),
-            (ns.clone(), "ts-pods".into())
-        ]
-    );
+    wait_served_sets(&env, "ts-selected", &[(&ns, "ts-nodes"), (&ns, "ts-pods")]).await;
 
     // A third set with a tool of the same name is refused, naming both sources; the pods keep
     // what they serve.
@@ -172,10 +184,7 @@ async fn sets_are_selected_prefixed_and_refused_on_conflict() {
         |m| m.contains("k8s_get_pod") && !m.contains("k8s_get_node"),
     )
     .await;
-    assert_eq!(
-        served_sets(&env, "ts-selected").await,
-        [(ns.clone(), "ts-pods".into())]
-    );
+    wait_served_sets(&env, "ts-selected", &[(&ns, "ts-pods")]).await;
 
     // Naming a set that does not exist is refused as such.
     apply_server(
