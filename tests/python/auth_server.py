@@ -26,21 +26,16 @@ START_TIMEOUT_S = 20.0
 
 
 @contextmanager
-def authorization_server(log: Path, token_ttl_s: int = 300) -> Iterator[str]:
-    """Runs the authorization server; yields its issuer URL."""
-    if not NODE.is_file():
-        pytest.fail(f"{NODE} missing: run `npm install` in tests/auth (tests/run.sh does)", pytrace=False)
+def issuer_process(
+    args: list[str], log: Path, what: str, env: dict[str, str] | None = None, timeout_s: float = START_TIMEOUT_S
+) -> Iterator[str]:
+    """Runs an authorization server that prints `issuer <URL>` once it listens; yields the URL and
+    stops the process by its PID. Its stderr goes to `log`."""
     with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [str(NODE), str(AUTH_DIR / "server.mjs")],
-            stdout=subprocess.PIPE,
-            stderr=sink,
-            stdin=subprocess.DEVNULL,
-            env={"ACCESS_TOKEN_TTL": str(token_ttl_s), "PATH": "/usr/bin:/bin"},
-        )
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=sink, stdin=subprocess.DEVNULL, env=env)
     try:
         assert proc.stdout is not None
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         issuer = None
         while time.monotonic() < deadline and issuer is None:
             line = proc.stdout.readline().decode()
@@ -49,7 +44,7 @@ def authorization_server(log: Path, token_ttl_s: int = 300) -> Iterator[str]:
             if line.startswith("issuer "):
                 issuer = line.split()[1]
         if issuer is None:
-            pytest.fail(f"authorization server did not start:\n{log.read_text(errors='replace')}", pytrace=False)
+            pytest.fail(f"{what} did not start:\n{log.read_text(errors='replace')}", pytrace=False)
         yield issuer
     finally:
         proc.terminate()
@@ -58,6 +53,16 @@ def authorization_server(log: Path, token_ttl_s: int = 300) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+
+
+@contextmanager
+def authorization_server(log: Path, token_ttl_s: int = 300) -> Iterator[str]:
+    """Runs the authorization server; yields its issuer URL."""
+    if not NODE.is_file():
+        pytest.fail(f"{NODE} missing: run `npm install` in tests/auth (tests/run.sh does)", pytrace=False)
+    env = {"ACCESS_TOKEN_TTL": str(token_ttl_s), "PATH": "/usr/bin:/bin"}
+    with issuer_process([str(NODE), str(AUTH_DIR / "server.mjs")], log, "authorization server", env) as issuer:
+        yield issuer
 
 
 def client_credentials(issuer: str, client: str, scope: str, resource: str) -> str:

@@ -27,6 +27,7 @@ import jwt
 import pytest
 from mcp import Client
 
+from auth_server import issuer_process
 from harness import JSON_AND_SSE, MODERN, REPO, Runtime, StartRuntime, initialize_body, key_file, modern_request
 from test_sdk_auth import bearer_transport
 
@@ -99,34 +100,10 @@ def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     ).stdout.strip().splitlines()[-1]
     work = tmp_path_factory.mktemp("exchange-as")
     key, log = work / "client-key.pem", work / "as.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [binary, "-addr", "127.0.0.1:0", "-users", str(EXCHANGE / "exchange" / "users.json"), "-client-key", str(key)],
-            stdout=subprocess.PIPE,
-            stderr=sink,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
-        assert proc.stdout is not None
-        issuer = None
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline and issuer is None:
-            line = proc.stdout.readline().decode()
-            if not line:
-                break
-            if line.startswith("issuer "):
-                issuer = line.split()[1]
-        if issuer is None:
-            pytest.fail(f"exchange server did not start:\n{log.read_text(errors='replace')}", pytrace=False)
+    args = [binary, "-addr", "127.0.0.1:0", "-users", str(EXCHANGE / "exchange" / "users.json"), "-client-key", str(key)]
+    with issuer_process(args, log, "exchange server", timeout_s=START_TIMEOUT_S) as issuer:
         meta = httpx2.get(f"{issuer}/.well-known/openid-configuration", timeout=10).json()
         yield {"issuer": issuer, "meta": meta, "key": key, "log": log}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 def login(provider: dict, user: str) -> str:

@@ -7,7 +7,7 @@ use crate::support::{Env, apply_server, eventually, server, wait_condition};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use mcp_operator::resource::{MCPServer, MCPToolSet, MCPToolSetGrant};
+use mcp_operator::resource::{Condition, MCPServer, MCPToolSet, MCPToolSetGrant};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -50,6 +50,11 @@ async fn rendered(env: &Env, server: &str) -> Result<String, String> {
     map.data
         .and_then(|d| d.get("manifest.yaml").cloned())
         .ok_or_else(|| "no manifest.yaml".to_owned())
+}
+
+/// Waits until `server`'s `Accepted` condition has `(status, reason)`; returns it.
+async fn accepted(env: &Env, server: &str, expected: (&str, &str)) -> Condition {
+    wait_condition(env, server, "Accepted", expected, SOON, |_| true).await
 }
 
 /// Waits until the manifest rendered for `server` passes `holds`.
@@ -116,15 +121,7 @@ async fn sets_are_selected_prefixed_and_refused_on_conflict() {
         .unwrap();
 
     // Selection, prefix and exclusion reach the pods' manifest; the status names the sets.
-    wait_condition(
-        &env,
-        "ts-selected",
-        "Accepted",
-        ("True", "Compiled"),
-        SOON,
-        |_| true,
-    )
-    .await;
+    accepted(&env, "ts-selected", ("True", "Compiled")).await;
     let has = |manifest: &str, name: &str| manifest.contains(&format!("name: {name}\n"));
     wait_rendered(
         &env,
@@ -143,15 +140,7 @@ async fn sets_are_selected_prefixed_and_refused_on_conflict() {
     // A third set with a tool of the same name is refused, naming both sources; the pods keep
     // what they serve.
     apply_set(&env, &ns, "ts-pods-again", k8s.clone(), &["get_pod"]).await;
-    let refused = wait_condition(
-        &env,
-        "ts-selected",
-        "Accepted",
-        ("False", "ToolSetConflict"),
-        SOON,
-        |_| true,
-    )
-    .await;
+    let refused = accepted(&env, "ts-selected", ("False", "ToolSetConflict")).await;
     for source in [
         format!("MCPToolSet {ns}/ts-pods "),
         format!("MCPToolSet {ns}/ts-pods-again"),
@@ -165,15 +154,7 @@ async fn sets_are_selected_prefixed_and_refused_on_conflict() {
             .contains("k8s_get_pod")
     );
     delete_set(&env, &ns, "ts-pods-again").await;
-    wait_condition(
-        &env,
-        "ts-selected",
-        "Accepted",
-        ("True", "Compiled"),
-        SOON,
-        |_| true,
-    )
-    .await;
+    accepted(&env, "ts-selected", ("True", "Compiled")).await;
 
     // Deleting a set re-renders the manifest without its tools.
     delete_set(&env, &ns, "ts-nodes").await;
@@ -193,15 +174,7 @@ async fn sets_are_selected_prefixed_and_refused_on_conflict() {
     )
     .await
     .unwrap();
-    let missing = wait_condition(
-        &env,
-        "ts-missing",
-        "Accepted",
-        ("False", "ToolSetNotFound"),
-        SOON,
-        |_| true,
-    )
-    .await;
+    let missing = accepted(&env, "ts-missing", ("False", "ToolSetNotFound")).await;
     assert!(
         missing.message.contains("ts-nowhere"),
         "{}",
@@ -236,15 +209,7 @@ async fn another_namespaces_sets_need_its_grant() {
         .await
         .unwrap();
 
-    let refused = wait_condition(
-        &env,
-        "ts-granted",
-        "Accepted",
-        ("False", "ToolSetNotGranted"),
-        SOON,
-        |_| true,
-    )
-    .await;
+    let refused = accepted(&env, "ts-granted", ("False", "ToolSetNotGranted")).await;
     assert!(
         refused.message.contains(&format!("{library}/billing")),
         "{}",
@@ -264,28 +229,12 @@ async fn another_namespaces_sets_need_its_grant() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    wait_condition(
-        &env,
-        "ts-granted",
-        "Accepted",
-        ("False", "ToolSetNotGranted"),
-        SOON,
-        |_| true,
-    )
-    .await;
+    accepted(&env, "ts-granted", ("False", "ToolSetNotGranted")).await;
     grants
         .patch("servers", &params, &Patch::Apply(&grant(&env.namespace)))
         .await
         .unwrap();
-    wait_condition(
-        &env,
-        "ts-granted",
-        "Accepted",
-        ("True", "Compiled"),
-        SOON,
-        |_| true,
-    )
-    .await;
+    accepted(&env, "ts-granted", ("True", "Compiled")).await;
     wait_rendered(
         &env,
         "ts-granted",
@@ -299,15 +248,7 @@ async fn another_namespaces_sets_need_its_grant() {
         .delete("servers", &DeleteParams::background())
         .await
         .unwrap();
-    wait_condition(
-        &env,
-        "ts-granted",
-        "Accepted",
-        ("False", "ToolSetNotGranted"),
-        SOON,
-        |_| true,
-    )
-    .await;
+    accepted(&env, "ts-granted", ("False", "ToolSetNotGranted")).await;
 
     env.api::<MCPServer>()
         .delete("ts-granted", &DeleteParams::background())

@@ -384,4 +384,4 @@ pub(super) fn declared_args(
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -4,7 +4,11 @@
 use crate::{CompileOptions, Compiled, InvalidDeclaration, compile, parse_manifest};
 use std::path::{Path, PathBuf};
 
-fn compiled_with(spec: &str, secrets_dir: Option<&Path>) -> Result<Compiled, InvalidDeclaration> {
+/// Compiles a server whose spec is `spec` (block YAML, indented two spaces).
+pub(in crate::compile) fn compiled_with(
+    spec: &str,
+    secrets_dir: Option<&Path>,
+) -> Result<Compiled, InvalidDeclaration> {
     let text = format!(
         "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"
     );
@@ -17,7 +21,7 @@ fn compiled_with(spec: &str, secrets_dir: Option<&Path>) -> Result<Compiled, Inv
 }
 
 /// The `(path, message)` of every error of a spec that must be refused.
-fn errors(spec: &str) -> Vec<(String, String)> {
+pub(in crate::compile) fn errors(spec: &str) -> Vec<(String, String)> {
     compiled_with(spec, None)
         .unwrap_err()
         .errors

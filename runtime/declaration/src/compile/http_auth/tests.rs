@@ -1,33 +1,12 @@
 //! Compile rules of `http.auth`, each refusal naming its field path. Pure except for the
 //! temporary secrets directory.
 
-use crate::parse_manifest;
-use crate::{ClientAuth, CompileOptions, Compiled, Grant, InvalidDeclaration, compile};
-use std::path::{Path, PathBuf};
+use crate::compile::http::tests::{compiled_with, errors};
+use crate::{ClientAuth, Grant, parse_manifest};
+use std::path::PathBuf;
 
 const AUTH: &str =
     "  auth: {issuer: 'https://idp.example.com', audiences: ['https://mcp.example.com']}\n";
-
-fn compiled_with(spec: &str, secrets_dir: Option<&Path>) -> Result<Compiled, InvalidDeclaration> {
-    let text = format!(
-        "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"
-    );
-    let manifest = parse_manifest(&text, PathBuf::new()).unwrap();
-    let options = CompileOptions {
-        secrets_dir: secrets_dir.map(Path::to_owned),
-        ..CompileOptions::default()
-    };
-    compile(&manifest, &options)
-}
-
-fn errors(spec: &str) -> Vec<(String, String)> {
-    compiled_with(spec, None)
-        .unwrap_err()
-        .errors
-        .into_iter()
-        .map(|e| (e.path, e.message))
-        .collect()
-}
 
 /// A tool whose `http.auth` is `auth` (flow YAML).
 fn tool(auth: &str) -> String {
