@@ -25,15 +25,10 @@ pub fn fragments(stores: &Stores, server: &MCPServer) -> Result<Fragments, Refus
     // Only the sets an entry selects are parsed: another set of the namespace, broken or not,
     // is none of this server's business.
     let selected = |set: &Cached<_>| {
-        let namespace = set.namespace().unwrap_or_default();
-        includes.iter().any(|include| {
-            include.namespace.as_deref().unwrap_or(&own) == namespace
-                && match (&include.name, &include.selector) {
-                    (Some(name), _) => *name == set.name_any(),
-                    (None, Some(selector)) => selector.matches(set.labels()),
-                    (None, None) => false,
-                }
-        })
+        let (namespace, name) = (set.namespace().unwrap_or_default(), set.name_any());
+        includes
+            .iter()
+            .any(|include| include.selects(&own, &namespace, &name, set.labels()))
     };
     for set in stores.tool_sets.state() {
         if selected(&set) {

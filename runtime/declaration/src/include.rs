@@ -109,12 +109,7 @@ pub fn resolve_includes(
         let from = include.namespace.as_deref().unwrap_or(namespace);
         let mut matching: Vec<&ToolSet> = sets
             .iter()
-            .filter(|set| set.namespace == from)
-            .filter(|set| match (&include.name, &include.selector) {
-                (Some(name), _) => &set.name == name,
-                (None, Some(selector)) => selector.matches(&set.labels),
-                (None, None) => false,
-            })
+            .filter(|set| include.selects(namespace, &set.namespace, &set.name, &set.labels))
             .collect();
         matching.sort_by(|a, b| a.name.cmp(&b.name));
         if let (Some(name), []) = (&include.name, matching.as_slice()) {

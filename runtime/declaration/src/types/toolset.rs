@@ -111,6 +111,25 @@ pub enum LabelOperator {
     DoesNotExist,
 }
 
+impl Include {
+    /// Whether this entry, of a server in namespace `own`, selects the set `name` with `labels`
+    /// in `namespace`.
+    pub fn selects(
+        &self,
+        own: &str,
+        namespace: &str,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
+        self.namespace.as_deref().unwrap_or(own) == namespace
+            && match (&self.name, &self.selector) {
+                (Some(wanted), _) => wanted == name,
+                (None, Some(selector)) => selector.matches(labels),
+                (None, None) => false,
+            }
+    }
+}
+
 impl LabelSelector {
     /// Whether `labels` satisfy the selector.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
