@@ -47,6 +47,22 @@ pub struct OAuthGrant {
     /// `scope` parameter: space-separated scopes asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// Token exchange only: the runtime's own token, obtained with client credentials at the
+    /// same `tokenUrl`, sent as the `actor_token`, so that the issued token names the runtime as
+    /// the actor (`act`) beside the caller as the subject (delegation, RFC 8693 section 4.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<OAuthActor>,
+}
+
+/// The client whose client-credentials token is the actor token.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthActor {
+    /// How the runtime authenticates for its own token.
+    pub client: OAuthClient,
+    /// `scope` of the actor token request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// The runtime's client at the authorization server: `id` and exactly one of `secretKeyRef`,
