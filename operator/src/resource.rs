@@ -242,6 +242,32 @@ mod tests {
     }
 
     #[test]
+    fn repeated_schemas_keep_only_their_own_description() {
+        let servers = spec_schema();
+        let sets = serde_json::to_value(toolset_crds()[0].clone()).unwrap()["spec"]["versions"][0]
+            ["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            .clone();
+        for spec in [servers, sets] {
+            for path in generate::REPEATED {
+                let mut field = &spec;
+                for name in *path {
+                    let object = if field["items"].is_object() {
+                        &field["items"]
+                    } else {
+                        field
+                    };
+                    field = &object["properties"][name];
+                }
+                assert!(field["description"].is_string(), "{path:?} keeps its own");
+                // A doc is a string; a property called `description` is a schema.
+                let nested = serde_json::to_string(&field["properties"]).unwrap();
+                assert!(!nested.contains("\"description\":\""), "{path:?}: {nested}");
+                assert!(nested.len() > 4, "{path:?} has a nested schema");
+            }
+        }
+    }
+
+    #[test]
     fn every_served_version_has_the_storage_schema() {
         let crd = crd();
         let names: Vec<&str> = crd.spec.versions.iter().map(|v| v.name.as_str()).collect();

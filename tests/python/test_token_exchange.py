@@ -70,6 +70,17 @@ spec:
               id: kube-mcp-jwt
               privateKeyJwt: {secretKeyRef: {name: idp-jwt, key: key.pem}, keyId: kube-mcp-key, audience: ISSUER}
             audience: TRACKER
+    - name: my_issues_delegated
+      description: The caller's issues, the runtime named as the actor (act).
+      http:
+        url: UPSTREAM/me
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client: {id: kube-mcp, secretKeyRef: {name: idp-client, key: secret}}
+            audience: TRACKER
+            actor:
+              client: {id: sid1, secretKeyRef: {name: sid1, key: secret}}
     - name: echo_token
       description: An upstream that echoes the Authorization header it got (a leaky one).
       http:
@@ -167,7 +178,7 @@ class UpstreamHandler(BaseHTTPRequestHandler):
         try:
             assert audience and header.startswith("Bearer ")
             claims = self.server.verify(header.removeprefix("Bearer "), audience)
-            status, body = 200, {"sub": claims["sub"], "aud": claims["aud"], "client_id": claims.get("client_id"),
+            status, body = 200, {"sub": claims["sub"], "aud": claims["aud"], "client_id": claims.get("client_id"), "act": claims.get("act"),
                                  "issues": [f"{claims['sub']}-1", f"{claims['sub']}-2"]}  # fmt: skip
         except Exception as err:  # any failure is the upstream's refusal
             status, body = 401, {"error": "invalid_token", "detail": type(err).__name__}
@@ -361,3 +372,17 @@ def test_audit_records_tell_how_the_token_was_obtained(
 def audit_lines(rt: Runtime) -> list[dict]:
     lines = rt.log.read_text(errors="replace").splitlines()
     return [json.loads(line) for line in lines if line.startswith("{") and '"audit"' in line]
+
+
+def test_an_actor_token_names_the_runtime_in_act(served: Runtime, provider: dict, upstream: Upstream) -> None:
+    """With `actor`, the runtime's own client-credentials token goes along as the actor token:
+    the upstream sees the caller as `sub` and the runtime (sid1) in `act`, checked against the
+    provider's keys. The provider's policy lets carol be exchanged only so."""
+    for user in ("alice", "carol"):
+        token = login(provider, user)
+        result = call(served, token, "my_issues_delegated")
+        assert result.get("isError") is not True, result
+        assert result["structuredContent"]["sub"] == user
+        assert result["structuredContent"]["act"] == {"sub": "sid1"}
+        assert not any(token in h for h in upstream.seen)
+    assert call(served, login(provider, "carol"), "my_issues")["isError"] is True

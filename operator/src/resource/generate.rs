@@ -5,7 +5,9 @@
 use super::revision::{CRD_REVISION, REVISION_ANNOTATION};
 use super::{MCPServer, MCPToolSet, MCPToolSetGrant};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    JSONSchemaProps, JSONSchemaPropsOrArray,
+};
 use kube::CustomResourceExt;
 use mcp_declaration::SERVED_VERSIONS;
 use serde_json::Value;
@@ -23,33 +25,84 @@ pub const KUBERNETES_TYPED: &[&str] = &[
     "topologySpreadConstraints",
 ];
 
+/// Schemas that repeat one documented elsewhere in the spec, by path below `spec` (`items` of
+/// arrays is implied). Only their own description stays: the auth schema alone is repeated in
+/// every HTTP backend, and documenting each copy put the CRD over client-side apply's limit.
+pub const REPEATED: &[&[&str]] = &[
+    &["resources", "http"],
+    &["resourceTemplates", "http"],
+    &["tools", "http", "auth", "tokenExchange", "actor", "client"],
+    &["tools", "http", "auth", "clientCredentials"],
+];
+
 /// The `MCPServer` CustomResourceDefinition, annotated with its revision: the Rust types' version
 /// (the storage version) and every other served version with the same schema. One schema makes
 /// `conversion: None` (the default, which rewrites nothing but `apiVersion`) lossless both ways.
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = MCPServer::crd();
-    // The derive emits exactly one version, the types' own.
-    if let Some(storage) = crd.spec.versions.first_mut() {
-        let spec = storage
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-            .and_then(|s| s.properties.as_mut())
-            .and_then(|p| p.get_mut("spec"))
-            .and_then(|s| s.properties.as_mut());
-        for (name, field) in spec.into_iter().flatten() {
-            if KUBERNETES_TYPED.contains(&name.as_str()) {
+    if let Some(spec) = spec_schema(&mut crd) {
+        for name in KUBERNETES_TYPED {
+            if let Some(field) = schema_at(spec, &[name]) {
                 drop_nested_descriptions(field);
             }
         }
     }
-    stamped(crd)
+    stamped(without_repeated_docs(crd))
 }
 
 /// The `MCPToolSet` and `MCPToolSetGrant` CRDs, stamped and served like [`crd`]: they share its
 /// revision (one number for the group's CRDs, raised together).
 pub fn toolset_crds() -> [CustomResourceDefinition; 2] {
-    [stamped(MCPToolSet::crd()), stamped(MCPToolSetGrant::crd())]
+    [
+        stamped(without_repeated_docs(MCPToolSet::crd())),
+        stamped(MCPToolSetGrant::crd()),
+    ]
+}
+
+/// `crd` with the [`REPEATED`] schemas' nested descriptions dropped.
+fn without_repeated_docs(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    if let Some(spec) = spec_schema(&mut crd) {
+        for path in REPEATED {
+            if let Some(field) = schema_at(spec, path) {
+                drop_nested_descriptions(field);
+            }
+        }
+    }
+    crd
+}
+
+/// The `spec` schema of the CRD's one version (the derive emits exactly one, the types' own).
+fn spec_schema(crd: &mut CustomResourceDefinition) -> Option<&mut JSONSchemaProps> {
+    crd.spec
+        .versions
+        .first_mut()?
+        .schema
+        .as_mut()?
+        .open_api_v3_schema
+        .as_mut()?
+        .properties
+        .as_mut()?
+        .get_mut("spec")
+}
+
+/// The schema at `path` below `schema`, stepping into array items on the way.
+fn schema_at<'a>(
+    schema: &'a mut JSONSchemaProps,
+    path: &[&str],
+) -> Option<&'a mut JSONSchemaProps> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(schema);
+    };
+    let object = if matches!(schema.items, Some(JSONSchemaPropsOrArray::Schema(_))) {
+        match &mut schema.items {
+            Some(JSONSchemaPropsOrArray::Schema(items)) => items.as_mut(),
+            _ => return None,
+        }
+    } else {
+        schema
+    };
+    let field = object.properties.as_mut()?.get_mut(*first)?;
+    schema_at(field, rest)
 }
 
 /// `crd` with the revision annotation and every served version.
@@ -73,11 +126,21 @@ fn stamped(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
 
 /// Removes every description below `field`'s own.
 fn drop_nested_descriptions(field: &mut JSONSchemaProps) {
+    /// `value` is a schema, or a list of schemas; a schema's `properties` maps names to
+    /// schemas, and a property may itself be called `description`.
     fn strip(value: &mut Value) {
         match value {
-            Value::Object(object) => {
-                object.remove("description");
-                object.values_mut().for_each(strip);
+            Value::Object(schema) => {
+                schema.remove("description");
+                for (key, nested) in schema.iter_mut() {
+                    match (key.as_str(), nested) {
+                        (
+                            "properties" | "patternProperties" | "definitions",
+                            Value::Object(named),
+                        ) => named.values_mut().for_each(strip),
+                        (_, nested) => strip(nested),
+                    }
+                }
             }
             Value::Array(items) => items.iter_mut().for_each(strip),
             _ => {}

@@ -82,7 +82,9 @@ fn http_secret_refs(http: &Http) -> impl Iterator<Item = &SecretKeyRef> {
         .flat_map(|auth| [&auth.token_exchange, &auth.client_credentials])
         .flatten()
         .flat_map(|grant| {
-            let client = &grant.client;
+            std::iter::once(&grant.client).chain(grant.actor.iter().map(|a| &a.client))
+        })
+        .flat_map(|client| {
             [
                 client.secret_key_ref.as_ref(),
                 client.private_key_jwt.as_ref().map(|k| &k.secret_key_ref),

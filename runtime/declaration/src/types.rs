@@ -451,7 +451,7 @@ pub struct Resource {
     /// on every reload; relative paths are resolved against the manifest's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    /// Contents fetched from an upstream HTTP API on each read.
+    /// Contents fetched from an upstream HTTP API on each read; the fields are `tools[].http`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<Http>,
     /// An MCP Apps view (`ui://` URI, `mimeType: text/html;profile=mcp-app`): the origins and
@@ -493,7 +493,8 @@ pub struct ResourceTemplate {
     /// `http`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// Contents fetched from an upstream HTTP API; `args` are the URI's variables.
+    /// Contents fetched from an upstream HTTP API; `args` are the URI's variables. The fields
+    /// are `tools[].http`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<Http>,
     /// Values offered by `completion/complete` for each URI variable.

@@ -5,7 +5,7 @@
 
 use super::Compiler;
 use super::http_types::{ClientAuth, CompiledAuth, CompiledParam, Grant};
-use crate::types::{HttpAuth, JwtAlgorithm, OAuthGrant};
+use crate::types::{HttpAuth, JwtAlgorithm, OAuthClient};
 
 impl Compiler<'_> {
     /// The compiled `auth` of an `http` block at `path` whose headers are `headers`.
@@ -35,7 +35,39 @@ impl Compiler<'_> {
             );
         }
         let token_url = self.token_url(&format!("{grant_path}.tokenUrl"), &spec.token_url);
-        let client_auth = self.client_auth(&grant_path, spec);
+        let client_auth = self.client_auth(&grant_path, &spec.client, &spec.token_url);
+        let actor = spec.actor.as_ref().and_then(|actor| {
+            let actor_path = format!("{grant_path}.actor");
+            if grant != Grant::TokenExchange {
+                self.error(&actor_path, "applies to tokenExchange only");
+                return None;
+            }
+            if actor.scope.as_deref().is_some_and(str::is_empty) {
+                self.error(format!("{actor_path}.scope"), "must not be empty");
+            }
+            let client_auth = self.client_auth(&actor_path, &actor.client, &spec.token_url)?;
+            let cache_key = serde_json::json!([
+                "clientCredentials",
+                spec.token_url,
+                actor.client.id,
+                client_kind(&client_auth),
+                actor.scope,
+            ])
+            .to_string();
+            Some(Box::new(CompiledAuth {
+                grant: Grant::ClientCredentials,
+                token_url: url::Url::parse(&spec.token_url).ok()?,
+                client_id: actor.client.id.clone(),
+                client_auth,
+                audience: None,
+                resource: None,
+                scope: actor.scope.clone(),
+                header: http::header::AUTHORIZATION,
+                prefix: String::new(),
+                cache_key,
+                actor: None,
+            }))
+        });
         for (name, value) in [
             ("audience", &spec.audience),
             ("resource", &spec.resource),
@@ -85,6 +117,7 @@ impl Compiler<'_> {
             spec.audience,
             spec.resource,
             spec.scope,
+            actor.as_ref().map(|a| &a.cache_key),
         ])
         .to_string();
         Some(CompiledAuth {
@@ -98,6 +131,7 @@ impl Compiler<'_> {
             header: header?,
             prefix,
             cache_key,
+            actor,
         })
     }
 
@@ -127,9 +161,13 @@ impl Compiler<'_> {
 
     /// The client's authentication: exactly one of `secretKeyRef`, `privateKeyJwt` or
     /// `serviceAccountToken` (refused: not supported yet).
-    fn client_auth(&mut self, grant_path: &str, spec: &OAuthGrant) -> Option<ClientAuth> {
-        let path = format!("{grant_path}.client");
-        let client = &spec.client;
+    fn client_auth(
+        &mut self,
+        owner_path: &str,
+        client: &OAuthClient,
+        token_url: &str,
+    ) -> Option<ClientAuth> {
+        let path = format!("{owner_path}.client");
         if client.id.is_empty() {
             self.error(format!("{path}.id"), "must not be empty");
         }
@@ -175,10 +213,7 @@ impl Compiler<'_> {
             key,
             alg: jwt.alg.unwrap_or(JwtAlgorithm::RS256),
             key_id: jwt.key_id.clone(),
-            audience: jwt
-                .audience
-                .clone()
-                .unwrap_or_else(|| spec.token_url.clone()),
+            audience: jwt.audience.clone().unwrap_or_else(|| token_url.to_owned()),
         })
     }
 }

@@ -73,9 +73,11 @@ pub struct CompiledAuth {
     /// Text before the token in the header.
     pub prefix: String,
     /// Everything but the subject that decides which token the server issues (grant, token
-    /// URL, client, audience, resource, scope), as one string: backends with equal keys share
-    /// cached tokens.
+    /// URL, client, audience, resource, scope, actor), as one string: backends with equal keys
+    /// share cached tokens.
     pub cache_key: String,
+    /// Token exchange: how the actor token is obtained (client credentials, same token URL).
+    pub actor: Option<Box<CompiledAuth>>,
 }
 
 /// The grants `http.auth` can use.

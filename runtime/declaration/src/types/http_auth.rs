@@ -18,7 +18,8 @@ pub struct HttpAuth {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_exchange: Option<OAuthGrant>,
     /// The client credentials grant (RFC 6749 section 4.4): a token for the runtime itself,
-    /// shared by every caller, for upstreams that trust the service.
+    /// shared by every caller, for upstreams that trust the service. The fields are
+    /// `tokenExchange`'s, without `actor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_credentials: Option<OAuthGrant>,
     /// Request header that carries the token (default `Authorization`).
@@ -45,6 +46,22 @@ pub struct OAuthGrant {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
     /// `scope` parameter: space-separated scopes asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Token exchange only: the runtime's own token, obtained with client credentials at the
+    /// same `tokenUrl`, sent as the `actor_token`, so that the issued token names the runtime as
+    /// the actor (`act`) beside the caller as the subject (delegation, RFC 8693 section 4.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<OAuthActor>,
+}
+
+/// The client whose client-credentials token is the actor token.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthActor {
+    /// How the runtime authenticates for its own token; the fields are `tokenExchange.client`'s.
+    pub client: OAuthClient,
+    /// `scope` of the actor token request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
 }

@@ -51,17 +51,14 @@ async fn credential(
     let live = upstreams
         .of(http)
         .ok_or_else(|| CallError::Request("the backend is not loaded".into()).to_string())?;
-    let token = token::token_for(
-        auth,
-        &live.client,
-        live.signer.as_ref(),
-        &upstreams.tokens,
-        metrics,
-        subject,
-        deadline,
-    )
-    .await
-    .map_err(|err| err.to_string())?;
+    let clients = token::Live {
+        client: &live.client,
+        signer: live.signer.as_ref(),
+        actor_signer: live.actor_signer.as_ref(),
+    };
+    let token = token::token_for(auth, clients, &upstreams.tokens, metrics, subject, deadline)
+        .await
+        .map_err(|err| err.to_string())?;
     let mut value = HeaderValue::from_str(&format!("{}{}", auth.prefix, token.expose()))
         // Checked when the token was read; a prefix was checked at compile time.
         .map_err(|_| "the obtained token is not a valid header value".to_owned())?;

@@ -210,3 +210,56 @@ fn secrets_are_read_and_their_names_listed() {
     assert_eq!(problems[0].path, "spec.tools[0].http", "{problems:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_actor_is_for_token_exchange_only_and_its_secret_is_listed() {
+    let spec = format!(
+        "{AUTH}{}",
+        tool(&format!(
+            "{{tokenExchange: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}, actor: {{client: {{id: sid1, secretKeyRef: {{name: actor, key: secret}}}}}}}}}}"
+        ))
+    );
+    let compiled = compiled_with(&spec, None).unwrap();
+    let auth = compiled
+        .tool("t")
+        .unwrap()
+        .http
+        .as_ref()
+        .unwrap()
+        .auth
+        .as_ref()
+        .unwrap();
+    let actor = auth.actor.as_ref().unwrap();
+    assert_eq!(
+        (actor.grant, actor.client_id.as_str()),
+        (Grant::ClientCredentials, "sid1")
+    );
+    // Another actor is another token: the exchange's cache key names it.
+    assert!(auth.cache_key.contains("sid1"));
+    let manifest = parse_manifest(
+        &format!("apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"),
+        PathBuf::new(),
+    )
+    .unwrap();
+    assert!(manifest.declaration.secret_refs().contains("actor"));
+    let found = errors(&tool(&format!(
+        "{{clientCredentials: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}, actor: {{client: {SECRET_CLIENT}}}}}}}"
+    )));
+    assert_eq!(
+        found,
+        [(
+            "spec.tools[0].http.auth.clientCredentials.actor".to_owned(),
+            "applies to tokenExchange only".to_owned()
+        )]
+    );
+    let found = errors(&format!(
+        "{AUTH}{}",
+        tool(&format!(
+            "{{tokenExchange: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}, actor: {{client: {{id: sid1}}}}}}}}"
+        ))
+    ));
+    assert_eq!(
+        found[0].0,
+        "spec.tools[0].http.auth.tokenExchange.actor.client"
+    );
+}

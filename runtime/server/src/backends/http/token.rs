@@ -1,7 +1,8 @@
 //! Obtaining the token an `http.auth` backend sends: token exchange (RFC 8693, the caller's
 //! validated token as the subject token) or client credentials (RFC 6749 section 4.4), the
 //! client authenticated by secret (`client_secret_basic`) or by a signed assertion
-//! (`private_key_jwt`, RFC 7523 section 2.2). Tokens are cached (`token/cache.rs`). The token
+//! (`private_key_jwt`, RFC 7523 section 2.2), optionally with the runtime's own token as the
+//! actor token (delegation: the issued token's `act`). Tokens are cached (`token/cache.rs`). The token
 //! request is bounded by the call's deadline and a response size cap. A refusal becomes a
 //! [`TokenError`] whose text the model can read: the server's error code explained and its
 //! description, never a token or secret. Network I/O to the token endpoint.
@@ -37,8 +38,7 @@ const JWT_BEARER_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:
 /// `mcp_token_exchanges_total` by outcome.
 pub(super) async fn token_for(
     auth: &CompiledAuth,
-    client: &reqwest::Client,
-    signer: Option<&Signer>,
+    live: Live<'_>,
     tokens: &TokenCache,
     metrics: &Metrics,
     subject: Option<&SubjectToken>,
@@ -59,7 +59,24 @@ pub(super) async fn token_for(
     let deadline = deadline.min(Instant::now() + TOKEN_TIMEOUT);
     let obtained = tokens
         .get_or_obtain(key, || async {
-            match tokio::time::timeout_at(deadline, request(auth, client, signer, subject)).await {
+            let exchange = async {
+                // The actor's own token (client credentials), cached like the others; asked
+                // for only when the exchange itself is.
+                let actor = match &auth.actor {
+                    Some(actor) => {
+                        let key = TokenCache::key(&actor.cache_key, None);
+                        let obtained = tokens
+                            .get_or_obtain(key, || {
+                                request(actor, live.client, live.actor_signer, None, None)
+                            })
+                            .await?;
+                        Some(obtained.0.token)
+                    }
+                    None => None,
+                };
+                request(auth, live.client, live.signer, subject, actor.as_ref()).await
+            };
+            match tokio::time::timeout_at(deadline, exchange).await {
                 Ok(result) => result,
                 Err(_) => Err(TokenError::Timeout),
             }
@@ -89,6 +106,18 @@ pub(super) async fn token_for(
     }
 }
 
+/// What a backend's token requests use: its HTTP client and its signers of client assertions
+/// (its own client's, and the actor's).
+#[derive(Clone, Copy)]
+pub(super) struct Live<'a> {
+    /// The backend's HTTP client (its CAs, redirect policy and resolver).
+    pub(super) client: &'a reqwest::Client,
+    /// Signs the client's assertions (`privateKeyJwt`).
+    pub(super) signer: Option<&'a Signer>,
+    /// Signs the actor client's assertions.
+    pub(super) actor_signer: Option<&'a Signer>,
+}
+
 /// The fields of a token response this runtime reads (RFC 6749 section 5.1).
 #[derive(Deserialize)]
 struct TokenResponse {
@@ -103,9 +132,10 @@ async fn request(
     client: &reqwest::Client,
     signer: Option<&Signer>,
     subject: Option<&SubjectToken>,
+    actor: Option<&Secret>,
 ) -> Result<Issued, TokenError> {
     // The form is built in a function of its own: its serializer may not live across an await.
-    let (body, authorization) = form(auth, signer, subject)?;
+    let (body, authorization) = form(auth, signer, subject, actor)?;
     let mut request = client
         .post(auth.token_url.clone())
         .header(ACCEPT, "application/json")
@@ -147,6 +177,7 @@ fn form(
     auth: &CompiledAuth,
     signer: Option<&Signer>,
     subject: Option<&SubjectToken>,
+    actor: Option<&Secret>,
 ) -> Result<(String, Option<HeaderValue>), TokenError> {
     let mut form = form_urlencoded::Serializer::new(String::new());
     match auth.grant {
@@ -157,6 +188,10 @@ fn form(
             }
             form.append_pair("subject_token_type", ACCESS_TOKEN_TYPE);
             form.append_pair("requested_token_type", ACCESS_TOKEN_TYPE);
+            if let Some(actor) = actor {
+                form.append_pair("actor_token", actor.expose());
+                form.append_pair("actor_token_type", ACCESS_TOKEN_TYPE);
+            }
         }
         Grant::ClientCredentials => {
             form.append_pair("grant_type", "client_credentials");

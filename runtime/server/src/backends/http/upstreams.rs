@@ -17,6 +17,8 @@ pub struct Upstream {
     pub permits: Semaphore,
     /// Signs the client assertions of `http.auth` (`privateKeyJwt` only).
     pub(crate) signer: Option<Signer>,
+    /// Signs the client assertions of `http.auth`'s actor (`privateKeyJwt` only).
+    pub(crate) actor_signer: Option<Signer>,
 }
 
 /// Every HTTP backend's live parts, by slot.
@@ -57,17 +59,21 @@ impl Upstreams {
                     client
                 }
             };
-            let signer = match &http.auth {
+            let signer_of = |auth: Option<&mcp_declaration::CompiledAuth>| match auth {
                 Some(auth) => Signer::of(auth).map_err(|err| BuildError {
                     label: http.label.clone(),
                     message: err.to_string(),
-                })?,
-                None => None,
+                }),
+                None => Ok(None),
             };
+            let auth = http.auth.as_ref();
+            let signer = signer_of(auth)?;
+            let actor_signer = signer_of(auth.and_then(|a| a.actor.as_deref()))?;
             slots.push(Upstream {
                 client,
                 permits: Semaphore::new(http.max_concurrency),
                 signer,
+                actor_signer,
             });
         }
         Ok(Self {

@@ -129,6 +129,7 @@ mod tests {
             header: http::header::AUTHORIZATION,
             prefix: "Bearer ".into(),
             cache_key: String::new(),
+            actor: None,
         }
     }
 
