@@ -29,6 +29,7 @@ from mcp import Client
 
 from auth_server import issuer_process
 from harness import JSON_AND_SSE, MODERN, REPO, Runtime, StartRuntime, initialize_body, key_file, modern_request
+from otlp_receiver import OtlpReceiver
 from test_sdk_auth import bearer_transport
 
 pytestmark = pytest.mark.anyio
@@ -348,25 +349,40 @@ def test_a_session_request_relayed_by_another_replica_still_exchanges(
     assert not any(alice in h for h in upstream.seen)
 
 
-def test_audit_records_tell_how_the_token_was_obtained(
-    start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream
+def test_audit_records_and_spans_tell_how_the_token_was_obtained(
+    start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rt = serve(start, tmp_path, provider, upstream, ("--audit-log", "stdout"))
+    receiver = OtlpReceiver().start()
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "200")
+    try:
+        rt = serve(start, tmp_path, provider, upstream, ("--audit-log", "stdout", "--otlp-endpoint", receiver.base))
+        audit_and_spans(rt, provider, upstream, receiver)
+    finally:
+        receiver.stop()
+
+
+def audit_and_spans(rt: Runtime, provider: dict, upstream: Upstream, receiver: OtlpReceiver) -> None:
     alice, carol = login(provider, "alice"), login(provider, "carol")
     call(rt, alice, "my_issues", 1)
     call(rt, alice, "my_issues", 2)
     call(rt, carol, "my_issues", 3)
+    call(rt, carol, "my_issues_delegated", 4)
     deadline = time.monotonic() + 10
-    while len(records := audit_lines(rt)) < 3 and time.monotonic() < deadline:
+    while len(records := audit_lines(rt)) < 4 and time.monotonic() < deadline:
         time.sleep(0.1)
     calls = [r for r in records if r["audit"] == "tools/call"]
-    assert [(r.get("tokenExchange"), r.get("upstreamAudience")) for r in calls] == [
-        ("ok", TRACKER), ("cached", TRACKER), ("refused", TRACKER)
+    assert [(r.get("tokenExchange"), r.get("upstreamAudience"), r.get("upstreamAct")) for r in calls] == [
+        ("ok", TRACKER, None), ("cached", TRACKER, None), ("refused", TRACKER, None), ("ok", TRACKER, ["sid1"])
     ], calls
-    assert [r["principal"]["subject"] for r in calls] == ["alice", "alice", "carol"], calls
+    assert [r["principal"]["subject"] for r in calls] == ["alice", "alice", "carol", "carol"], calls
     text = rt.log.read_text(errors="replace")
     for token in (alice, carol, *(h.removeprefix("Bearer ") for h in upstream.seen)):
         assert token.split(".")[1] not in text, "no token (nor its claims part) in the log"
+    spans = [s for s in receiver.wait_for(8) if s.kind == "SPAN_KIND_CLIENT"]
+    assert [(s.attributes.get("kube_mcp.token_exchange"), s.attributes.get("kube_mcp.upstream.audience"),
+             s.attributes.get("kube_mcp.upstream.act")) for s in spans] == [
+        ("ok", TRACKER, None), ("cached", TRACKER, None), ("ok", TRACKER, ["sid1"])
+    ], spans  # fmt: skip  (carol's refused exchange made no upstream call)
 
 
 def audit_lines(rt: Runtime) -> list[dict]:

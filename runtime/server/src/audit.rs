@@ -92,6 +92,10 @@ pub struct Record {
     /// The audience (else the resource) that token was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upstream_audience: Option<String>,
+    /// That token's `act` chain (RFC 8693 delegation): who acts for the caller, the current
+    /// actor first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upstream_act: Vec<String>,
     /// How long the call took, in milliseconds.
     pub duration_ms: f64,
     /// The trace the call belongs to (the request span's, else the client's `traceparent`).

@@ -126,6 +126,7 @@ impl Observation {
             if let Some(token) = self.scope.token() {
                 record.token_exchange = Some(token.outcome);
                 record.upstream_audience = token.audience;
+                record.upstream_act = token.act;
             }
             audit::write(&record);
         }
@@ -337,6 +338,7 @@ fn record_of(
         upstream_error: None,
         token_exchange: None,
         upstream_audience: None,
+        upstream_act: Vec::new(),
         duration_ms: 0.0,
         trace_id,
     }

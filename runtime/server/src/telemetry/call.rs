@@ -33,6 +33,8 @@ pub struct TokenNote {
     pub outcome: &'static str,
     /// The audience (else the resource) the token was asked for.
     pub audience: Option<String>,
+    /// The token's `act` chain: who acts for its subject, the current actor first.
+    pub act: Vec<String>,
 }
 
 impl CallScope {
@@ -63,12 +65,13 @@ impl CallScope {
 }
 
 /// Notes how the token of the running request's upstream call was obtained.
-pub fn record_token(outcome: &'static str, audience: Option<&str>) {
+pub fn record_token(outcome: &'static str, audience: Option<&str>, act: &[String]) {
     let _ = CALL.try_with(|scope| {
         if let Ok(mut last) = scope.token.lock() {
             *last = Some(TokenNote {
                 outcome,
                 audience: audience.map(str::to_owned),
+                act: act.to_vec(),
             });
         }
     });
@@ -190,6 +193,14 @@ pub fn upstream_span(
         attributes.push(KeyValue::new("kube_mcp.token_exchange", token.outcome));
         if let Some(audience) = token.audience {
             attributes.push(KeyValue::new("kube_mcp.upstream.audience", audience));
+        }
+        if !token.act.is_empty() {
+            let act: Vec<opentelemetry::StringValue> =
+                token.act.into_iter().map(Into::into).collect();
+            attributes.push(KeyValue::new(
+                "kube_mcp.upstream.act",
+                opentelemetry::Value::Array(act.into()),
+            ));
         }
     }
     if attempt > 1 {

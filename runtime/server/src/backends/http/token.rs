@@ -7,6 +7,7 @@
 //! [`TokenError`] whose text the model can read: the server's error code explained and its
 //! description, never a token or secret. Network I/O to the token endpoint.
 
+mod act;
 mod cache;
 mod error;
 mod signer;
@@ -49,7 +50,7 @@ pub(super) async fn token_for(
             Some(subject) => Some(subject),
             None => {
                 metrics.token_exchange("error");
-                crate::telemetry::record_token("error", auth.audience.as_deref());
+                crate::telemetry::record_token("error", auth.audience.as_deref(), &[]);
                 return Err(TokenError::NoSubject);
             }
         },
@@ -90,12 +91,12 @@ pub(super) async fn token_for(
                 Source::Obtained => "ok",
             };
             metrics.token_exchange(outcome);
-            crate::telemetry::record_token(outcome, audience);
+            crate::telemetry::record_token(outcome, audience, &issued.act);
             Ok(issued.token)
         }
         Err(err) => {
             metrics.token_exchange(err.outcome());
-            crate::telemetry::record_token(err.outcome(), audience);
+            crate::telemetry::record_token(err.outcome(), audience, &[]);
             tracing::debug!(
                 token_url = %auth.token_url,
                 error = %err,

@@ -28,6 +28,8 @@ pub(crate) struct Issued {
     pub(crate) token: Secret,
     /// When it stops being reused; `None`: not cached (the server gave no `expires_in`).
     pub(crate) reuse_until: Option<Instant>,
+    /// Its `act` chain, for audit records and spans (empty for an opaque token).
+    pub(crate) act: Arc<[String]>,
 }
 
 impl Issued {
@@ -35,6 +37,7 @@ impl Issued {
     pub(crate) fn new(token: String, expires_in: Option<Duration>) -> Self {
         let now = Instant::now();
         Self {
+            act: super::act::act_chain(&token).into(),
             token: Secret::new(token),
             reuse_until: expires_in.map(|life| now + life - EXPIRY_MARGIN.min(life / 2)),
         }
