@@ -49,6 +49,7 @@ async fn a_cached_token_is_reused_then_obtained_again_once_stale() {
         Ok::<_, ()>(Issued {
             token: Secret::new("t1".into()),
             reuse_until: Some(Instant::now() + Duration::from_millis(100)),
+            act: Vec::new().into(),
         })
     };
     assert_eq!(
