@@ -101,6 +101,38 @@ spec:
             tokenUrl: TOKEN_URL
             client: {id: sid1, secretKeyRef: {name: sid1, key: secret}}
             scope: "issues:read"
+  resources:
+    - name: my_profile
+      uri: tracker://me
+      description: The caller as the tracker sees them (read as each caller).
+      http:
+        url: UPSTREAM/me
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client: {id: kube-mcp, secretKeyRef: {name: idp-client, key: secret}}
+            audience: TRACKER
+    - name: service_profile
+      uri: tracker://service
+      description: The service as the tracker sees it (one token for everyone, cached).
+      http:
+        url: UPSTREAM/service
+        cacheTtlMs: 60000
+        auth:
+          clientCredentials:
+            tokenUrl: TOKEN_URL
+            client: {id: sid1, secretKeyRef: {name: sid1, key: secret}}
+  resourceTemplates:
+    - name: my_issue
+      uriTemplate: tracker://issues/{id}
+      description: One of the caller's issues (read as each caller).
+      http:
+        url: UPSTREAM/me
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client: {id: kube-mcp, secretKeyRef: {name: idp-client, key: secret}}
+            audience: TRACKER
 """
 
 
@@ -402,3 +434,51 @@ def test_an_actor_token_names_the_runtime_in_act(served: Runtime, provider: dict
         assert result["structuredContent"]["act"] == {"sub": "sid1"}
         assert not any(token in h for h in upstream.seen)
     assert call(served, login(provider, "carol"), "my_issues")["isError"] is True
+
+
+def read(rt: Runtime, token: str, uri: str) -> dict:
+    """A raw 2026-07-28 resources/read with `token`; the JSON-RPC response."""
+    headers, body = modern_request(1, "resources/list")
+    headers["Mcp-Method"], body["method"], headers["Mcp-Name"] = "resources/read", "resources/read", uri
+    body["params"] = {"uri": uri, "_meta": body["params"]["_meta"]}
+    headers["Authorization"] = f"Bearer {token}"
+    r = httpx2.post(rt.url, headers=headers, json=body, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_resources_and_templates_are_read_as_each_caller(served: Runtime, provider: dict, upstream: Upstream) -> None:
+    """`http.auth` on resources and templates: token exchange reads as the caller (never from a
+    shared cache), client credentials as the service (cached); a refusal is a readable error."""
+    alice, bob, carol = login(provider, "alice"), login(provider, "bob"), login(provider, "carol")
+    for user, token in (("alice", alice), ("bob", bob), ("alice", alice)):
+        for uri in ("tracker://me", "tracker://issues/7"):
+            contents = read(served, token, uri)["result"]["contents"][0]
+            assert json.loads(contents["text"])["sub"] == user, contents
+    assert exchanges(served) == {"ok": 2, "cached": 4, "refused": 0, "error": 0}
+    for _ in range(2):
+        contents = read(served, alice, "tracker://service")["result"]["contents"][0]
+        assert json.loads(contents["text"])["sub"] == "sid1"
+    assert exchanges(served)["ok"] == 3, "the service's read is cached: one token, one upstream call"
+    assert sum(h != "" for h in upstream.seen) == len(upstream.seen) == 7
+    assert not any(t in h for h in upstream.seen for t in (alice, bob)), "the caller's token never goes upstream"
+    refused = read(served, carol, "tracker://me")
+    assert "refused the token exchange for the caller" in refused["error"]["message"], refused
+    assert len(upstream.seen) == 7, "no read without the token"
+
+
+def test_a_resource_read_as_each_caller_cannot_be_watched(served: Runtime, provider: dict) -> None:
+    headers = dict(JSON_AND_SSE, Authorization=f"Bearer {login(provider, 'alice')}")
+    r = httpx2.post(served.url, headers=headers, json=initialize_body(), timeout=10)
+    assert r.status_code == 200, r.text
+    own = dict(headers, **{"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"})
+    for uri, refused in (("tracker://me", True), ("tracker://service", False)):
+        body = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": uri}}
+        r = httpx2.post(served.url, headers=own, json=body, timeout=10)
+        answer = r.json() if r.headers["content-type"].startswith("application/json") else json.loads(
+            next(line[5:] for line in r.text.splitlines() if line.startswith("data:"))
+        )
+        if refused:
+            assert answer["error"]["code"] == -32602 and "read as each caller" in answer["error"]["message"], answer
+        else:
+            assert answer["result"] == {}, answer

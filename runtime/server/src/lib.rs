@@ -513,7 +513,7 @@ impl Server {
             methods::PING => Ok(json!({})),
             methods::LOGGING_SET_LEVEL => lifecycle::set_level(ctx, params),
             methods::RESOURCES_SUBSCRIBE => {
-                subscriptions::subscribe(&self.poller, ctx, &request.target)
+                subscriptions::subscribe(&self.poller, decl, ctx, &request.target)
             }
             methods::RESOURCES_UNSUBSCRIBE => {
                 subscriptions::unsubscribe(&self.poller, ctx, &request.target)
@@ -560,7 +560,8 @@ impl Server {
                     .into_iter(),
             ),
             methods::RESOURCES_READ => {
-                resources::read(decl, &self.metrics, &self.cache, &request.target).await
+                let subject = caller.and_then(|c| c.token.as_ref());
+                resources::read(decl, &self.metrics, &self.cache, &request.target, subject).await
             }
             methods::PROMPTS_LIST => catalog::list(
                 params,

@@ -7,6 +7,7 @@ use super::read_cache::ReadCache;
 use super::request::Target;
 use crate::backends::http;
 use crate::metrics::Metrics;
+use crate::principal::SubjectToken;
 use mcp_declaration::{Compiled, CompiledHttp, ResolvedUri, UriItem};
 use mcp_protocol::McpError;
 use serde_json::{Value, json};
@@ -17,6 +18,7 @@ pub(crate) async fn read(
     metrics: &Metrics,
     cache: &ReadCache,
     target: &Target,
+    subject: Option<&SubjectToken>,
 ) -> Result<Value, McpError> {
     let resolved = match target {
         Target::Resource(resolved) => resolved,
@@ -27,7 +29,7 @@ pub(crate) async fn read(
             ));
         }
     };
-    let contents = contents(decl, metrics, Some(cache), resolved).await?;
+    let contents = contents(decl, metrics, Some(cache), resolved, subject).await?;
     Ok(json!({"contents": [contents]}))
 }
 
@@ -42,7 +44,7 @@ pub(crate) async fn contents_of(
         .ok_or_else(|| McpError::ResourceNotFound {
             uri: uri.to_owned(),
         })?;
-    contents(decl, metrics, None, &resolved).await
+    contents(decl, metrics, None, &resolved, None).await
 }
 
 /// The contents entry of a resolved URI; `cache` is skipped by the subscription poller. The
@@ -53,6 +55,7 @@ async fn contents(
     metrics: &Metrics,
     cache: Option<&ReadCache>,
     resolved: &ResolvedUri,
+    subject: Option<&SubjectToken>,
 ) -> Result<Value, McpError> {
     let uri = resolved.uri.as_str();
     match &resolved.item {
@@ -62,7 +65,8 @@ async fn contents(
                 None => Ok(resource.contents.clone()),
                 Some(upstream) => {
                     let mime = resource.contents.get("mimeType").and_then(Value::as_str);
-                    fetch(decl, metrics, cache, upstream, uri, mime, &json!({})).await
+                    let args = json!({});
+                    fetch(decl, metrics, cache, upstream, uri, mime, &args, subject).await
                 }
             }
         }
@@ -70,7 +74,7 @@ async fn contents(
             let template = &decl.resource_templates[*i];
             if let Some(upstream) = &template.http {
                 let mime = template.mime_type.as_deref();
-                return fetch(decl, metrics, cache, upstream, uri, mime, args).await;
+                return fetch(decl, metrics, cache, upstream, uri, mime, args, subject).await;
             }
             let Some(text) = &template.text else {
                 return Err(McpError::ResourceNotFound {
@@ -98,7 +102,9 @@ async fn fetch(
     uri: &str,
     mime: Option<&str>,
     args: &Value,
+    subject: Option<&SubjectToken>,
 ) -> Result<Value, McpError> {
+    // Compiling refuses a cache for reads made as each caller (`CompiledHttp::per_caller`).
     let cache = cache.filter(|_| !upstream.cache_ttl.is_zero());
     if let Some(hit) = cache.and_then(|c| c.get(uri)) {
         return Ok(hit);
@@ -111,6 +117,7 @@ async fn fetch(
         uri,
         mime,
         args,
+        subject,
     )
     .await?;
     if let Some(cache) = cache {
@@ -125,5 +132,16 @@ pub(crate) fn poll_interval(decl: &Compiled, uri: &str) -> Option<std::time::Dur
         UriItem::Resource(i) => decl.resources[i].http.as_ref(),
         UriItem::Template(i, _) => decl.resource_templates[i].http.as_ref(),
     };
-    http.map(|h| h.poll_interval)
+    http.filter(|h| !h.per_caller()).map(|h| h.poll_interval)
+}
+
+/// Whether `uri` is read from its upstream as each caller (token exchange): it has no contents
+/// of its own to watch.
+pub(crate) fn read_per_caller(decl: &Compiled, uri: &str) -> bool {
+    let http = match decl.resolve_uri(uri).map(|r| r.item) {
+        Some(UriItem::Resource(i)) => decl.resources[i].http.as_ref(),
+        Some(UriItem::Template(i, _)) => decl.resource_templates[i].http.as_ref(),
+        None => None,
+    };
+    http.is_some_and(|h| h.per_caller())
 }

@@ -10,7 +10,7 @@ use crate::clients::{ClientKey, ClientLimit, ClientPlace, ClientShares};
 use crate::metrics::Metrics;
 use crate::sessions::Session;
 use futures_util::Stream;
-use mcp_declaration::canonical_uri;
+use mcp_declaration::{Compiled, canonical_uri};
 use mcp_protocol::methods::notifications;
 use mcp_protocol::{McpError, RequestId, meta, notification, success_response};
 use serde::Deserialize;
@@ -35,10 +35,17 @@ fn subscribed_uri(target: &Target) -> Result<&str, McpError> {
 /// upstream-backed ones are polled while the session lives.
 pub(crate) fn subscribe(
     poller: &Poller,
+    decl: &Compiled,
     ctx: &RequestContext,
     target: &Target,
 ) -> Result<Value, McpError> {
     let uri = subscribed_uri(target)?;
+    if super::resources::read_per_caller(decl, uri) {
+        return Err(McpError::InvalidParams(format!(
+            "{uri} is read as each caller (http.auth tokenExchange), so its changes cannot be \
+             watched; read it again instead"
+        )));
+    }
     if let Some(session) = &ctx.session {
         if !session.is_subscribed(uri) && session.subscription_count() >= MAX_SUBSCRIPTIONS {
             return Err(McpError::InvalidParams(format!(

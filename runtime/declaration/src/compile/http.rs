@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::http_types::{
-    BodyKind, CompiledBody, CompiledHttp, CompiledResponse, Retry, StatusMatch,
+    BodyKind, CompiledBody, CompiledHttp, CompiledResponse, Grant, Retry, StatusMatch,
 };
 
 /// Limits of the `http` fields.
@@ -212,16 +212,29 @@ impl Compiler<'_> {
                 format!("must be at least {MIN_POLL_MS}"),
             );
         }
-        let auth = http.auth.as_ref().and_then(|auth| {
-            if !is_tool {
-                self.error(
-                    format!("{path}.auth"),
-                    "applies to tools only (not yet to resources)",
-                );
-                return None;
+        let auth = http
+            .auth
+            .as_ref()
+            .and_then(|auth| self.http_auth(&format!("{path}.auth"), auth, &headers));
+        if !is_tool
+            && auth
+                .as_ref()
+                .is_some_and(|a| a.grant == Grant::TokenExchange)
+        {
+            // A read made as one caller must reach no other: not from the shared read cache,
+            // and not through the poller, which reads as nobody.
+            for (field, set) in [
+                ("cacheTtlMs", http.cache_ttl_ms.is_some_and(|ms| ms > 0)),
+                ("pollIntervalMs", http.poll_interval_ms.is_some()),
+            ] {
+                if set {
+                    self.error(
+                        format!("{path}.{field}"),
+                        "cannot be used with auth.tokenExchange: each read is made as its caller",
+                    );
+                }
             }
-            self.http_auth(&format!("{path}.auth"), auth, &headers)
-        });
+        }
         let responses = self.responses(path, &http.responses, is_tool);
         let ca_bundle = self.ca_bundle(path, http);
         if self.errors.len() > errors_before {

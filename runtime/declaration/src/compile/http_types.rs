@@ -187,6 +187,14 @@ impl CompiledHttp {
     pub fn response_for(&self, status: u16) -> Option<&CompiledResponse> {
         most_specific(&self.responses, status)
     }
+
+    /// Whether each call is made as its caller (token exchange): its answers belong to that
+    /// caller alone, so they are neither cached nor polled.
+    pub fn per_caller(&self) -> bool {
+        self.auth
+            .as_ref()
+            .is_some_and(|auth| auth.grant == Grant::TokenExchange)
+    }
 }
 
 fn most_specific(responses: &[CompiledResponse], status: u16) -> Option<&CompiledResponse> {

@@ -98,19 +98,8 @@ impl CallError {
     }
 }
 
-/// Calls the upstream for `args` (already validated), retrying when allowed.
-pub async fn fetch(
-    http: &CompiledHttp,
-    upstreams: &Upstreams,
-    templates: &Templates,
-    metrics: &Metrics,
-    args: &Value,
-) -> Result<Answer, CallError> {
-    let deadline = Instant::now() + http.timeout;
-    fetch_until(http, upstreams, templates, metrics, args, deadline, None).await
-}
-
-/// [`fetch`] by `deadline`, with `credential` (the `http.auth` header) added to the request.
+/// Calls the upstream for `args` (already validated) by `deadline`, retrying when allowed, with
+/// `credential` (the `http.auth` header) added to the request.
 async fn fetch_until(
     http: &CompiledHttp,
     upstreams: &Upstreams,

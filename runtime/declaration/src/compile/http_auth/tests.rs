@@ -147,18 +147,52 @@ fn exactly_one_client_authentication() {
 }
 
 #[test]
-fn the_header_and_the_item_kind_are_checked() {
+fn the_header_is_checked() {
     let spec = format!(
         "{AUTH}  tools:\n  - name: t\n    http:\n      url: https://api.example.com/me\n      headers: [{{name: authorization, value: x}}]\n      auth: {{tokenExchange: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}}}}}\n"
     );
     let found = errors(&spec);
     assert_eq!(found[0].0, "spec.tools[0].http.auth.header", "{found:?}");
-    let spec = format!(
-        "{AUTH}  resources:\n  - name: r\n    uri: 'docs://r'\n    http:\n      url: https://api.example.com/r\n      auth: {{tokenExchange: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}}}}}\n"
-    );
-    let found = errors(&spec);
-    assert_eq!(found[0].0, "spec.resources[0].http.auth", "{found:?}");
-    assert!(found[0].1.starts_with("applies to tools only"));
+}
+
+/// A resource (`kind` `resources`) or template whose `http` has `extra` fields and `grant`.
+fn read(kind: &str, grant: &str, extra: &str) -> String {
+    let item = match kind {
+        "resources" => "name: r\n    uri: 'docs://r'",
+        _ => "name: r\n    uriTemplate: 'docs://r/{id}'",
+    };
+    format!(
+        "{AUTH}  {kind}:\n  - {item}\n    http:\n      url: https://api.example.com/r\n{extra}      auth: {{{grant}: {{tokenUrl: 'https://idp/t', client: {SECRET_CLIENT}}}}}\n"
+    )
+}
+
+#[test]
+fn resources_and_templates_read_as_each_caller_are_never_shared() {
+    let per_caller = |spec: &str, kind: &str| {
+        let compiled = compiled_with(spec, None).unwrap();
+        let http = match kind {
+            "resources" => compiled.resources[0].http.clone(),
+            _ => compiled.resource_templates[0].http.clone(),
+        };
+        http.unwrap().per_caller()
+    };
+    for kind in ["resources", "resourceTemplates"] {
+        assert!(per_caller(&read(kind, "tokenExchange", ""), kind), "{kind}");
+        for field in ["cacheTtlMs: 1000", "pollIntervalMs: 5000"] {
+            let found = errors(&read(kind, "tokenExchange", &format!("      {field}\n")));
+            let name = field.split(':').next().unwrap();
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(found[0].0, format!("spec.{kind}[0].http.{name}"));
+            assert!(found[0].1.contains("each read is made as its caller"));
+        }
+        // One token for every caller: cached and polled like any read.
+        let shared = read(
+            kind,
+            "clientCredentials",
+            "      cacheTtlMs: 1000\n      pollIntervalMs: 5000\n",
+        );
+        assert!(!per_caller(&shared, kind), "{kind}");
+    }
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! mapping, jq extraction (on a blocking thread, within the call's deadline), templates over
 //! `args`, `status`, `headers`, `body` and `result`, and redaction of secrets. Calls `fetch`.
 
-use super::{Answer, CallError, Upstreams, credential, fetch, fetch_until, redact};
+use super::{Answer, CallError, Upstreams, credential, fetch_until, redact};
 use crate::backends::{ToolReply, text_block};
 use crate::metrics::Metrics;
 use crate::principal::SubjectToken;
@@ -130,7 +130,8 @@ fn unmapped_tool(answer: &Answer, secrets: &[Secret]) -> ToolReply {
     }
 }
 
-/// Reads a resource from its upstream: contents for `uri`, or a protocol error.
+/// Reads a resource from its upstream: contents for `uri`, or a protocol error; `subject` as for
+/// [`tool_reply`] (the subscription poller has none).
 pub async fn resource_contents(
     http: &CompiledHttp,
     upstreams: &Upstreams,
@@ -139,10 +140,27 @@ pub async fn resource_contents(
     uri: &str,
     mime_type: Option<&str>,
     args: &Value,
+    subject: Option<&SubjectToken>,
 ) -> Result<Value, McpError> {
-    let upstream_error =
-        |message: String| McpError::Internal(redact::text(&message, &http.secrets));
-    let answer = fetch(http, upstreams, templates, metrics, args)
+    let deadline = Instant::now() + http.timeout;
+    // Never a read without the declared credential, nor with another one; the message is the
+    // token error's, which holds no token.
+    let credential = credential(http, upstreams, metrics, subject, deadline)
+        .await
+        .map_err(McpError::Internal)?;
+    // The obtained token and the caller's own are scrubbed like the declared secrets.
+    let secrets: Cow<'_, [Secret]> = match &credential {
+        None => Cow::Borrowed(&http.secrets),
+        Some((_, token)) => {
+            let mut secrets = http.secrets.clone();
+            secrets.push(token.clone());
+            secrets.extend(subject.map(|s| Secret::new(s.expose().to_owned())));
+            Cow::Owned(secrets)
+        }
+    };
+    let header = credential.as_ref().map(|(header, _)| header);
+    let upstream_error = |message: String| McpError::Internal(redact::text(&message, &secrets));
+    let answer = fetch_until(http, upstreams, templates, metrics, args, deadline, header)
         .await
         .map_err(|err: CallError| upstream_error(err.to_string()))?;
     let status = answer.status;
@@ -169,7 +187,7 @@ pub async fn resource_contents(
         None if !status.is_success() => {
             return Err(upstream_error(format!(
                 "upstream answered {status}: {}",
-                excerpt(&answer.body, &http.secrets)
+                excerpt(&answer.body, &secrets)
             )));
         }
         None => match String::from_utf8(answer.body) {
@@ -200,7 +218,7 @@ pub async fn resource_contents(
     if let Some(mime_type) = declared_type {
         contents["mimeType"] = json!(mime_type);
     }
-    redact::value(&mut contents, &http.secrets);
+    redact::value(&mut contents, &secrets);
     Ok(contents)
 }
 
