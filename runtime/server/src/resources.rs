@@ -64,17 +64,26 @@ async fn contents(
             match &resource.http {
                 None => Ok(resource.contents.clone()),
                 Some(upstream) => {
-                    let mime = resource.contents.get("mimeType").and_then(Value::as_str);
-                    let args = json!({});
-                    fetch(decl, metrics, cache, upstream, uri, mime, &args, subject).await
+                    let read = http::ResourceRead {
+                        uri,
+                        mime_type: resource.contents.get("mimeType").and_then(Value::as_str),
+                        args: &json!({}),
+                        subject,
+                    };
+                    fetch(decl, metrics, cache, upstream, read).await
                 }
             }
         }
         UriItem::Template(i, args) => {
             let template = &decl.resource_templates[*i];
             if let Some(upstream) = &template.http {
-                let mime = template.mime_type.as_deref();
-                return fetch(decl, metrics, cache, upstream, uri, mime, args, subject).await;
+                let read = http::ResourceRead {
+                    uri,
+                    mime_type: template.mime_type.as_deref(),
+                    args,
+                    subject,
+                };
+                return fetch(decl, metrics, cache, upstream, read).await;
             }
             let Some(text) = &template.text else {
                 return Err(McpError::ResourceNotFound {
@@ -99,27 +108,16 @@ async fn fetch(
     metrics: &Metrics,
     cache: Option<&ReadCache>,
     upstream: &CompiledHttp,
-    uri: &str,
-    mime: Option<&str>,
-    args: &Value,
-    subject: Option<&SubjectToken>,
+    read: http::ResourceRead<'_>,
 ) -> Result<Value, McpError> {
+    let uri = read.uri;
     // Compiling refuses a cache for reads made as each caller (`CompiledHttp::per_caller`).
     let cache = cache.filter(|_| !upstream.cache_ttl.is_zero());
     if let Some(hit) = cache.and_then(|c| c.get(uri)) {
         return Ok(hit);
     }
-    let contents = http::resource_contents(
-        upstream,
-        &decl.upstreams,
-        &decl.templates,
-        metrics,
-        uri,
-        mime,
-        args,
-        subject,
-    )
-    .await?;
+    let contents =
+        http::resource_contents(upstream, &decl.upstreams, &decl.templates, metrics, read).await?;
     if let Some(cache) = cache {
         cache.put(uri, contents.clone(), upstream.cache_ttl);
     }

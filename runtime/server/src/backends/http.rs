@@ -11,7 +11,7 @@ mod resolver;
 mod token;
 mod upstreams;
 
-pub use mapping::{resource_contents, tool_reply};
+pub use mapping::{ResourceRead, resource_contents, tool_reply};
 pub use upstreams::{BuildError, Upstream, Upstreams};
 
 use crate::metrics::Metrics;

@@ -130,21 +130,36 @@ fn unmapped_tool(answer: &Answer, secrets: &[Secret]) -> ToolReply {
     }
 }
 
-/// Reads a resource from its upstream: contents for `uri`, or a protocol error; `subject` as for
-/// [`tool_reply`] (the subscription poller has none).
+/// One read of an upstream-backed resource.
+#[derive(Clone, Copy)]
+pub struct ResourceRead<'a> {
+    /// The URI read.
+    pub uri: &'a str,
+    /// The declared MIME type, else the upstream's `content-type`.
+    pub mime_type: Option<&'a str>,
+    /// A template's URI variables (`{}` for a fixed resource).
+    pub args: &'a Value,
+    /// As for [`tool_reply`]; the subscription poller has none.
+    pub subject: Option<&'a SubjectToken>,
+}
+
+/// Reads a resource from its upstream: contents for `read.uri`, or a protocol error.
 pub async fn resource_contents(
     http: &CompiledHttp,
     upstreams: &Upstreams,
     templates: &Templates,
     metrics: &Metrics,
-    uri: &str,
-    mime_type: Option<&str>,
-    args: &Value,
-    subject: Option<&SubjectToken>,
+    read: ResourceRead<'_>,
 ) -> Result<Value, McpError> {
     let deadline = Instant::now() + http.timeout;
     // Never a read without the declared credential, nor with another one; the message is the
     // token error's, which holds no token.
+    let ResourceRead {
+        uri,
+        mime_type,
+        args,
+        subject,
+    } = read;
     let credential = credential(http, upstreams, metrics, subject, deadline)
         .await
         .map_err(McpError::Internal)?;
