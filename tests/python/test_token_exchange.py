@@ -101,6 +101,26 @@ spec:
             tokenUrl: TOKEN_URL
             client: {id: sid1, secretKeyRef: {name: sid1, key: secret}}
             scope: "issues:read"
+    - name: service_issues_for_caller
+      description: Issues as the service sees them, told who the caller is.
+      http:
+        url: UPSTREAM/service
+        headers:
+          - {name: X-Caller, claim: sub}
+        auth:
+          clientCredentials:
+            tokenUrl: TOKEN_URL
+            client: {id: sid1, secretKeyRef: {name: sid1, key: secret}}
+    - name: service_issues_by_department
+      description: Sends a claim the provider's tokens do not carry.
+      http:
+        url: UPSTREAM/service
+        headers:
+          - {name: X-Department, claim: org.department}
+        auth:
+          clientCredentials:
+            tokenUrl: TOKEN_URL
+            client: {id: sid1, secretKeyRef: {name: sid1, key: secret}}
   resources:
     - name: my_profile
       uri: tracker://me
@@ -212,7 +232,7 @@ class UpstreamHandler(BaseHTTPRequestHandler):
             assert audience and header.startswith("Bearer ")
             claims = self.server.verify(header.removeprefix("Bearer "), audience)
             status, body = 200, {"sub": claims["sub"], "aud": claims["aud"], "client_id": claims.get("client_id"), "act": claims.get("act"),
-                                 "issues": [f"{claims['sub']}-1", f"{claims['sub']}-2"]}  # fmt: skip
+                                 "caller": self.headers.get("X-Caller"), "issues": [f"{claims['sub']}-1", f"{claims['sub']}-2"]}  # fmt: skip
         except Exception as err:  # any failure is the upstream's refusal
             status, body = 401, {"error": "invalid_token", "detail": type(err).__name__}
         self._answer(status, body)
@@ -482,3 +502,20 @@ def test_a_resource_read_as_each_caller_cannot_be_watched(served: Runtime, provi
             assert answer["error"]["code"] == -32602 and "read as each caller" in answer["error"]["message"], answer
         else:
             assert answer["result"] == {}, answer
+
+
+def test_client_credentials_tell_the_upstream_the_caller_only_as_declared(
+    served: Runtime, provider: dict, upstream: Upstream
+) -> None:
+    """The service's own token, and the caller's `sub` in the declared `claim` header; a claim
+    the caller's token lacks refuses the call rather than sending it without."""
+    for user in ("alice", "bob"):
+        result = call(served, login(provider, user), "service_issues_for_caller")
+        assert result.get("isError") is not True, result
+        assert (result["structuredContent"]["sub"], result["structuredContent"]["caller"]) == ("sid1", user)
+    assert call(served, login(provider, "alice"), "service_issues")["structuredContent"]["caller"] is None
+    seen = len(upstream.seen)
+    refused = call(served, login(provider, "alice"), "service_issues_by_department")
+    assert refused["isError"] is True
+    assert "no `org.department` claim" in refused["content"][0]["text"], refused
+    assert len(upstream.seen) == seen, "not sent without the claim"

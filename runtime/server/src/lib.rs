@@ -560,8 +560,7 @@ impl Server {
                     .into_iter(),
             ),
             methods::RESOURCES_READ => {
-                let subject = caller.and_then(|c| c.token.as_ref());
-                resources::read(decl, &self.metrics, &self.cache, &request.target, subject).await
+                resources::read(decl, &self.metrics, &self.cache, &request.target, caller).await
             }
             methods::PROMPTS_LIST => catalog::list(
                 params,

@@ -7,7 +7,7 @@ use super::read_cache::ReadCache;
 use super::request::Target;
 use crate::backends::http;
 use crate::metrics::Metrics;
-use crate::principal::SubjectToken;
+use crate::principal::Principal;
 use mcp_declaration::{Compiled, CompiledHttp, ResolvedUri, UriItem};
 use mcp_protocol::McpError;
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ pub(crate) async fn read(
     metrics: &Metrics,
     cache: &ReadCache,
     target: &Target,
-    subject: Option<&SubjectToken>,
+    caller: Option<&Principal>,
 ) -> Result<Value, McpError> {
     let resolved = match target {
         Target::Resource(resolved) => resolved,
@@ -29,7 +29,7 @@ pub(crate) async fn read(
             ));
         }
     };
-    let contents = contents(decl, metrics, Some(cache), resolved, subject).await?;
+    let contents = contents(decl, metrics, Some(cache), resolved, caller).await?;
     Ok(json!({"contents": [contents]}))
 }
 
@@ -55,7 +55,7 @@ async fn contents(
     metrics: &Metrics,
     cache: Option<&ReadCache>,
     resolved: &ResolvedUri,
-    subject: Option<&SubjectToken>,
+    caller: Option<&Principal>,
 ) -> Result<Value, McpError> {
     let uri = resolved.uri.as_str();
     match &resolved.item {
@@ -68,7 +68,7 @@ async fn contents(
                         uri,
                         mime_type: resource.contents.get("mimeType").and_then(Value::as_str),
                         args: &json!({}),
-                        subject,
+                        caller,
                     };
                     fetch(decl, metrics, cache, upstream, read).await
                 }
@@ -81,7 +81,7 @@ async fn contents(
                     uri,
                     mime_type: template.mime_type.as_deref(),
                     args,
-                    subject,
+                    caller,
                 };
                 return fetch(decl, metrics, cache, upstream, read).await;
             }

@@ -86,14 +86,13 @@ async fn run(
     send_progress(decl, tool, ctx, args).await;
     let reply = match &tool.http {
         Some(upstream) => {
-            let subject = ctx.caller.as_deref().and_then(|c| c.token.as_ref());
             http::tool_reply(
                 upstream,
                 &decl.upstreams,
                 &decl.templates,
                 metrics,
                 args,
-                subject,
+                ctx.caller.as_deref(),
             )
             .await
         }

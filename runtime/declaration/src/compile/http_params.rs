@@ -20,6 +20,10 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "trailer",
 ];
 
+/// Longest `claim` path, and most parts in it.
+const MAX_CLAIM_PATH: usize = 256;
+const MAX_CLAIM_DEPTH: usize = 8;
+
 impl Compiler<'_> {
     pub(super) fn params(
         &mut self,
@@ -44,11 +48,12 @@ impl Compiler<'_> {
                 param.value.is_some(),
                 param.arg.is_some(),
                 param.secret_key_ref.is_some(),
+                param.claim.is_some(),
             ];
             if sources.iter().filter(|&&s| s).count() != 1 {
                 self.error(
                     &param_path,
-                    "declare exactly one of `value`, `arg` or `secretKeyRef`",
+                    "declare exactly one of `value`, `arg`, `secretKeyRef` or `claim`",
                 );
                 continue;
             }
@@ -79,6 +84,11 @@ impl Compiler<'_> {
                 };
                 secrets.push(raw);
                 ParamValue::Secret(sent)
+            } else if let Some(claim) = &param.claim {
+                let Some(claim) = self.claim(&format!("{param_path}.claim"), claim, headers) else {
+                    continue;
+                };
+                ParamValue::Claim(claim)
             } else {
                 continue;
             };
@@ -88,6 +98,31 @@ impl Compiler<'_> {
             });
         }
         compiled
+    }
+
+    /// A `claim` reference: headers only, and only where callers bring validated tokens.
+    fn claim(&mut self, path: &str, claim: &str, header: bool) -> Option<String> {
+        if !header {
+            self.error(path, "applies to headers only");
+            return None;
+        }
+        if !self.authenticates {
+            self.error(path, "needs spec.auth: without it callers bring no claims");
+            return None;
+        }
+        let segments: Vec<&str> = claim.split('.').collect();
+        if claim.len() > MAX_CLAIM_PATH || segments.len() > MAX_CLAIM_DEPTH {
+            self.error(
+                path,
+                format!("must be at most {MAX_CLAIM_PATH} characters in {MAX_CLAIM_DEPTH} parts"),
+            );
+            return None;
+        }
+        if segments.iter().any(|s| s.is_empty()) {
+            self.error(path, "must be a claim name or a dotted path (`org.id`)");
+            return None;
+        }
+        Some(claim.to_owned())
     }
 
     pub(super) fn secret(

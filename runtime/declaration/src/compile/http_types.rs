@@ -134,6 +134,8 @@ pub enum ParamValue {
     Arg(String),
     /// A secret, prefix included.
     Secret(Secret),
+    /// A claim of the caller's token by dotted path (headers only).
+    Claim(String),
 }
 
 /// A request body and its content type.

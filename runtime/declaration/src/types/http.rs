@@ -43,8 +43,9 @@ pub struct Http {
     /// within the deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
-    /// Tools only: a token obtained from an OAuth authorization server for each call (token
-    /// exchange for the caller, or client credentials), sent in a header.
+    /// A token obtained from an OAuth authorization server for each call (token exchange for
+    /// the caller, or client credentials), sent in a header. Resources and templates read
+    /// with token exchange are read as each caller: neither cached nor polled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<super::HttpAuth>,
     /// TLS settings for `https` upstreams.
@@ -105,6 +106,12 @@ pub struct HttpParam {
     /// Text put before the secret's value, such as `Bearer `.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    /// Headers only: a claim of the caller's validated token (`spec.auth`), by name or dotted
+    /// path (`email`, `org.id`), so that the upstream learns who calls (with a
+    /// `clientCredentials` token, say). A string, number or boolean; a call whose caller's
+    /// token lacks it is refused, never sent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
 }
 
 /// A key of a Kubernetes Secret.

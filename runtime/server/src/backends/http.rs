@@ -98,8 +98,16 @@ impl CallError {
     }
 }
 
-/// Calls the upstream for `args` (already validated) by `deadline`, retrying when allowed, with
-/// `credential` (the `http.auth` header) added to the request.
+/// Who an upstream call is made for: the `http.auth` header obtained for it, and the caller's
+/// claims (`claim` headers).
+#[derive(Clone, Copy, Default)]
+struct CallFor<'a> {
+    credential: Option<&'a (HeaderName, HeaderValue)>,
+    claims: Option<&'a Map<String, Value>>,
+}
+
+/// Calls the upstream for `args` (already validated) by `deadline`, retrying when allowed, as
+/// `call_for` says.
 async fn fetch_until(
     http: &CompiledHttp,
     upstreams: &Upstreams,
@@ -107,7 +115,7 @@ async fn fetch_until(
     metrics: &Metrics,
     args: &Value,
     deadline: Instant,
-    credential: Option<&(HeaderName, HeaderValue)>,
+    call_for: CallFor<'_>,
 ) -> Result<Answer, CallError> {
     let live = upstreams
         .of(http)
@@ -116,8 +124,9 @@ async fn fetch_until(
         Ok(Ok(permit)) => permit,
         _ => return Err(CallError::Busy(http.timeout)),
     };
-    let mut prepared = request::prepare(http, templates, args).map_err(CallError::Request)?;
-    if let Some((name, value)) = credential {
+    let mut prepared =
+        request::prepare(http, templates, args, call_for.claims).map_err(CallError::Request)?;
+    if let Some((name, value)) = call_for.credential {
         prepared.headers.insert(name.clone(), value.clone());
     }
     let attempts = http.retry.map_or(1, |r| r.attempts);

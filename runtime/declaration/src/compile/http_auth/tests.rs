@@ -297,3 +297,37 @@ fn an_actor_is_for_token_exchange_only_and_its_secret_is_listed() {
         "spec.tools[0].http.auth.tokenExchange.actor.client"
     );
 }
+
+/// A tool whose `http` has `field: [param]` (flow YAML).
+fn tool_params(field: &str, param: &str) -> String {
+    format!(
+        "  tools:\n  - name: t\n    http:\n      url: https://api.example.com/me\n      {field}: [{param}]\n"
+    )
+}
+
+#[test]
+fn claim_headers_need_callers_with_tokens() {
+    let header = "{name: X-User, claim: email}";
+    assert!(compiled_with(&format!("{AUTH}{}", tool_params("headers", header)), None).is_ok());
+    let found = errors(&tool_params("headers", header));
+    assert_eq!(found[0].0, "spec.tools[0].http.headers[0].claim", "{found:?}");
+    assert!(found[0].1.starts_with("needs spec.auth"), "{found:?}");
+    let found = errors(&format!("{AUTH}{}", tool_params("query", "{name: user, claim: sub}")));
+    assert_eq!(found[0].0, "spec.tools[0].http.query[0].claim", "{found:?}");
+    assert_eq!(found[0].1, "applies to headers only");
+    for (param, path, message) in [
+        (
+            "{name: X-User, claim: sub, value: x}",
+            "spec.tools[0].http.headers[0]",
+            "declare exactly one of `value`, `arg`, `secretKeyRef` or `claim`",
+        ),
+        (
+            "{name: X-User, claim: 'org..id'}",
+            "spec.tools[0].http.headers[0].claim",
+            "must be a claim name or a dotted path (`org.id`)",
+        ),
+    ] {
+        let found = errors(&format!("{AUTH}{}", tool_params("headers", param)));
+        assert_eq!((found[0].0.as_str(), found[0].1.as_str()), (path, message));
+    }
+}

@@ -2,10 +2,10 @@
 //! mapping, jq extraction (on a blocking thread, within the call's deadline), templates over
 //! `args`, `status`, `headers`, `body` and `result`, and redaction of secrets. Calls `fetch`.
 
-use super::{Answer, CallError, Upstreams, credential, fetch_until, redact};
+use super::{Answer, CallError, CallFor, Upstreams, credential, fetch_until, redact};
 use crate::backends::{ToolReply, text_block};
 use crate::metrics::Metrics;
-use crate::principal::SubjectToken;
+use crate::principal::Principal;
 use base64::Engine as _;
 use mcp_declaration::{CompiledHttp, CompiledResponse, JqProgram, Secret, Templates};
 use mcp_protocol::McpError;
@@ -21,28 +21,35 @@ const EXCERPT_BYTES: usize = 512;
 /// Longest wait for a jq program (a runaway program keeps its thread, not the request).
 const JQ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Answers a tool call from its upstream, for `subject` (the caller's token, which token
-/// exchange needs; it is never sent upstream itself).
+/// Answers a tool call from its upstream, for `caller` (whose token token exchange needs; it
+/// is never sent upstream itself; and whose claims `claim` headers send).
 pub async fn tool_reply(
     http: &CompiledHttp,
     upstreams: &Upstreams,
     templates: &Templates,
     metrics: &Metrics,
     args: &Value,
-    subject: Option<&SubjectToken>,
+    caller: Option<&Principal>,
 ) -> ToolReply {
+    let subject = caller.and_then(|c| c.token.as_ref());
     let deadline = Instant::now() + http.timeout;
     let credential = match credential(http, upstreams, metrics, subject, deadline).await {
         Ok(credential) => credential,
         // Never a call without the declared credential, nor with another one.
         Err(message) => return ToolReply::error(message),
     };
-    let header = credential.as_ref().map(|(header, _)| header);
-    let mut reply =
-        match fetch_until(http, upstreams, templates, metrics, args, deadline, header).await {
-            Ok(answer) => map_tool(http, templates, args, answer).await,
-            Err(err) => ToolReply::error(err.to_string()),
-        };
+    let call_for = CallFor {
+        credential: credential.as_ref().map(|(header, _)| header),
+        claims: caller.map(|c| &c.claims),
+    };
+    let mut reply = match fetch_until(
+        http, upstreams, templates, metrics, args, deadline, call_for,
+    )
+    .await
+    {
+        Ok(answer) => map_tool(http, templates, args, answer).await,
+        Err(err) => ToolReply::error(err.to_string()),
+    };
     // The obtained token and the caller's own are scrubbed like the declared secrets.
     let secrets: Cow<'_, [Secret]> = match credential {
         None => Cow::Borrowed(&http.secrets),
@@ -140,7 +147,7 @@ pub struct ResourceRead<'a> {
     /// A template's URI variables (`{}` for a fixed resource).
     pub args: &'a Value,
     /// As for [`tool_reply`]; the subscription poller has none.
-    pub subject: Option<&'a SubjectToken>,
+    pub caller: Option<&'a Principal>,
 }
 
 /// Reads a resource from its upstream: contents for `read.uri`, or a protocol error.
@@ -158,8 +165,9 @@ pub async fn resource_contents(
         uri,
         mime_type,
         args,
-        subject,
+        caller,
     } = read;
+    let subject = caller.and_then(|c| c.token.as_ref());
     let credential = credential(http, upstreams, metrics, subject, deadline)
         .await
         .map_err(McpError::Internal)?;
@@ -173,11 +181,16 @@ pub async fn resource_contents(
             Cow::Owned(secrets)
         }
     };
-    let header = credential.as_ref().map(|(header, _)| header);
+    let call_for = CallFor {
+        credential: credential.as_ref().map(|(header, _)| header),
+        claims: caller.map(|c| &c.claims),
+    };
     let upstream_error = |message: String| McpError::Internal(redact::text(&message, &secrets));
-    let answer = fetch_until(http, upstreams, templates, metrics, args, deadline, header)
-        .await
-        .map_err(|err: CallError| upstream_error(err.to_string()))?;
+    let answer = fetch_until(
+        http, upstreams, templates, metrics, args, deadline, call_for,
+    )
+    .await
+    .map_err(|err: CallError| upstream_error(err.to_string()))?;
     let status = answer.status;
     let mapping: Option<&CompiledResponse> = http.response_for(status.as_u16());
     let mut contents = json!({"uri": uri});

@@ -6,7 +6,7 @@ use mcp_declaration::{
 };
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A request ready to send (and to send again on retry).
 #[derive(Debug)]
@@ -30,9 +30,10 @@ pub(super) fn prepare(
     http: &CompiledHttp,
     templates: &Templates,
     args: &Value,
+    claims: Option<&Map<String, Value>>,
 ) -> Result<Prepared, String> {
     let mut url = http.url.expand(args)?;
-    let query = resolve_all(&http.query, templates, args)?;
+    let query = resolve_all(&http.query, templates, args, claims)?;
     if !query.is_empty() {
         let mut pairs = url.query_pairs_mut();
         for (name, value) in &query {
@@ -40,7 +41,7 @@ pub(super) fn prepare(
         }
     }
     let mut headers = HeaderMap::new();
-    for (name, resolved) in resolve_all(&http.headers, templates, args)? {
+    for (name, resolved) in resolve_all(&http.headers, templates, args, claims)? {
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| format!("header name `{name}` is not valid"))?;
         let mut value = HeaderValue::from_str(&resolved.text).map_err(|_| {
@@ -66,7 +67,7 @@ pub(super) fn prepare(
                     .map(|value| value.to_string().into_bytes()),
                 BodyKind::Form(fields) => {
                     let mut form = form_urlencoded::Serializer::new(String::new());
-                    for (name, value) in resolve_all(fields, templates, args)? {
+                    for (name, value) in resolve_all(fields, templates, args, claims)? {
                         form.append_pair(&name, &value.text);
                     }
                     Some(form.finish().into_bytes())
@@ -95,6 +96,7 @@ fn resolve_all(
     params: &[CompiledParam],
     templates: &Templates,
     args: &Value,
+    claims: Option<&Map<String, Value>>,
 ) -> Result<Vec<(String, Resolved)>, String> {
     let mut out = Vec::new();
     for param in params {
@@ -104,6 +106,32 @@ fn resolve_all(
                 let text = templates
                     .render(text, args)
                     .map_err(|err| err.to_string())?;
+                out.push((
+                    name,
+                    Resolved {
+                        text,
+                        sensitive: false,
+                    },
+                ));
+            }
+            ParamValue::Claim(path) => {
+                let text = match claims.and_then(|claims| claim(claims, path)) {
+                    Some(value @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
+                        scalar_text(value)
+                    }
+                    Some(_) => {
+                        return Err(format!(
+                            "the caller's `{path}` claim is not a string, number or boolean, \
+                             so it cannot be sent in the `{name}` header"
+                        ));
+                    }
+                    None => {
+                        return Err(format!(
+                            "the caller's token has no `{path}` claim, which this call sends \
+                             upstream in the `{name}` header"
+                        ));
+                    }
+                };
                 out.push((
                     name,
                     Resolved {
@@ -141,4 +169,12 @@ fn resolve_all(
         }
     }
     Ok(out)
+}
+
+/// The claim at dotted `path` of a caller's token.
+fn claim<'a>(claims: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    match path.split_once('.') {
+        None => claims.get(path),
+        Some((first, rest)) => lookup(claims.get(first)?, rest),
+    }
 }
