@@ -78,6 +78,25 @@ pub struct CompiledAuth {
     pub cache_key: String,
     /// Token exchange: how the actor token is obtained (client credentials, same token URL).
     pub actor: Option<Box<CompiledAuth>>,
+    /// JWT bearer grant: the assertion signed for each token request.
+    pub assertion: Option<CompiledAssertion>,
+}
+
+/// The assertion of a JWT bearer grant (RFC 7523 section 2.1).
+#[derive(Debug)]
+pub struct CompiledAssertion {
+    /// The PEM private key.
+    pub key: Secret,
+    /// Signing algorithm.
+    pub alg: crate::types::JwtAlgorithm,
+    /// `kid` header.
+    pub key_id: Option<String>,
+    /// `iss` claim.
+    pub issuer: String,
+    /// `sub` claim.
+    pub subject: String,
+    /// `aud` claim.
+    pub audience: String,
 }
 
 /// The grants `http.auth` can use.
@@ -87,6 +106,8 @@ pub enum Grant {
     TokenExchange,
     /// RFC 6749 section 4.4.
     ClientCredentials,
+    /// RFC 7523 section 2.1, a signed assertion as the grant.
+    JwtBearer,
 }
 
 /// Client authentication at the token endpoint.
@@ -105,6 +126,8 @@ pub enum ClientAuth {
         /// `aud` claim.
         audience: String,
     },
+    /// None: the JWT bearer grant without `client` (the assertion alone authorizes).
+    None,
 }
 
 /// Retry policy.
