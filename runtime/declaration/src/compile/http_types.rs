@@ -58,7 +58,7 @@ pub struct CompiledAuth {
     pub grant: Grant,
     /// The token endpoint (`https`, or `http` on loopback).
     pub token_url: url::Url,
-    /// The runtime's client id.
+    /// The runtime's client id (empty without a client: [`ClientAuth::None`]).
     pub client_id: String,
     /// How the client authenticates.
     pub client_auth: ClientAuth,
@@ -73,7 +73,7 @@ pub struct CompiledAuth {
     /// Text before the token in the header.
     pub prefix: String,
     /// Everything but the subject that decides which token the server issues (grant, token
-    /// URL, client, audience, resource, scope, actor), as one string: backends with equal keys
+    /// URL, client, audience, resource, scope, actor, assertion), as one string: backends with equal keys
     /// share cached tokens.
     pub cache_key: String,
     /// Token exchange: how the actor token is obtained (client credentials, same token URL).
