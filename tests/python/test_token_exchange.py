@@ -6,7 +6,9 @@ its own (client credentials). The upstream, written here, checks every token it 
 server's JWKS (signature, issuer, `aud`) and answers with its `sub`. Checked: per-user results
 for alice and bob; the callers' tokens never reach the upstream; one exchange for many calls
 (the runtime's `mcp_token_exchanges_total`); carol's refused exchange is a tool error the model
-can read, through the official SDK; client credentials work.
+can read, through the official SDK; client credentials work; the JWT bearer grant (RFC 7523 2.1)
+gets the key holder's token with an assertion the runtime signs, and a refused assertion is a
+tool error too.
 
 Does process and socket I/O on 127.0.0.1 only; every wait is bounded; servers are stopped by PID.
 """
@@ -121,6 +123,27 @@ spec:
           clientCredentials:
             tokenUrl: TOKEN_URL
             client: {id: sid1, secretKeyRef: {name: sid1, key: secret}}
+    - name: profile_issues
+      description: Issues as the holder of a key registered at the provider sees them.
+      http:
+        url: UPSTREAM/profile
+        auth:
+          jwtBearer:
+            tokenUrl: TOKEN_URL
+            assertion:
+              secretKeyRef: {name: idp-jwt, key: key.pem}
+              keyId: kube-mcp-key
+              issuer: kube-mcp-jwt
+              audience: ISSUER
+            scope: openid
+    - name: profile_issues_unknown_key
+      description: The same, the assertion naming a key the provider does not know.
+      http:
+        url: UPSTREAM/profile
+        auth:
+          jwtBearer:
+            tokenUrl: TOKEN_URL
+            assertion: {secretKeyRef: {name: idp-jwt, key: key.pem}, keyId: no-such-key, issuer: kube-mcp-jwt, audience: ISSUER}
   resources:
     - name: my_profile
       uri: tracker://me
@@ -227,7 +250,8 @@ class UpstreamHandler(BaseHTTPRequestHandler):
             token = header.removeprefix("Bearer ")
             self._answer(200, {"authorization": header, "in_text": f"got {token}!", "tail": token[len(token) // 3 :]})
             return
-        audience = {"/me": TRACKER, "/service": "sid1"}.get(self.path)
+        # The JWT bearer grant's token is made for the assertion's `aud`: the provider itself.
+        audience = {"/me": TRACKER, "/service": "sid1", "/profile": self.server.issuer}.get(self.path)
         try:
             assert audience and header.startswith("Bearer ")
             claims = self.server.verify(header.removeprefix("Bearer "), audience)
@@ -519,3 +543,32 @@ def test_client_credentials_tell_the_upstream_the_caller_only_as_declared(
     assert refused["isError"] is True
     assert "no `org.department` claim" in refused["content"][0]["text"], refused
     assert len(upstream.seen) == seen, "not sent without the claim"
+
+
+async def test_a_jwt_bearer_assertion_gets_the_key_holders_token(
+    served: Runtime, provider: dict, upstream: Upstream
+) -> None:
+    """`jwtBearer`: the runtime signs an assertion (iss = sub = kube-mcp-jwt, kid, aud = the
+    issuer) with the key the provider registered for kube-mcp-jwt; the provider's token names
+    that subject, one token serves every caller, and an assertion with an unknown key id is
+    refused as a tool error the model can read."""
+    alice, bob = login(provider, "alice"), login(provider, "bob")
+    for i, token in enumerate((alice, bob, alice)):
+        result = call(served, token, "profile_issues", i)
+        assert result.get("isError") is not True, result
+        content = result["structuredContent"]
+        assert (content["sub"], content["aud"]) == ("kube-mcp-jwt", [provider["issuer"]]), content
+    assert exchanges(served) == {"ok": 1, "cached": 2, "refused": 0, "error": 0}
+    assert len(upstream.seen) == 3 and len(set(upstream.seen)) == 1, "one token, not per caller"
+    assert not any(alice in h or bob in h for h in upstream.seen)
+    async with Client(bearer_transport(served, "modern", alice), mode=MODERN, cache=None, read_timeout_seconds=30) as client:
+        result = await client.call_tool("profile_issues_unknown_key", {})
+    assert result.is_error is True
+    text = result.content[0].text
+    assert text.startswith(
+        "the authorization server refused the token request (JWT bearer assertion) (400 invalid_request): "
+        "the server did not accept the signed assertion"
+    ), text
+    assert "assertion invalid" in text, text
+    assert len(upstream.seen) == 3, "no call without the token, and no fallback"
+    assert exchanges(served)["refused"] == 1

@@ -33,6 +33,7 @@ pub const REPEATED: &[&[&str]] = &[
     &["resourceTemplates", "http"],
     &["tools", "http", "auth", "tokenExchange", "actor", "client"],
     &["tools", "http", "auth", "clientCredentials"],
+    &["tools", "http", "auth", "jwtBearer", "client"],
 ];
 
 /// The `MCPServer` CustomResourceDefinition, annotated with its revision: the Rust types' version

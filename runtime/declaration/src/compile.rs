@@ -40,8 +40,8 @@ mod views;
 pub use views::{CompiledView, CompiledViews, ItemSet, RESERVED_SEGMENTS};
 
 pub use http_types::{
-    BodyKind, ClientAuth, CompiledAuth, CompiledBody, CompiledHttp, CompiledParam,
-    CompiledResponse, Grant, ParamValue, Retry, StatusMatch,
+    BodyKind, ClientAuth, CompiledAssertion, CompiledAuth, CompiledBody, CompiledHttp,
+    CompiledParam, CompiledResponse, Grant, ParamValue, Retry, StatusMatch,
 };
 pub use interactive::{
     CONFIRM_KEY, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY, SAMPLE_KEY,

@@ -76,14 +76,17 @@ fn http_secret_refs(http: &Http) -> impl Iterator<Item = &SecretKeyRef> {
         .as_ref()
         .and_then(|b| b.form.as_deref())
         .unwrap_or_default();
-    let auth = http
+    let oauth = http
         .auth
         .iter()
         .flat_map(|auth| [&auth.token_exchange, &auth.client_credentials])
         .flatten()
         .flat_map(|grant| {
             std::iter::once(&grant.client).chain(grant.actor.iter().map(|a| &a.client))
-        })
+        });
+    let jwt_bearer = http.auth.iter().filter_map(|auth| auth.jwt_bearer.as_ref());
+    let clients = oauth
+        .chain(jwt_bearer.clone().filter_map(|grant| grant.client.as_ref()))
         .flat_map(|client| {
             [
                 client.secret_key_ref.as_ref(),
@@ -91,6 +94,7 @@ fn http_secret_refs(http: &Http) -> impl Iterator<Item = &SecretKeyRef> {
             ]
         })
         .flatten();
+    let auth = clients.chain(jwt_bearer.map(|grant| &grant.assertion.secret_key_ref));
     http.query
         .iter()
         .chain(&http.headers)

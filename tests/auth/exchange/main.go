@@ -7,8 +7,8 @@
 // Everything that parses, verifies, authorizes and issues is the library's. What is ours is only
 // the wiring below, and one thin wrapper around the example storage, because the example's client
 // type has unexported fields and no constructor for what the tests need:
-//   - access tokens are JWTs (the example's clients issue opaque ones), so an upstream can check
-//     them against the server's JWKS;
+//   - access tokens are JWTs (the example's clients issue opaque ones, and so does the JWT profile
+//     grant by default), so an upstream can check them against the server's JWKS;
 //   - one more client that authenticates with private_key_jwt, whose public key we hold;
 //   - the delegation `act` claim ({"sub": <actor token's subject>}) when an actor_token is sent:
 //     the example's own code for it, which it ships commented out in getTokenExchangeClaims.
@@ -128,13 +128,19 @@ func (s *store) ClientCredentials(ctx context.Context, id, secret string) (op.Cl
 	return jwtClientOf(c, false), nil
 }
 
-// GetKeyByIDAndClientID: our private_key_jwt client's key, then the example's (the "service"
-// user's key1, for the JWT profile grant).
+// GetKeyByIDAndClientID: our private_key_jwt client's key (also the key of the JWT profile
+// grant's assertions with iss = sub = kube-mcp-jwt), then the example's (the "service" user's key1).
 func (s *store) GetKeyByIDAndClientID(ctx context.Context, keyID, clientID string) (*jose.JSONWebKey, error) {
 	if clientID == jwtClient && keyID == jwtKeyID {
 		return &jose.JSONWebKey{KeyID: keyID, Use: "sig", Algorithm: string(jose.RS256), Key: s.jwtKey}, nil
 	}
 	return s.Storage.GetKeyByIDAndClientID(ctx, keyID, clientID)
+}
+
+// JWTProfileTokenType (op.JWTProfileTokenStorage): the JWT profile grant issues JWTs too (the
+// library's default is an opaque token).
+func (s *store) JWTProfileTokenType(context.Context, op.TokenRequest) (op.AccessTokenType, error) {
+	return op.AccessTokenTypeJWT, nil
 }
 
 // GetPrivateClaimsFromTokenExchangeRequest: the example's claims, plus the delegation `act`

@@ -1,11 +1,67 @@
 //! Compiling `http.auth`: exactly one grant, a token URL that is `https` (or `http` on a
-//! loopback address), exactly one client authentication, the header the token goes into.
+//! loopback address), exactly one client authentication (none at all for a JWT bearer grant
+//! without `client`), the assertion of a JWT bearer grant, the header the token goes into.
 //! Token exchange needs `spec.auth`: without it there is no caller's token to exchange. Reads
 //! the referenced secret files (unless no secrets directory is given).
 
 use super::Compiler;
-use super::http_types::{ClientAuth, CompiledAuth, CompiledParam, Grant};
-use crate::types::{HttpAuth, JwtAlgorithm, OAuthClient};
+use super::http_types::{ClientAuth, CompiledAssertion, CompiledAuth, CompiledParam, Grant};
+use crate::secrets::Secret;
+use crate::types::{
+    HttpAuth, JwtAlgorithm, JwtAssertion, OAuthActor, OAuthClient, OAuthGrant, SecretKeyRef,
+};
+
+/// What every grant declares, whichever grant declares it.
+struct Requested<'a> {
+    grant: Grant,
+    field: &'static str,
+    token_url: &'a str,
+    client: Option<&'a OAuthClient>,
+    audience: &'a Option<String>,
+    resource: &'a Option<String>,
+    scope: &'a Option<String>,
+    actor: Option<&'a OAuthActor>,
+    assertion: Option<&'a JwtAssertion>,
+}
+
+impl<'a> Requested<'a> {
+    /// The one grant of `auth`, if exactly one is declared.
+    fn of(auth: &'a HttpAuth) -> Option<Self> {
+        let oauth = |grant, field, spec: &'a OAuthGrant| Self {
+            grant,
+            field,
+            token_url: &spec.token_url,
+            client: Some(&spec.client),
+            audience: &spec.audience,
+            resource: &spec.resource,
+            scope: &spec.scope,
+            actor: spec.actor.as_ref(),
+            assertion: None,
+        };
+        match (
+            &auth.token_exchange,
+            &auth.client_credentials,
+            &auth.jwt_bearer,
+        ) {
+            (Some(spec), None, None) => Some(oauth(Grant::TokenExchange, "tokenExchange", spec)),
+            (None, Some(spec), None) => {
+                Some(oauth(Grant::ClientCredentials, "clientCredentials", spec))
+            }
+            (None, None, Some(spec)) => Some(Self {
+                grant: Grant::JwtBearer,
+                field: "jwtBearer",
+                token_url: &spec.token_url,
+                client: spec.client.as_ref(),
+                audience: &spec.audience,
+                resource: &spec.resource,
+                scope: &spec.scope,
+                actor: None,
+                assertion: Some(&spec.assertion),
+            }),
+            _ => None,
+        }
+    }
+}
 
 impl Compiler<'_> {
     /// The compiled `auth` of an `http` block at `path` whose headers are `headers`.
@@ -16,17 +72,14 @@ impl Compiler<'_> {
         headers: &[CompiledParam],
     ) -> Option<CompiledAuth> {
         let errors_before = self.errors.len();
-        let (grant, spec, field) = match (&auth.token_exchange, &auth.client_credentials) {
-            (Some(spec), None) => (Grant::TokenExchange, spec, "tokenExchange"),
-            (None, Some(spec)) => (Grant::ClientCredentials, spec, "clientCredentials"),
-            _ => {
-                self.error(
-                    path,
-                    "declare exactly one of `tokenExchange` or `clientCredentials`",
-                );
-                return None;
-            }
+        let Some(spec) = Requested::of(auth) else {
+            self.error(
+                path,
+                "declare exactly one of `tokenExchange`, `clientCredentials` or `jwtBearer`",
+            );
+            return None;
         };
+        let (grant, field) = (spec.grant, spec.field);
         let grant_path = format!("{path}.{field}");
         if grant == Grant::TokenExchange && !self.authenticates {
             self.error(
@@ -34,9 +87,16 @@ impl Compiler<'_> {
                 "needs spec.auth: without it callers bring no token to exchange",
             );
         }
-        let token_url = self.token_url(&format!("{grant_path}.tokenUrl"), &spec.token_url);
-        let client_auth = self.client_auth(&grant_path, &spec.client, &spec.token_url);
-        let actor = spec.actor.as_ref().and_then(|actor| {
+        let token_url = self.token_url(&format!("{grant_path}.tokenUrl"), spec.token_url);
+        let client_auth = match spec.client {
+            Some(client) => self.client_auth(&grant_path, client, spec.token_url),
+            None => Some(ClientAuth::None),
+        };
+        let client_id = spec.client.map(|c| c.id.clone()).unwrap_or_default();
+        let assertion = spec
+            .assertion
+            .and_then(|assertion| self.assertion(&grant_path, assertion, spec.token_url));
+        let actor = spec.actor.and_then(|actor| {
             let actor_path = format!("{grant_path}.actor");
             if grant != Grant::TokenExchange {
                 self.error(&actor_path, "applies to tokenExchange only");
@@ -45,7 +105,7 @@ impl Compiler<'_> {
             if actor.scope.as_deref().is_some_and(str::is_empty) {
                 self.error(format!("{actor_path}.scope"), "must not be empty");
             }
-            let client_auth = self.client_auth(&actor_path, &actor.client, &spec.token_url)?;
+            let client_auth = self.client_auth(&actor_path, &actor.client, spec.token_url)?;
             let cache_key = serde_json::json!([
                 "clientCredentials",
                 spec.token_url,
@@ -56,7 +116,7 @@ impl Compiler<'_> {
             .to_string();
             Some(Box::new(CompiledAuth {
                 grant: Grant::ClientCredentials,
-                token_url: url::Url::parse(&spec.token_url).ok()?,
+                token_url: url::Url::parse(spec.token_url).ok()?,
                 client_id: actor.client.id.clone(),
                 client_auth,
                 audience: None,
@@ -66,18 +126,19 @@ impl Compiler<'_> {
                 prefix: String::new(),
                 cache_key,
                 actor: None,
+                assertion: None,
             }))
         });
         for (name, value) in [
-            ("audience", &spec.audience),
-            ("resource", &spec.resource),
-            ("scope", &spec.scope),
+            ("audience", spec.audience),
+            ("resource", spec.resource),
+            ("scope", spec.scope),
         ] {
             if value.as_deref().is_some_and(str::is_empty) {
                 self.error(format!("{grant_path}.{name}"), "must not be empty");
             }
         }
-        if let Some(resource) = &spec.resource
+        if let Some(resource) = spec.resource
             && url::Url::parse(resource).is_err()
         {
             self.error(format!("{grant_path}.resource"), "must be an absolute URI");
@@ -109,21 +170,27 @@ impl Compiler<'_> {
         }
         let token_url = token_url?;
         let client_auth = client_auth?;
+        if spec.assertion.is_some() && assertion.is_none() {
+            return None;
+        }
         let cache_key = serde_json::json!([
             field,
             token_url.as_str(),
-            spec.client.id,
+            client_id,
             client_kind(&client_auth),
             spec.audience,
             spec.resource,
             spec.scope,
             actor.as_ref().map(|a| &a.cache_key),
+            assertion
+                .as_ref()
+                .map(|a| serde_json::json!([a.issuer, a.subject, a.audience, a.key_id])),
         ])
         .to_string();
         Some(CompiledAuth {
             grant,
             token_url,
-            client_id: spec.client.id.clone(),
+            client_id,
             client_auth,
             audience: spec.audience.clone(),
             resource: spec.resource.clone(),
@@ -132,6 +199,7 @@ impl Compiler<'_> {
             prefix,
             cache_key,
             actor,
+            assertion,
         })
     }
 
@@ -196,16 +264,7 @@ impl Compiler<'_> {
         }
         let jwt = client.private_key_jwt.as_ref()?;
         let jwt_path = format!("{path}.privateKeyJwt");
-        let (key, _) = self.secret(&jwt_path, &jwt.secret_key_ref, None, false)?;
-        // An empty value is the operator's check without files; a real key is parsed when the
-        // backend is built (`backends/http/upstreams.rs`), which refuses the load if it is not.
-        if !key.expose().is_empty() && !key.expose().contains("-----BEGIN") {
-            self.error(
-                format!("{jwt_path}.secretKeyRef"),
-                "does not hold a PEM private key",
-            );
-            return None;
-        }
+        let key = self.private_key(&jwt_path, &jwt.secret_key_ref)?;
         if jwt.audience.as_deref().is_some_and(str::is_empty) {
             self.error(format!("{jwt_path}.audience"), "must not be empty");
         }
@@ -216,12 +275,71 @@ impl Compiler<'_> {
             audience: jwt.audience.clone().unwrap_or_else(|| token_url.to_owned()),
         })
     }
+
+    /// The assertion of a JWT bearer grant at `grant_path`: a PEM key, a non-empty `issuer`,
+    /// and `subject` (default `issuer`), `audience` (default `token_url`) and `keyId` not empty
+    /// when declared.
+    fn assertion(
+        &mut self,
+        grant_path: &str,
+        assertion: &JwtAssertion,
+        token_url: &str,
+    ) -> Option<CompiledAssertion> {
+        let path = format!("{grant_path}.assertion");
+        let errors_before = self.errors.len();
+        if assertion.issuer.is_empty() {
+            self.error(format!("{path}.issuer"), "must not be empty");
+        }
+        for (name, value) in [
+            ("subject", &assertion.subject),
+            ("audience", &assertion.audience),
+            ("keyId", &assertion.key_id),
+        ] {
+            if value.as_deref().is_some_and(str::is_empty) {
+                self.error(format!("{path}.{name}"), "must not be empty");
+            }
+        }
+        let key = self.private_key(&path, &assertion.secret_key_ref);
+        if self.errors.len() > errors_before {
+            return None;
+        }
+        Some(CompiledAssertion {
+            key: key?,
+            alg: assertion.alg.unwrap_or(JwtAlgorithm::RS256),
+            key_id: assertion.key_id.clone(),
+            issuer: assertion.issuer.clone(),
+            subject: assertion
+                .subject
+                .clone()
+                .unwrap_or_else(|| assertion.issuer.clone()),
+            audience: assertion
+                .audience
+                .clone()
+                .unwrap_or_else(|| token_url.to_owned()),
+        })
+    }
+
+    /// The PEM private key that `reference` (of the object at `path`) names.
+    fn private_key(&mut self, path: &str, reference: &SecretKeyRef) -> Option<Secret> {
+        let (key, _) = self.secret(path, reference, None, false)?;
+        // An empty value is the operator's check without files; a real key is parsed when the
+        // backend is built (`backends/http/upstreams.rs`), which refuses the load if it is not.
+        if !key.expose().is_empty() && !key.expose().contains("-----BEGIN") {
+            self.error(
+                format!("{path}.secretKeyRef"),
+                "does not hold a PEM private key",
+            );
+            return None;
+        }
+        Some(key)
+    }
 }
 
 fn client_kind(auth: &ClientAuth) -> &'static str {
     match auth {
         ClientAuth::Secret(_) => "secret",
         ClientAuth::PrivateKeyJwt { .. } => "private_key_jwt",
+        ClientAuth::None => "none",
     }
 }
 

@@ -58,7 +58,7 @@ pub struct CompiledAuth {
     pub grant: Grant,
     /// The token endpoint (`https`, or `http` on loopback).
     pub token_url: url::Url,
-    /// The runtime's client id.
+    /// The runtime's client id (empty without a client: [`ClientAuth::None`]).
     pub client_id: String,
     /// How the client authenticates.
     pub client_auth: ClientAuth,
@@ -73,11 +73,30 @@ pub struct CompiledAuth {
     /// Text before the token in the header.
     pub prefix: String,
     /// Everything but the subject that decides which token the server issues (grant, token
-    /// URL, client, audience, resource, scope, actor), as one string: backends with equal keys
+    /// URL, client, audience, resource, scope, actor, assertion), as one string: backends with equal keys
     /// share cached tokens.
     pub cache_key: String,
     /// Token exchange: how the actor token is obtained (client credentials, same token URL).
     pub actor: Option<Box<CompiledAuth>>,
+    /// JWT bearer grant: the assertion signed for each token request.
+    pub assertion: Option<CompiledAssertion>,
+}
+
+/// The assertion of a JWT bearer grant (RFC 7523 section 2.1).
+#[derive(Debug)]
+pub struct CompiledAssertion {
+    /// The PEM private key.
+    pub key: Secret,
+    /// Signing algorithm.
+    pub alg: crate::types::JwtAlgorithm,
+    /// `kid` header.
+    pub key_id: Option<String>,
+    /// `iss` claim.
+    pub issuer: String,
+    /// `sub` claim.
+    pub subject: String,
+    /// `aud` claim.
+    pub audience: String,
 }
 
 /// The grants `http.auth` can use.
@@ -87,6 +106,8 @@ pub enum Grant {
     TokenExchange,
     /// RFC 6749 section 4.4.
     ClientCredentials,
+    /// RFC 7523 section 2.1, a signed assertion as the grant.
+    JwtBearer,
 }
 
 /// Client authentication at the token endpoint.
@@ -105,6 +126,8 @@ pub enum ClientAuth {
         /// `aud` claim.
         audience: String,
     },
+    /// None: the JWT bearer grant without `client` (the assertion alone authorizes).
+    None,
 }
 
 /// Retry policy.

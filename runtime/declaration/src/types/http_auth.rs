@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A token obtained from an OAuth authorization server for each upstream call: exactly one of
-/// `tokenExchange` or `clientCredentials`. The token is cached until shortly before it expires,
-/// sent only in `header`, and redacted from everything the call returns.
+/// `tokenExchange`, `clientCredentials` or `jwtBearer`. The token is cached until shortly before
+/// it expires, sent only in `header`, and redacted from everything the call returns.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpAuth {
@@ -22,6 +22,11 @@ pub struct HttpAuth {
     /// `tokenExchange`'s, without `actor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_credentials: Option<OAuthGrant>,
+    /// The JWT bearer grant (RFC 7523 section 2.1), where the authorization server supports it:
+    /// the runtime signs an assertion naming `assertion.subject` with a key the server holds the
+    /// public half of, and gets a token for that subject, shared by every caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwt_bearer: Option<JwtBearerGrant>,
     /// Request header that carries the token (default `Authorization`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,
@@ -53,6 +58,53 @@ pub struct OAuthGrant {
     /// the actor (`act`) beside the caller as the subject (delegation, RFC 8693 section 4.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<OAuthActor>,
+}
+
+/// A token requested with a signed assertion (RFC 7523 section 2.1).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JwtBearerGrant {
+    /// The authorization server's token endpoint; `https`, or `http` on a loopback address.
+    pub token_url: String,
+    /// The assertion the runtime signs for each token request.
+    pub assertion: JwtAssertion,
+    /// Client authentication, when the server wants it beside the assertion (it need not); the
+    /// fields are `tokenExchange.client`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<OAuthClient>,
+    /// `audience` parameter, as in `tokenExchange`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// `resource` parameter (RFC 8707), as in `tokenExchange`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// `scope` parameter: space-separated scopes asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// The JWT a `jwtBearer` grant presents: `iss`, `sub`, `aud`, a 60-second life and a random
+/// `jti`, signed with the private key from a Secret.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JwtAssertion {
+    /// The PEM private key (PKCS#8, or PKCS#1 for RSA; SEC1 for EC).
+    pub secret_key_ref: SecretKeyRef,
+    /// Signing algorithm (default `RS256`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alg: Option<JwtAlgorithm>,
+    /// `kid` header, naming the key the server registered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// `iss` claim: who signs, as the server knows the key's holder.
+    pub issuer: String,
+    /// `sub` claim: whom the token is for (default: `issuer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// `aud` claim (default: `tokenUrl`). Servers that follow RFC 7523bis (zitadel, for one)
+    /// want their issuer identifier here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
 }
 
 /// The client whose client-credentials token is the actor token.

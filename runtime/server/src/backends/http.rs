@@ -55,6 +55,7 @@ async fn credential(
         client: &live.client,
         signer: live.signer.as_ref(),
         actor_signer: live.actor_signer.as_ref(),
+        assertion_signer: live.assertion_signer.as_ref(),
     };
     let token = token::token_for(auth, clients, &upstreams.tokens, metrics, subject, deadline)
         .await

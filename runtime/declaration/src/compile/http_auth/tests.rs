@@ -17,6 +17,9 @@ fn tool(auth: &str) -> String {
 
 const SECRET_CLIENT: &str = "{id: kube-mcp, secretKeyRef: {name: idp, key: secret}}";
 
+/// The least `jwtBearer.assertion`.
+const ASSERTION: &str = "{secretKeyRef: {name: svc-key, key: key.pem}, issuer: svc}";
+
 #[test]
 fn a_token_exchange_compiles_with_its_defaults() {
     let spec = format!(
@@ -64,13 +67,16 @@ fn exactly_one_grant() {
         format!(
             "{{tokenExchange: {{tokenUrl: 'https://a/t', client: {SECRET_CLIENT}}}, clientCredentials: {{tokenUrl: 'https://a/t', client: {SECRET_CLIENT}}}}}"
         ),
+        format!(
+            "{{clientCredentials: {{tokenUrl: 'https://a/t', client: {SECRET_CLIENT}}}, jwtBearer: {{tokenUrl: 'https://a/t', assertion: {ASSERTION}}}}}"
+        ),
     ] {
         let found = errors(&format!("{AUTH}{}", tool(&auth)));
         assert_eq!(found.len(), 1, "{auth}: {found:?}");
         assert_eq!(found[0].0, "spec.tools[0].http.auth");
-        assert!(
-            found[0].1.starts_with("declare exactly one of"),
-            "{found:?}"
+        assert_eq!(
+            found[0].1,
+            "declare exactly one of `tokenExchange`, `clientCredentials` or `jwtBearer`"
         );
     }
 }
@@ -310,9 +316,15 @@ fn claim_headers_need_callers_with_tokens() {
     let header = "{name: X-User, claim: email}";
     assert!(compiled_with(&format!("{AUTH}{}", tool_params("headers", header)), None).is_ok());
     let found = errors(&tool_params("headers", header));
-    assert_eq!(found[0].0, "spec.tools[0].http.headers[0].claim", "{found:?}");
+    assert_eq!(
+        found[0].0, "spec.tools[0].http.headers[0].claim",
+        "{found:?}"
+    );
     assert!(found[0].1.starts_with("needs spec.auth"), "{found:?}");
-    let found = errors(&format!("{AUTH}{}", tool_params("query", "{name: user, claim: sub}")));
+    let found = errors(&format!(
+        "{AUTH}{}",
+        tool_params("query", "{name: user, claim: sub}")
+    ));
     assert_eq!(found[0].0, "spec.tools[0].http.query[0].claim", "{found:?}");
     assert_eq!(found[0].1, "applies to headers only");
     for (param, path, message) in [
@@ -330,4 +342,166 @@ fn claim_headers_need_callers_with_tokens() {
         let found = errors(&format!("{AUTH}{}", tool_params("headers", param)));
         assert_eq!((found[0].0.as_str(), found[0].1.as_str()), (path, message));
     }
+}
+
+/// The compiled `auth` of tool `t`.
+fn auth_of(compiled: &crate::Compiled) -> &crate::CompiledAuth {
+    compiled
+        .tool("t")
+        .unwrap()
+        .http
+        .as_ref()
+        .unwrap()
+        .auth
+        .as_ref()
+        .unwrap()
+}
+
+#[test]
+fn a_jwt_bearer_grant_compiles_with_its_defaults_and_needs_no_caller() {
+    // No spec.auth: the assertion names the runtime's subject, not the caller.
+    let spec = tool(&format!(
+        "{{jwtBearer: {{tokenUrl: 'https://idp.example.com/token', assertion: {ASSERTION}, scope: openid}}}}"
+    ));
+    let compiled = compiled_with(&spec, None).unwrap();
+    let auth = auth_of(&compiled);
+    assert_eq!(auth.grant, Grant::JwtBearer);
+    assert!(matches!(auth.client_auth, ClientAuth::None));
+    assert_eq!(auth.client_id, "");
+    assert_eq!(auth.scope.as_deref(), Some("openid"));
+    let assertion = auth.assertion.as_ref().unwrap();
+    assert_eq!(
+        (
+            assertion.issuer.as_str(),
+            assertion.subject.as_str(),
+            assertion.audience.as_str(),
+            assertion.key_id.as_deref(),
+            assertion.alg,
+        ),
+        (
+            "svc",
+            "svc",
+            "https://idp.example.com/token",
+            None,
+            crate::types::JwtAlgorithm::RS256
+        )
+    );
+    // Everything declared, and a client beside the assertion.
+    let spec = tool(&format!(
+        "{{jwtBearer: {{tokenUrl: 'https://idp.example.com/token', client: {SECRET_CLIENT}, audience: tracker, assertion: {{secretKeyRef: {{name: svc-key, key: key.pem}}, alg: ES256, keyId: k1, issuer: svc, subject: alice, audience: 'https://idp.example.com'}}}}}}"
+    ));
+    let compiled = compiled_with(&spec, None).unwrap();
+    let auth = auth_of(&compiled);
+    assert!(matches!(auth.client_auth, ClientAuth::Secret(_)));
+    assert_eq!(auth.client_id, "kube-mcp");
+    let assertion = auth.assertion.as_ref().unwrap();
+    assert_eq!(
+        (
+            assertion.subject.as_str(),
+            assertion.audience.as_str(),
+            assertion.key_id.as_deref(),
+            assertion.alg,
+        ),
+        (
+            "alice",
+            "https://idp.example.com",
+            Some("k1"),
+            crate::types::JwtAlgorithm::ES256
+        )
+    );
+    // Another subject is another token.
+    assert!(auth.cache_key.contains("alice"), "{}", auth.cache_key);
+    // The key's Secret and the client's are listed, for spec.secrets and admission.
+    let manifest = parse_manifest(
+        &format!("apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{spec}"),
+        PathBuf::new(),
+    )
+    .unwrap();
+    let refs = manifest.declaration.secret_refs();
+    assert!(refs.contains("svc-key") && refs.contains("idp"), "{refs:?}");
+}
+
+#[test]
+fn a_jwt_bearer_assertion_is_checked() {
+    let grant = |assertion: &str, rest: &str| {
+        tool(&format!(
+            "{{jwtBearer: {{tokenUrl: 'https://idp/t', assertion: {assertion}{rest}}}}}"
+        ))
+    };
+    let found = errors(&grant("{secretKeyRef: {name: k, key: p}, issuer: ''}", ""));
+    assert_eq!(
+        found,
+        [(
+            "spec.tools[0].http.auth.jwtBearer.assertion.issuer".to_owned(),
+            "must not be empty".to_owned()
+        )]
+    );
+    let found = errors(&grant(
+        "{secretKeyRef: {name: k, key: p}, issuer: svc, subject: '', audience: '', keyId: ''}",
+        ", scope: ''",
+    ));
+    let paths: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "spec.tools[0].http.auth.jwtBearer.assertion.subject",
+            "spec.tools[0].http.auth.jwtBearer.assertion.audience",
+            "spec.tools[0].http.auth.jwtBearer.assertion.keyId",
+            "spec.tools[0].http.auth.jwtBearer.scope",
+        ],
+        "{found:?}"
+    );
+    // A malformed Secret reference, a client without authentication.
+    let found = errors(&grant(
+        "{secretKeyRef: {name: K_, key: p}, issuer: svc}",
+        "",
+    ));
+    assert_eq!(
+        found[0].0,
+        "spec.tools[0].http.auth.jwtBearer.assertion.secretKeyRef"
+    );
+    let found = errors(&grant(ASSERTION, ", client: {id: a}"));
+    assert_eq!(found[0].0, "spec.tools[0].http.auth.jwtBearer.client");
+    // The token URL rules are the other grants'.
+    let found = errors(&tool(&format!(
+        "{{jwtBearer: {{tokenUrl: 'http://idp.example.com/t', assertion: {ASSERTION}}}}}"
+    )));
+    assert_eq!(
+        found,
+        [(
+            "spec.tools[0].http.auth.jwtBearer.tokenUrl".to_owned(),
+            "must be https (http only on a loopback address such as 127.0.0.1)".to_owned()
+        )]
+    );
+    // An algorithm outside the enum is refused by the schema (and here by serde).
+    let text = format!(
+        "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n{}",
+        grant(
+            "{secretKeyRef: {name: k, key: p}, issuer: svc, alg: HS256}",
+            ""
+        )
+    );
+    assert!(parse_manifest(&text, PathBuf::new()).is_err());
+    // With the files: a key that is not PEM.
+    let dir = std::env::temp_dir().join(format!("kube-mcp-jwt-bearer-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("svc-key")).unwrap();
+    std::fs::write(dir.join("svc-key/key.pem"), "not a key\n").unwrap();
+    let found: Vec<String> = compiled_with(
+        &tool(&format!(
+            "{{jwtBearer: {{tokenUrl: 'https://idp/t', assertion: {ASSERTION}}}}}"
+        )),
+        Some(&dir),
+    )
+    .unwrap_err()
+    .errors
+    .into_iter()
+    .map(|e| format!("{}: {}", e.path, e.message))
+    .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        found,
+        [
+            "spec.tools[0].http.auth.jwtBearer.assertion.secretKeyRef: does not hold a PEM private key"
+        ]
+    );
 }

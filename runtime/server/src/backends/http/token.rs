@@ -1,6 +1,7 @@
 //! Obtaining the token an `http.auth` backend sends: token exchange (RFC 8693, the caller's
-//! validated token as the subject token) or client credentials (RFC 6749 section 4.4), the
-//! client authenticated by secret (`client_secret_basic`) or by a signed assertion
+//! validated token as the subject token), client credentials (RFC 6749 section 4.4) or a JWT
+//! bearer grant (RFC 7523 section 2.1, an assertion the runtime signs), the client (if any)
+//! authenticated by secret (`client_secret_basic`) or by a signed assertion
 //! (`private_key_jwt`, RFC 7523 section 2.2), optionally with the runtime's own token as the
 //! actor token (delegation: the issued token's `act`). Tokens are cached (`token/cache.rs`). The token
 //! request is bounded by the call's deadline and a response size cap. A refusal becomes a
@@ -14,7 +15,7 @@ mod signer;
 
 pub(crate) use cache::TokenCache;
 pub(crate) use error::TokenError;
-pub(crate) use signer::Signer;
+pub(crate) use signer::{Signer, SignerError};
 
 use crate::metrics::Metrics;
 use crate::principal::SubjectToken;
@@ -34,6 +35,7 @@ const TOKEN_TIMEOUT: Duration = Duration::from_secs(10);
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 const JWT_BEARER_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// The token for one call of a backend with `auth`, from the cache or the server; counted in
 /// `mcp_token_exchanges_total` by outcome.
@@ -54,7 +56,7 @@ pub(super) async fn token_for(
                 return Err(TokenError::NoSubject);
             }
         },
-        Grant::ClientCredentials => None,
+        Grant::ClientCredentials | Grant::JwtBearer => None,
     };
     let key = TokenCache::key(&auth.cache_key, subject.map(SubjectToken::expose));
     let deadline = deadline.min(Instant::now() + TOKEN_TIMEOUT);
@@ -68,14 +70,16 @@ pub(super) async fn token_for(
                         let key = TokenCache::key(&actor.cache_key, None);
                         let obtained = tokens
                             .get_or_obtain(key, || {
-                                request(actor, live.client, live.actor_signer, None, None)
+                                let signers = (live.actor_signer, None);
+                                request(actor, live.client, signers, None, None)
                             })
                             .await?;
                         Some(obtained.0.token)
                     }
                     None => None,
                 };
-                request(auth, live.client, live.signer, subject, actor.as_ref()).await
+                let signers = (live.signer, live.assertion_signer);
+                request(auth, live.client, signers, subject, actor.as_ref()).await
             };
             match tokio::time::timeout_at(deadline, exchange).await {
                 Ok(result) => result,
@@ -117,6 +121,8 @@ pub(super) struct Live<'a> {
     pub(super) signer: Option<&'a Signer>,
     /// Signs the actor client's assertions.
     pub(super) actor_signer: Option<&'a Signer>,
+    /// Signs the JWT bearer grant's assertions.
+    pub(super) assertion_signer: Option<&'a Signer>,
 }
 
 /// The fields of a token response this runtime reads (RFC 6749 section 5.1).
@@ -127,16 +133,19 @@ struct TokenResponse {
     expires_in: Option<serde_json::Value>,
 }
 
+/// The signers of one token request: the client's assertion, the grant's assertion.
+type Signers<'a> = (Option<&'a Signer>, Option<&'a Signer>);
+
 /// One token request.
 async fn request(
     auth: &CompiledAuth,
     client: &reqwest::Client,
-    signer: Option<&Signer>,
+    signers: Signers<'_>,
     subject: Option<&SubjectToken>,
     actor: Option<&Secret>,
 ) -> Result<Issued, TokenError> {
     // The form is built in a function of its own: its serializer may not live across an await.
-    let (body, authorization) = form(auth, signer, subject, actor)?;
+    let (body, authorization) = form(auth, signers, subject, actor)?;
     let mut request = client
         .post(auth.token_url.clone())
         .header(ACCEPT, "application/json")
@@ -176,7 +185,7 @@ async fn request(
 /// The token request's form, and its `Authorization` header for a client secret.
 fn form(
     auth: &CompiledAuth,
-    signer: Option<&Signer>,
+    (signer, assertion_signer): Signers<'_>,
     subject: Option<&SubjectToken>,
     actor: Option<&Secret>,
 ) -> Result<(String, Option<HeaderValue>), TokenError> {
@@ -196,6 +205,12 @@ fn form(
         }
         Grant::ClientCredentials => {
             form.append_pair("grant_type", "client_credentials");
+        }
+        Grant::JwtBearer => {
+            let claims = auth.assertion.as_ref().ok_or(TokenError::Signing)?;
+            let signer = assertion_signer.ok_or(TokenError::Signing)?;
+            form.append_pair("grant_type", JWT_BEARER_GRANT);
+            form.append_pair("assertion", &signer.sign(&claims.issuer, &claims.subject)?);
         }
     }
     for (name, value) in [
@@ -217,6 +232,7 @@ fn form(
             form.append_pair("client_assertion", &assertion);
             None
         }
+        ClientAuth::None => None,
     };
     Ok((form.finish(), authorization))
 }

@@ -19,6 +19,8 @@ pub struct Upstream {
     pub(crate) signer: Option<Signer>,
     /// Signs the client assertions of `http.auth`'s actor (`privateKeyJwt` only).
     pub(crate) actor_signer: Option<Signer>,
+    /// Signs the assertions of `http.auth`'s JWT bearer grant (`jwtBearer` only).
+    pub(crate) assertion_signer: Option<Signer>,
 }
 
 /// Every HTTP backend's live parts, by slot.
@@ -30,7 +32,7 @@ pub struct Upstreams {
 }
 
 /// A client could not be built (the TLS backend refused the configuration, or a
-/// `privateKeyJwt` key does not fit its algorithm).
+/// `privateKeyJwt` or `jwtBearer` assertion key does not fit its algorithm).
 #[derive(Debug, thiserror::Error)]
 #[error("{label}: cannot build the HTTP client: {message}")]
 pub struct BuildError {
@@ -59,21 +61,29 @@ impl Upstreams {
                     client
                 }
             };
-            let signer_of = |auth: Option<&mcp_declaration::CompiledAuth>| match auth {
-                Some(auth) => Signer::of(auth).map_err(|err| BuildError {
+            let built = |signer: Result<Option<Signer>, _>| {
+                signer.map_err(|err: super::token::SignerError| BuildError {
                     label: http.label.clone(),
                     message: err.to_string(),
-                }),
+                })
+            };
+            let signer_of = |auth: Option<&mcp_declaration::CompiledAuth>| match auth {
+                Some(auth) => built(Signer::of(auth)),
                 None => Ok(None),
             };
             let auth = http.auth.as_ref();
             let signer = signer_of(auth)?;
             let actor_signer = signer_of(auth.and_then(|a| a.actor.as_deref()))?;
+            let assertion_signer = match auth {
+                Some(auth) => built(Signer::of_assertion(auth))?,
+                None => None,
+            };
             slots.push(Upstream {
                 client,
                 permits: Semaphore::new(http.max_concurrency),
                 signer,
                 actor_signer,
+                assertion_signer,
             });
         }
         Ok(Self {

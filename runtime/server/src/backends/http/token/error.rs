@@ -39,8 +39,8 @@ pub(crate) enum TokenError {
     /// The answer was not a usable token response.
     #[error("the authorization server's token response is unusable: {0}")]
     Malformed(&'static str),
-    /// The client assertion could not be signed.
-    #[error("cannot sign the client assertion for the token request")]
+    /// The client assertion or the grant's assertion could not be signed.
+    #[error("cannot sign the assertion for the token request")]
     Signing,
 }
 
@@ -116,6 +116,7 @@ fn refused_text(
     let what = match grant {
         Grant::TokenExchange => "the token exchange for the caller",
         Grant::ClientCredentials => "the token request (client credentials)",
+        Grant::JwtBearer => "the token request (JWT bearer assertion)",
     };
     let mut text = format!(
         "the authorization server refused {what} ({status} {})",
@@ -138,6 +139,9 @@ fn meaning(grant: Grant, code: &str) -> Option<&'static str> {
             "the caller's token was not accepted for exchange (expired, revoked, or this user may not use this upstream); signing in again may help, retrying as is will not"
         }
         ("invalid_grant", Grant::ClientCredentials) => "the grant was refused",
+        ("invalid_grant" | "invalid_request", Grant::JwtBearer) => {
+            "the server did not accept the signed assertion (its issuer, subject, audience, key id or signature, or the key is not registered there); the server's operator must fix http.auth.jwtBearer.assertion or register its key, retrying as is will not help"
+        }
         ("invalid_request", Grant::TokenExchange) => {
             "the request was refused as invalid, often because the caller's token is not one this server can exchange"
         }
@@ -176,6 +180,7 @@ mod tests {
             prefix: "Bearer ".into(),
             cache_key: String::new(),
             actor: None,
+            assertion: None,
         }
     }
 
@@ -198,6 +203,20 @@ mod tests {
             "{text}"
         );
         assert_eq!(err.outcome(), "refused");
+    }
+
+    #[test]
+    fn a_refused_assertion_points_at_the_declaration() {
+        let err = TokenError::refused(
+            400,
+            br#"{"error":"invalid_request","error_description":"assertion invalid"}"#,
+            &auth(Grant::JwtBearer),
+            None,
+        );
+        assert_eq!(
+            err.to_string(),
+            "the authorization server refused the token request (JWT bearer assertion) (400 invalid_request): the server did not accept the signed assertion (its issuer, subject, audience, key id or signature, or the key is not registered there); the server's operator must fix http.auth.jwtBearer.assertion or register its key, retrying as is will not help; it said: \"assertion invalid\""
+        );
     }
 
     #[test]

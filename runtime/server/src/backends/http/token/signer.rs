@@ -1,19 +1,20 @@
 //! Client assertions for `private_key_jwt` (RFC 7523 section 2.2, RFC 7521 section 5.2):
-//! `iss` = `sub` = the client id, `aud` the declared audience (default the token URL), a
-//! 60-second life and a random `jti`, signed with the key from the declared Secret. The key is
-//! parsed once, when the backend is built, so a bad key refuses the declaration's load. Pure
-//! (reads the clock).
+//! `iss` = `sub` = the client id, and the assertions of the JWT bearer grant (RFC 7523 section
+//! 2.1): `iss` and `sub` as declared. Both have `aud` the declared audience (default the token
+//! URL), a 60-second life and a random `jti`, and are signed with the key from the declared
+//! Secret. The key is parsed once, when the backend is built, so a bad key refuses the
+//! declaration's load. Pure (reads the clock).
 
 use super::TokenError;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use mcp_declaration::{ClientAuth, CompiledAuth, JwtAlgorithm};
+use mcp_declaration::{ClientAuth, CompiledAuth, JwtAlgorithm, Secret};
 use rand::RngCore;
 use serde::Serialize;
 
 /// How long an assertion is valid.
 const ASSERTION_LIFE_SECONDS: u64 = 60;
 
-/// Signs client assertions for one backend.
+/// Signs client assertions, or the grant assertions, for one backend.
 pub(crate) struct Signer {
     key: EncodingKey,
     header: Header,
@@ -32,8 +33,9 @@ impl std::fmt::Debug for Signer {
 
 /// The declared key does not fit its algorithm.
 #[derive(Debug, thiserror::Error)]
-#[error("the privateKeyJwt key is not a PEM {family} private key")]
+#[error("the {what} key is not a PEM {family} private key")]
 pub(crate) struct SignerError {
+    what: &'static str,
     family: &'static str,
 }
 
@@ -59,6 +61,36 @@ impl Signer {
         else {
             return Ok(None);
         };
+        let claims = (auth.client_id.as_str(), auth.client_id.as_str());
+        Self::new("privateKeyJwt", key, *alg, key_id, audience, claims).map(Some)
+    }
+
+    /// The signer of the assertion of `auth`'s JWT bearer grant, when it has one.
+    pub(crate) fn of_assertion(auth: &CompiledAuth) -> Result<Option<Self>, SignerError> {
+        let Some(assertion) = &auth.assertion else {
+            return Ok(None);
+        };
+        Self::new(
+            "jwtBearer assertion",
+            &assertion.key,
+            assertion.alg,
+            &assertion.key_id,
+            &assertion.audience,
+            (&assertion.issuer, &assertion.subject),
+        )
+        .map(Some)
+    }
+
+    /// A signer of `key` (the `what` of the declaration) for `alg`, once it signed for
+    /// `(issuer, subject)`: a key of the right format can still be of the wrong curve or size.
+    fn new(
+        what: &'static str,
+        key: &Secret,
+        alg: JwtAlgorithm,
+        key_id: &Option<String>,
+        audience: &str,
+        (issuer, subject): (&str, &str),
+    ) -> Result<Self, SignerError> {
         let pem = key.expose().as_bytes();
         let (algorithm, family, parsed) = match alg {
             JwtAlgorithm::RS256 => (Algorithm::RS256, "RSA", EncodingKey::from_rsa_pem(pem)),
@@ -71,29 +103,33 @@ impl Signer {
             JwtAlgorithm::ES384 => (Algorithm::ES384, "EC P-384", EncodingKey::from_ec_pem(pem)),
             JwtAlgorithm::EdDSA => (Algorithm::EdDSA, "Ed25519", EncodingKey::from_ed_pem(pem)),
         };
-        let key = parsed.map_err(|_| SignerError { family })?;
+        let key = parsed.map_err(|_| SignerError { what, family })?;
         let mut header = Header::new(algorithm);
         header.kid = key_id.clone();
         let signer = Self {
             key,
             header,
-            audience: audience.clone(),
+            audience: audience.to_owned(),
         };
-        // A key of the right format can still be of the wrong curve or size: sign once now.
         signer
-            .assertion(&auth.client_id)
-            .map_err(|_| SignerError { family })?;
-        Ok(Some(signer))
+            .sign(issuer, subject)
+            .map_err(|_| SignerError { what, family })?;
+        Ok(signer)
     }
 
-    /// A fresh assertion for `client_id`.
+    /// A fresh client assertion for `client_id`.
     pub(crate) fn assertion(&self, client_id: &str) -> Result<String, TokenError> {
+        self.sign(client_id, client_id)
+    }
+
+    /// A fresh assertion from `issuer` about `subject`.
+    pub(crate) fn sign(&self, issuer: &str, subject: &str) -> Result<String, TokenError> {
         let now = jsonwebtoken::get_current_timestamp();
         let mut jti = [0u8; 16];
         rand::rng().fill_bytes(&mut jti);
         let claims = Claims {
-            iss: client_id,
-            sub: client_id,
+            iss: issuer,
+            sub: subject,
             aud: &self.audience,
             iat: now,
             exp: now + ASSERTION_LIFE_SECONDS,
@@ -107,10 +143,13 @@ impl Signer {
 mod tests {
     use super::*;
     use jsonwebtoken::{DecodingKey, Validation, decode};
-    use mcp_declaration::{Grant, Secret};
+    use mcp_declaration::{CompiledAssertion, Grant};
 
     // A throwaway P-256 key made for this test (openssl ecparam -genkey -name prime256v1).
     const EC_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgMZBvtB8L5hTAcoXk\nOmMu60LuvS1LRspNUHV0o9uk1hKhRANCAARY4UgJUruSbGhEh905LIdGtQVma05T\nOmD5DK8ByovtbcZB/3AbkF9RTLC3l3Wr3uZaznctrOwkGPxX9m1disTh\n-----END PRIVATE KEY-----\n";
+
+    // Its public half.
+    const EC_PUBLIC: &str = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEWOFICVK7kmxoRIfdOSyHRrUFZmtO\nUzpg+QyvAcqL7W3GQf9wG5BfUUywt5d1q97mWs53LazsJBj8V/ZtXYrE4Q==\n-----END PUBLIC KEY-----\n";
 
     fn auth(key: &str, alg: JwtAlgorithm) -> CompiledAuth {
         CompiledAuth {
@@ -130,6 +169,7 @@ mod tests {
             prefix: "Bearer ".into(),
             cache_key: String::new(),
             actor: None,
+            assertion: None,
         }
     }
 
@@ -145,13 +185,12 @@ mod tests {
             (Algorithm::ES256, Some("k1"))
         );
         // Checked with the public half, as a server would.
-        let public = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEWOFICVK7kmxoRIfdOSyHRrUFZmtO\nUzpg+QyvAcqL7W3GQf9wG5BfUUywt5d1q97mWs53LazsJBj8V/ZtXYrE4Q==\n-----END PUBLIC KEY-----\n";
         let mut validation = Validation::new(Algorithm::ES256);
         validation.set_audience(&["https://idp.example.com"]);
         validation.set_issuer(&["kube-mcp"]);
         let claims = decode::<serde_json::Value>(
             &token,
-            &DecodingKey::from_ec_pem(public.as_bytes()).unwrap(),
+            &DecodingKey::from_ec_pem(EC_PUBLIC.as_bytes()).unwrap(),
             &validation,
         )
         .unwrap()
@@ -165,6 +204,43 @@ mod tests {
             signer.assertion("kube-mcp").unwrap(),
             token,
             "a fresh jti each time"
+        );
+    }
+
+    #[test]
+    fn a_grant_assertion_names_its_issuer_and_subject() {
+        let mut auth = auth(EC_KEY, JwtAlgorithm::ES256);
+        auth.grant = Grant::JwtBearer;
+        auth.client_auth = ClientAuth::None;
+        assert!(Signer::of(&auth).unwrap().is_none(), "no client assertion");
+        auth.assertion = Some(CompiledAssertion {
+            key: Secret::new(EC_KEY.into()),
+            alg: JwtAlgorithm::ES256,
+            key_id: Some("svc-1".into()),
+            issuer: "svc".into(),
+            subject: "alice".into(),
+            audience: "https://idp.example.com".into(),
+        });
+        let signer = Signer::of_assertion(&auth).unwrap().unwrap();
+        let token = signer.sign("svc", "alice").unwrap();
+        let header = jsonwebtoken::decode_header(&token).unwrap();
+        assert_eq!(header.kid.as_deref(), Some("svc-1"));
+        let mut validation = Validation::new(Algorithm::ES256);
+        validation.set_audience(&["https://idp.example.com"]);
+        validation.set_issuer(&["svc"]);
+        let claims = decode::<serde_json::Value>(
+            &token,
+            &DecodingKey::from_ec_pem(EC_PUBLIC.as_bytes()).unwrap(),
+            &validation,
+        )
+        .unwrap()
+        .claims;
+        assert_eq!(claims["sub"], "alice");
+        // A key that does not fit says which one.
+        auth.assertion.as_mut().unwrap().alg = JwtAlgorithm::RS256;
+        assert_eq!(
+            Signer::of_assertion(&auth).unwrap_err().to_string(),
+            "the jwtBearer assertion key is not a PEM RSA private key"
         );
     }
 
