@@ -290,6 +290,7 @@ async fn reconcile_inner(
                 &accepted.hash,
                 &ctx.config,
                 &plan.keys,
+                &accepted.service_account_audiences,
             );
             ctx.metrics.observe_step("build", step.elapsed());
             rollout_queued =

@@ -1,7 +1,10 @@
 //! The `mcp-runtime` command line: parses flags and calls the library.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use mcp_declaration::{CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR, Transports};
+use mcp_declaration::{
+    CompileOptions, DEFAULT_FUEL, DEFAULT_SECRETS_DIR, DEFAULT_SERVICE_ACCOUNT_TOKENS_DIR,
+    Transports,
+};
 use mcp_http::app::{RunConfig, run};
 use mcp_http::auth::{AuthSettings, KeySettings};
 use mcp_http::transport::{HttpSettings, OriginPolicy, check_path_prefix};
@@ -188,6 +191,12 @@ struct ServeArgs {
     /// file `<DIR>/<name>/<key>` (the operator mounts each Secret at `<DIR>/<name>`).
     #[arg(long, value_name = "DIR", default_value = DEFAULT_SECRETS_DIR)]
     secrets_dir: PathBuf,
+    /// Directory of the projected ServiceAccount tokens that `serviceAccountToken` clients of
+    /// `http.auth` send as their client assertion: the token for an audience is the file
+    /// `<DIR>/aud-<hash of the audience>/token` (the operator mounts one per audience there),
+    /// read again for each token request, since the kubelet rotates it.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_SERVICE_ACCOUNT_TOKENS_DIR)]
+    service_account_tokens_dir: PathBuf,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -345,6 +354,7 @@ fn config(args: ServeArgs) -> RunConfig {
             template_fuel: args.template_fuel,
             read_files: true,
             secrets_dir: Some(args.secrets_dir.clone()),
+            service_account_tokens_dir: args.service_account_tokens_dir,
             allow_link_local_upstreams: args.allow_link_local_upstreams,
         },
         reload_interval: args.reload_interval.into(),

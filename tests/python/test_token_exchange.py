@@ -8,7 +8,9 @@ for alice and bob; the callers' tokens never reach the upstream; one exchange fo
 (the runtime's `mcp_token_exchanges_total`); carol's refused exchange is a tool error the model
 can read, through the official SDK; client credentials work; the JWT bearer grant (RFC 7523 2.1)
 gets the key holder's token with an assertion the runtime signs, and a refused assertion is a
-tool error too.
+tool error too; a projected ServiceAccount token as the client assertion (a file standing in
+for the kubelet's), re-read after rotation; resources and templates read as each caller; claim
+headers; the act chain in audit records and spans.
 
 Does process and socket I/O on 127.0.0.1 only; every wait is bounded; servers are stopped by PID.
 """
@@ -19,6 +21,7 @@ import json
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,6 +30,8 @@ from urllib.parse import parse_qs, urljoin, urlparse
 import httpx2
 import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
 
 from auth_server import issuer_process
@@ -572,3 +577,116 @@ async def test_a_jwt_bearer_assertion_gets_the_key_holders_token(
     assert "assertion invalid" in text, text
     assert len(upstream.seen) == 3, "no call without the token, and no fallback"
     assert exchanges(served)["refused"] == 1
+
+
+SA_AUDIENCE = "https://kube-mcp.example.test/assertion"  # the projected token's audience
+SA_MANIFEST = """\
+apiVersion: kube-mcp.io/v1alpha1
+kind: MCPServer
+metadata: {name: exchange-sa}
+spec:
+  auth:
+    issuer: ISSUER
+    audiences: [mcp-login]
+  tools:
+    - name: my_issues_sa
+      description: The caller's issues, the client authenticated by the pod's ServiceAccount token.
+      http:
+        url: UPSTREAM/me
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client: {id: kube-mcp-jwt, serviceAccountToken: {audience: SA_AUDIENCE}}
+            audience: TRACKER
+    - name: unmounted_sa
+      description: A ServiceAccount token for an audience nothing mounted.
+      http:
+        url: UPSTREAM/me
+        auth:
+          tokenExchange:
+            tokenUrl: TOKEN_URL
+            client: {id: kube-mcp-jwt, serviceAccountToken: {audience: nobody-mounted-this}}
+            audience: TRACKER
+"""
+
+
+def token_dir_name(audience: str) -> str:
+    """The runtime's and operator's directory of `audience`'s token (`token_dir_name` in
+    runtime/declaration/src/service_account_tokens.rs): `aud-` and FNV-1a 64 of it in hex."""
+    value = 0xCBF29CE484222325
+    for byte in audience.encode():
+        value = ((value ^ byte) * 0x100000001B3) % (1 << 64)
+    return f"aud-{value:016x}"
+
+
+def assertion(provider: dict, key_pem: str | bytes | None = None) -> str:
+    """A JWT as the provider wants a client assertion of kube-mcp-jwt: iss = sub = the client,
+    aud = the issuer, a short life and a fresh jti, signed with the client's registered key
+    (or `key_pem`, one it does not know)."""
+    now = int(time.time())
+    claims = {"iss": "kube-mcp-jwt", "sub": "kube-mcp-jwt", "aud": provider["issuer"], "iat": now, "exp": now + 600,
+              "jti": uuid.uuid4().hex}  # fmt: skip
+    key = key_pem if key_pem is not None else provider["key"].read_text()
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "kube-mcp-key"})
+
+
+def test_a_projected_service_account_token_is_the_client_assertion_and_is_reread(
+    start: StartRuntime, tmp_path: Path, provider: dict, upstream: Upstream
+) -> None:
+    """`client.serviceAccountToken`: the runtime sends the file the operator would mount for the
+    audience (a projected Kubernetes ServiceAccount token, which the kubelet rotates) as the
+    RFC 7523 client assertion. There is no kubelet here: the file stands in for the projected
+    token, a JWT signed with the key the provider registered for the kube-mcp-jwt client (a real
+    projected token is signed by the cluster's ServiceAccount issuer, which the authorization
+    server would have to trust instead). Checked: the exchange works; a rewritten file (the
+    kubelet's rotation) is read by the next token request that is not a cache hit, while cached
+    tokens need no file; a file nothing mounted is a tool error naming it."""
+    tokens = tmp_path / "tokens"
+    token_file = tokens / token_dir_name(SA_AUDIENCE) / "token"
+    token_file.parent.mkdir(parents=True)
+    token_file.write_text(assertion(provider) + "\n")  # the kubelet writes none, a person might
+    manifest = tmp_path / "sa-manifest" / "exchange-sa.yaml"
+    manifest.parent.mkdir()
+    manifest.write_text(SA_MANIFEST.replace("TOKEN_URL", provider["meta"]["token_endpoint"])
+                        .replace("ISSUER", provider["issuer"]).replace("UPSTREAM", upstream.url)
+                        .replace("TRACKER", TRACKER).replace("SA_AUDIENCE", SA_AUDIENCE))  # fmt: skip
+    rt = start(manifest, ("--service-account-tokens-dir", str(tokens)), "sa")
+    alice, bob = login(provider, "alice"), login(provider, "bob")
+
+    result = call(rt, alice, "my_issues_sa")
+    assert result.get("isError") is not True, result
+    assert result["structuredContent"]["sub"] == "alice"
+    assert exchanges(rt) == {"ok": 1, "cached": 0, "refused": 0, "error": 0}
+
+    # Rotated to a token the provider does not accept: bob's exchange (no cached token) reads
+    # it and is refused; alice's cached token needs no file.
+    other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    foreign = assertion(provider, other_key)
+    token_file.write_text(foreign)
+    refused = call(rt, bob, "my_issues_sa", 2)
+    assert refused["isError"] is True, refused
+    text = refused["content"][0]["text"]
+    assert text.startswith("the authorization server refused the token exchange for the caller"), text
+    assert foreign not in text and foreign.split(".")[2] not in text, text
+    assert call(rt, alice, "my_issues_sa", 3)["structuredContent"]["sub"] == "alice"
+    assert exchanges(rt) == {"ok": 1, "cached": 1, "refused": 1, "error": 0}
+
+    # Rotated again, to a token the provider accepts: bob's next exchange works.
+    token_file.write_text(assertion(provider))
+    result = call(rt, bob, "my_issues_sa", 4)
+    assert result.get("isError") is not True, result
+    assert result["structuredContent"]["sub"] == "bob"
+    assert exchanges(rt)["ok"] == 2
+
+    # An audience nothing mounted: a tool error the model can read, naming the file.
+    missing = call(rt, alice, "unmounted_sa", 5)
+    assert missing["isError"] is True, missing
+    text = missing["content"][0]["text"]
+    expected = tokens / token_dir_name("nobody-mounted-this") / "token"
+    assert f"the ServiceAccount token file {expected} is missing" in text, text
+    assert "projected token" in text, text
+    assert exchanges(rt)["error"] == 1
+    # No token of either kind reached the upstream in the clear but the exchanged ones.
+    assert not any(alice in h or bob in h or foreign in h for h in upstream.seen)

@@ -9,7 +9,8 @@ mod route;
 
 pub use deployment::{
     ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, PREVIOUS_SESSION_KEY_DIR, RUNTIME_IMAGE_ANNOTATION,
-    SECRETS_DIR, SESSION_KEY_DIR, TEMPLATE_HASH_ANNOTATION, deployment,
+    SECRETS_DIR, SERVICE_ACCOUNT_TOKEN_SECONDS, SERVICE_ACCOUNT_TOKENS_DIR, SESSION_KEY_DIR,
+    TEMPLATE_HASH_ANNOTATION, deployment,
 };
 pub use exposure::{
     PublicEndpoint, endpoint_paths, ingress, metadata_paths, path_prefix, pod_disruption_budget,
@@ -29,7 +30,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Settings of the operator that shape what it builds.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,13 +106,15 @@ use super::manifest_data::ManifestData;
 pub use super::manifest_data::{COMPRESSED_MANIFEST_KEY, MANIFEST_KEY};
 
 /// Builds the children of `server` from its validated manifest and the manifest's hash, its
-/// pods mounting the session `keys`.
+/// pods mounting the session `keys` and a projected ServiceAccount token for each of the
+/// declaration's `audiences` (`Accepted::service_account_audiences`).
 pub fn children(
     server: &MCPServer,
     manifest: &ManifestData,
     hash: &str,
     config: &BuildConfig,
     keys: &SessionKeys,
+    audiences: &BTreeSet<String>,
 ) -> Children {
     let mut config_map = config_map(server, manifest);
     config_map
@@ -121,7 +124,7 @@ pub fn children(
         .insert(HASH_ANNOTATION.to_owned(), hash.to_owned());
     Children {
         config_map,
-        deployment: deployment(server, config, keys),
+        deployment: deployment(server, config, keys, audiences),
         service: service(server),
         ingress: ingress(server, config),
         pod_disruption_budget: pod_disruption_budget(server),
@@ -226,7 +229,14 @@ mod tests {
 
     /// The children of `server` from its validation, with the keys of [`keys`].
     fn children_of(server: &MCPServer, accepted: &Accepted, config: &BuildConfig) -> Children {
-        children(server, &accepted.data, &accepted.hash, config, &keys())
+        children(
+            server,
+            &accepted.data,
+            &accepted.hash,
+            config,
+            &keys(),
+            &accepted.service_account_audiences,
+        )
     }
 
     fn build(server: &MCPServer) -> Children {
@@ -827,6 +837,139 @@ mod tests {
         );
     }
 
+    /// The projected ServiceAccount token volumes of a pod, as (volume name, audience, mount).
+    fn token_volumes(children: &Children) -> Vec<(String, String, String)> {
+        let pod = children.deployment.spec.template.spec.clone().unwrap();
+        let mounts = pod.containers[0].volume_mounts.clone().unwrap_or_default();
+        pod.volumes
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|volume| {
+                let projection = volume.projected?.sources?.into_iter().next()?;
+                let token = projection.service_account_token?;
+                assert_eq!(
+                    token.expiration_seconds,
+                    Some(SERVICE_ACCOUNT_TOKEN_SECONDS)
+                );
+                assert_eq!(token.path, "token");
+                let mount = mounts.iter().find(|m| m.name == volume.name).unwrap();
+                assert_eq!(mount.read_only, Some(true));
+                Some((volume.name, token.audience?, mount.mount_path.clone()))
+            })
+            .collect()
+    }
+
+    const SA_TOKEN_TOOLS: &str = r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              auth: {issuer: "https://idp.example.com", audiences: ["https://mcp.example.com"]}
+              tools:
+                - name: mine
+                  http:
+                    url: https://tracker.example.com/me
+                    auth:
+                      tokenExchange:
+                        tokenUrl: https://idp.example.com/token
+                        client: {id: kube-mcp, serviceAccountToken: {audience: "https://idp.example.com"}}
+                        actor:
+                          client: {id: actor, serviceAccountToken: {audience: actor-audience}}
+                - name: service
+                  http:
+                    url: https://tracker.example.com/all
+                    auth:
+                      clientCredentials:
+                        tokenUrl: https://idp.example.com/token
+                        client: {id: kube-mcp, serviceAccountToken: {audience: "https://idp.example.com"}}
+            "#;
+
+    #[test]
+    fn a_projected_token_is_mounted_per_audience_where_the_runtime_reads_it() {
+        let server = server(SA_TOKEN_TOOLS);
+        let children = build(&server);
+        let root = std::path::Path::new(SERVICE_ACCOUNT_TOKENS_DIR);
+        let found = token_volumes(&children);
+        assert_eq!(found.len(), 2, "{found:?}");
+        for audience in ["https://idp.example.com", "actor-audience"] {
+            let (name, _, mount) = found.iter().find(|(_, a, _)| a == audience).unwrap();
+            assert_eq!(name, &mcp_declaration::token_dir_name(audience));
+            // The file the runtime reads, by the same rule.
+            assert_eq!(
+                std::path::Path::new(mount).join("token"),
+                mcp_declaration::service_account_token_path(root, audience)
+            );
+        }
+        let pod = children.deployment.spec.template.spec.unwrap();
+        // The projected volumes do not need the automounted token, which stays off.
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        // No flag: the mount is the runtime's default directory.
+        assert!(
+            !runtime_args(&build(&server))
+                .iter()
+                .any(|a| a.contains("tokens-dir"))
+        );
+    }
+
+    #[test]
+    fn no_projected_token_without_a_service_account_token_client() {
+        let weather = build(&weather());
+        assert!(token_volumes(&weather).is_empty());
+        let secret = server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              secrets: [idp]
+              tools:
+                - name: service
+                  http:
+                    url: https://tracker.example.com/all
+                    auth:
+                      clientCredentials:
+                        tokenUrl: https://idp.example.com/token
+                        client: {id: kube-mcp, secretKeyRef: {name: idp, key: secret}}
+            "#,
+        );
+        assert!(token_volumes(&build(&secret)).is_empty());
+    }
+
+    #[test]
+    fn an_included_sets_service_account_token_client_is_mounted_too() {
+        let server = server(
+            r#"
+            metadata: {name: api, namespace: tools}
+            spec:
+              include: [{name: tracker}]
+              tools: [{name: hi, content: [{type: text, text: hi}]}]
+            "#,
+        );
+        let set: mcp_declaration::ToolSetSpec = serde_yaml_ng::from_str(
+            r#"
+            tools:
+              - name: service
+                http:
+                  url: https://tracker.example.com/all
+                  auth:
+                    clientCredentials:
+                      tokenUrl: https://idp.example.com/token
+                      client: {id: kube-mcp, serviceAccountToken: {audience: from-the-set}}
+            "#,
+        )
+        .unwrap();
+        let fragments = Fragments {
+            sets: vec![mcp_declaration::ToolSet {
+                namespace: "tools".into(),
+                name: "tracker".into(),
+                labels: Default::default(),
+                spec: set,
+            }],
+            grants: Vec::new(),
+        };
+        let accepted = validate(&server, false, 1, &fragments).unwrap();
+        let children = children_of(&server, &accepted, &BuildConfig::default());
+        let found = token_volumes(&children);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].1, "from-the-set");
+    }
+
     #[test]
     fn telemetry_turns_on_tracing_and_audit_in_the_runtime() {
         let server = server(
@@ -953,7 +1096,14 @@ mod tests {
             ..keys()
         };
         let config = BuildConfig::default();
-        let built = children(&server, &accepted.data, &accepted.hash, &config, &rotating);
+        let built = children(
+            &server,
+            &accepted.data,
+            &accepted.hash,
+            &config,
+            &rotating,
+            &accepted.service_account_audiences,
+        );
         let annotations = built.deployment.metadata.annotations.clone().unwrap();
         assert_eq!(
             annotations["kube-mcp.io/previous-session-key"],

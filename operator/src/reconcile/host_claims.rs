@@ -211,6 +211,7 @@ mod tests {
             counts: Default::default(),
             hash: "h".into(),
             limits: None,
+            service_account_audiences: Default::default(),
         }
     }
 

@@ -8,7 +8,7 @@ use mcp_declaration::{
     CompileOptions, Declaration, FieldError, IncludeError, IncludeProblem, Manifest, ToolSet,
     ToolSetGrant, cluster_problems, compile, render_manifest, resolve_includes,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A declaration the runtime will serve.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +27,9 @@ pub struct Accepted {
     pub hash: String,
     /// Each replica's share of `spec.limits`, as rendered into the manifest.
     pub limits: Option<LimitsStatus>,
+    /// The audiences of the projected ServiceAccount tokens its `http.auth` clients send
+    /// (`serviceAccountToken`), included sets' items among them: the pods mount one each.
+    pub service_account_audiences: BTreeSet<String>,
 }
 
 /// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash; the
@@ -246,6 +249,7 @@ pub fn validate(
         counts: counts(declaration),
         hash,
         limits: shares,
+        service_account_audiences: declaration.service_account_audiences(),
     })
 }
 

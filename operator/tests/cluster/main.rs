@@ -17,6 +17,7 @@ mod crd_revision;
 mod exposed;
 mod fleet;
 mod pods;
+mod service_account_tokens;
 mod session_keys;
 mod support;
 mod toolsets;

@@ -77,6 +77,9 @@ pub struct CompileOptions {
     /// Where `secretKeyRef`s are read (`<dir>/<name>/<key>`); `None` checks the references
     /// without reading them (the operator validates without the pod's files).
     pub secrets_dir: Option<PathBuf>,
+    /// Where the projected ServiceAccount tokens of `serviceAccountToken` clients are read
+    /// (`<dir>/<token_dir_name(audience)>/token`, at each token request, not at compile time).
+    pub service_account_tokens_dir: PathBuf,
     /// Allow upstream URLs at link-local addresses (cloud metadata; `link_local.rs`).
     pub allow_link_local_upstreams: bool,
 }
@@ -87,6 +90,9 @@ impl Default for CompileOptions {
             template_fuel: DEFAULT_FUEL,
             read_files: true,
             secrets_dir: None,
+            service_account_tokens_dir: PathBuf::from(
+                super::service_account_tokens::DEFAULT_SERVICE_ACCOUNT_TOKENS_DIR,
+            ),
             allow_link_local_upstreams: false,
         }
     }
@@ -138,6 +144,9 @@ struct Compiler<'a> {
     jq: HashMap<String, Result<Arc<JqProgram>, String>>,
     /// Whether the declaration has `spec.auth` (a caller's token to exchange).
     authenticates: bool,
+    /// The `serviceAccountToken` audiences seen so far, by their token directory's name (two
+    /// audiences whose names collide would read one file).
+    token_dirs: HashMap<String, String>,
 }
 
 impl<'a> Compiler<'a> {
@@ -150,6 +159,7 @@ impl<'a> Compiler<'a> {
             shared: SharedSchemas::default(),
             jq: HashMap::new(),
             authenticates: false,
+            token_dirs: HashMap::new(),
         }
     }
 

@@ -19,6 +19,7 @@ mod load;
 mod manifest_files;
 mod resource_uri;
 mod secrets;
+mod service_account_tokens;
 mod stamp;
 mod template;
 mod transports;
@@ -58,6 +59,10 @@ pub use load::{DEPLOYMENT_FIELDS, LoadError, Manifest, parse_manifest, spec_from
 pub use manifest_files::{MAX_MANIFEST_FILES, manifest_files, manifest_text, read_manifest};
 pub use resource_uri::{UriTemplate, canonical as canonical_uri};
 pub use secrets::{DEFAULT_SECRETS_DIR, Secret, read_secret, secret_path};
+pub use service_account_tokens::{
+    DEFAULT_SERVICE_ACCOUNT_TOKENS_DIR, MAX_SERVICE_ACCOUNT_AUDIENCE_BYTES,
+    SERVICE_ACCOUNT_TOKEN_FILE, service_account_token_path, token_dir_name,
+};
 pub use stamp::{
     API_GROUP, API_VERSION, GRANT_KIND, HASH_ANNOTATION, KIND, MAX_HASH_LEN, SERVED_META,
     SERVED_VERSIONS, TOOLSET_KIND, declaration_hash, hash_of, render_manifest, valid_hash,

@@ -1,5 +1,7 @@
 //! The runtime Deployment: one hardened container serving the mounted manifest. Only deployment
-//! fields reach the pod template, so a declaration change never rolls pods. Pure.
+//! fields reach the pod template, so a declaration change never rolls pods, with one exception:
+//! the set of audiences of the declaration's `serviceAccountToken` clients, one projected token
+//! volume each (a volume cannot be added without new pods). Pure.
 
 use super::BuildConfig;
 use super::exposure::{public_endpoint, public_url};
@@ -14,14 +16,15 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
     EnvVarSource, HTTPGetAction, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec,
-    Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext,
-    TopologySpreadConstraint, Volume, VolumeMount,
+    Probe, ProjectedVolumeSource, ResourceRequirements, SeccompProfile, SecretVolumeSource,
+    SecurityContext, ServiceAccountTokenProjection, TopologySpreadConstraint, Volume, VolumeMount,
+    VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Port of the MCP endpoints in the pod.
 pub const HTTP_PORT: i32 = 8080;
@@ -36,6 +39,12 @@ pub const PREVIOUS_SESSION_KEY_DIR: &str = "/var/run/kube-mcp/previous-session";
 /// Where the Secrets listed in `spec.secrets` are mounted, one directory each: the runtime's
 /// default `--secrets-dir`, so no flag is passed.
 pub const SECRETS_DIR: &str = "/var/run/kube-mcp/secrets";
+/// Where the projected ServiceAccount tokens of `serviceAccountToken` clients are mounted, one
+/// directory per audience named by `mcp_declaration::token_dir_name`: the runtime's default
+/// `--service-account-tokens-dir`, so no flag is passed.
+pub const SERVICE_ACCOUNT_TOKENS_DIR: &str = mcp_declaration::DEFAULT_SERVICE_ACCOUNT_TOKENS_DIR;
+/// Life of a projected ServiceAccount token; the kubelet renews it at 80% of that.
+pub const SERVICE_ACCOUNT_TOKEN_SECONDS: i64 = 3600;
 /// Deployment annotation: the hash of the pod template the operator asked for, so a changed
 /// template (a rollout: `reconcile/rollouts.rs`) is told from other changes without the template
 /// (the watch cache drops it).
@@ -46,8 +55,14 @@ pub const RUNTIME_IMAGE_ANNOTATION: &str = "kube-mcp.io/runtime-image";
 const RUNTIME_UID: i64 = 65532;
 const CONTAINER: &str = "mcp-runtime";
 
-/// The Deployment running the runtime for `server`, with its session `keys`.
-pub fn deployment(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) -> Deployment {
+/// The Deployment running the runtime for `server`, with its session `keys` and a projected
+/// ServiceAccount token for each of `audiences`.
+pub fn deployment(
+    server: &MCPServer,
+    config: &BuildConfig,
+    keys: &SessionKeys,
+    audiences: &BTreeSet<String>,
+) -> Deployment {
     let spec = &server.spec.deployment;
     // Declared labels first, so the operator's own (the selector among them) win.
     let mut pod_labels = spec.pod_labels.clone();
@@ -87,6 +102,14 @@ pub fn deployment(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) 
         let volume = format!("secret-{i}");
         volumes.push(secret_volume(&volume, secret));
         mounts.push(mount(&volume, &format!("{SECRETS_DIR}/{secret}")));
+    }
+    // The pod's own ServiceAccount's token, for one audience each, which `serviceAccountToken`
+    // clients send as their client assertion. `automountServiceAccountToken` stays off: these
+    // tokens are valid only for their audience (not for the API server, unless declared so).
+    for audience in audiences {
+        let dir = mcp_declaration::token_dir_name(audience);
+        volumes.push(service_account_token_volume(&dir, audience));
+        mounts.push(mount(&dir, &format!("{SERVICE_ACCOUNT_TOKENS_DIR}/{dir}")));
     }
 
     let image = spec
@@ -213,6 +236,28 @@ fn secret_volume(name: &str, secret: &str) -> Volume {
         secret: Some(SecretVolumeSource {
             secret_name: Some(secret.into()),
             default_mode: Some(0o440),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A projected volume holding the pod's ServiceAccount token for `audience` in the file
+/// `token`, readable by the runtime's group only.
+fn service_account_token_volume(name: &str, audience: &str) -> Volume {
+    Volume {
+        name: name.into(),
+        projected: Some(ProjectedVolumeSource {
+            default_mode: Some(0o440),
+            sources: Some(vec![VolumeProjection {
+                service_account_token: Some(ServiceAccountTokenProjection {
+                    audience: Some(audience.into()),
+                    expiration_seconds: Some(SERVICE_ACCOUNT_TOKEN_SECONDS),
+                    path: mcp_declaration::SERVICE_ACCOUNT_TOKEN_FILE.into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
             ..Default::default()
         }),
         ..Default::default()

@@ -7,6 +7,9 @@
 use super::Compiler;
 use super::http_types::{ClientAuth, CompiledAssertion, CompiledAuth, CompiledParam, Grant};
 use crate::secrets::Secret;
+use crate::service_account_tokens::{
+    MAX_SERVICE_ACCOUNT_AUDIENCE_BYTES, service_account_token_path, token_dir_name,
+};
 use crate::types::{
     HttpAuth, JwtAlgorithm, JwtAssertion, OAuthActor, OAuthClient, OAuthGrant, SecretKeyRef,
 };
@@ -228,7 +231,7 @@ impl Compiler<'_> {
     }
 
     /// The client's authentication: exactly one of `secretKeyRef`, `privateKeyJwt` or
-    /// `serviceAccountToken` (refused: not supported yet).
+    /// `serviceAccountToken`.
     fn client_auth(
         &mut self,
         owner_path: &str,
@@ -251,12 +254,9 @@ impl Compiler<'_> {
             );
             return None;
         }
-        if client.service_account_token.is_some() {
-            self.error(
-                format!("{path}.serviceAccountToken"),
-                "is not supported yet: use `secretKeyRef` or `privateKeyJwt`",
-            );
-            return None;
+        if let Some(token) = &client.service_account_token {
+            return self
+                .service_account_token(&format!("{path}.serviceAccountToken"), &token.audience);
         }
         if let Some(reference) = &client.secret_key_ref {
             let (secret, _) = self.secret(&path, reference, None, true)?;
@@ -333,13 +333,63 @@ impl Compiler<'_> {
         }
         Some(key)
     }
+
+    /// A projected ServiceAccount token client: a bounded, printable audience, whose token file
+    /// is found by its name (`service_account_tokens.rs`). The file is read for each token
+    /// request, not here: it exists only in the pod, and the kubelet rotates it.
+    fn service_account_token(&mut self, path: &str, audience: &str) -> Option<ClientAuth> {
+        let audience_path = format!("{path}.audience");
+        if audience.trim().is_empty() {
+            self.error(audience_path, "must not be empty");
+            return None;
+        }
+        if audience.len() > MAX_SERVICE_ACCOUNT_AUDIENCE_BYTES {
+            self.error(
+                audience_path,
+                format!("is longer than {MAX_SERVICE_ACCOUNT_AUDIENCE_BYTES} bytes"),
+            );
+            return None;
+        }
+        if audience.chars().any(char::is_control) || audience.trim() != audience {
+            self.error(
+                audience_path,
+                "must not hold control characters or surrounding spaces",
+            );
+            return None;
+        }
+        let dir = token_dir_name(audience);
+        match self.token_dirs.get(&dir) {
+            Some(seen) if seen != audience => {
+                self.error(
+                    audience_path,
+                    format!(
+                        "names the same token directory ({dir}) as audience `{seen}`: change one"
+                    ),
+                );
+                return None;
+            }
+            Some(_) => {}
+            None => {
+                self.token_dirs.insert(dir, audience.to_owned());
+            }
+        }
+        Some(ClientAuth::ServiceAccountToken {
+            audience: audience.to_owned(),
+            path: service_account_token_path(&self.options.service_account_tokens_dir, audience),
+        })
+    }
 }
 
-fn client_kind(auth: &ClientAuth) -> &'static str {
+/// How the client authenticates, in a token's cache key: tokens of clients that authenticate
+/// otherwise (a ServiceAccount token of another audience among them) are never shared.
+fn client_kind(auth: &ClientAuth) -> serde_json::Value {
     match auth {
-        ClientAuth::Secret(_) => "secret",
-        ClientAuth::PrivateKeyJwt { .. } => "private_key_jwt",
-        ClientAuth::None => "none",
+        ClientAuth::Secret(_) => "secret".into(),
+        ClientAuth::PrivateKeyJwt { .. } => "private_key_jwt".into(),
+        ClientAuth::ServiceAccountToken { audience, .. } => {
+            serde_json::json!(["service_account_token", audience])
+        }
+        ClientAuth::None => "none".into(),
     }
 }
 

@@ -128,6 +128,14 @@ pub enum ClientAuth {
     },
     /// None: the JWT bearer grant without `client` (the assertion alone authorizes).
     None,
+    /// The pod's projected ServiceAccount token as the client assertion (RFC 7523 section
+    /// 2.2), read from `path` for each token request (the kubelet rotates it).
+    ServiceAccountToken {
+        /// The token's audience.
+        audience: String,
+        /// The file the operator mounts it at (`service_account_token_path`).
+        path: std::path::PathBuf,
+    },
 }
 
 /// Retry policy.

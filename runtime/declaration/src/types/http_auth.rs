@@ -131,7 +131,8 @@ pub struct OAuthClient {
     /// A JWT signed with a private key (`private_key_jwt`, RFC 7523 section 2.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub private_key_jwt: Option<PrivateKeyJwt>,
-    /// The pod's projected ServiceAccount token as the client assertion (not supported yet).
+    /// The pod's projected ServiceAccount token as the client assertion (RFC 7523): the
+    /// operator mounts one per audience, and the runtime reads it for each token request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_token: Option<ServiceAccountTokenClient>,
 }

@@ -131,13 +131,16 @@ fn exactly_one_client_authentication() {
         "{id: a, secretKeyRef: {name: s, key: k}, privateKeyJwt: {secretKeyRef: {name: s, key: p}}}",
     ));
     assert_eq!(found[0].0, "spec.tools[0].http.auth.tokenExchange.client");
-    let found = errors(&client("{id: a, serviceAccountToken: {audience: idp}}"));
-    assert_eq!(
-        found[0],
-        (
-            "spec.tools[0].http.auth.tokenExchange.client.serviceAccountToken".to_owned(),
-            "is not supported yet: use `secretKeyRef` or `privateKeyJwt`".to_owned()
+    let found = errors(&client(
+        "{id: a, secretKeyRef: {name: s, key: k}, serviceAccountToken: {audience: idp}}",
+    ));
+    assert_eq!(found[0].0, "spec.tools[0].http.auth.tokenExchange.client");
+    assert!(
+        compiled_with(
+            &client("{id: a, serviceAccountToken: {audience: idp}}"),
+            None
         )
+        .is_ok()
     );
     let found = errors(&client("{id: '', secretKeyRef: {name: s, key: k}}"));
     assert_eq!(
@@ -504,4 +507,72 @@ fn a_jwt_bearer_assertion_is_checked() {
             "spec.tools[0].http.auth.jwtBearer.assertion.secretKeyRef: does not hold a PEM private key"
         ]
     );
+}
+
+#[test]
+fn a_service_account_token_client_reads_the_file_named_by_its_audience() {
+    let spec = format!(
+        "{AUTH}{}",
+        tool(
+            "{tokenExchange: {tokenUrl: 'https://idp/t', client: {id: a, serviceAccountToken: {audience: 'https://idp.example.com'}}, actor: {client: {id: b, serviceAccountToken: {audience: actor-aud}}}}}"
+        )
+    );
+    let compiled = compiled_with(&spec, None).unwrap();
+    let auth = compiled
+        .tool("t")
+        .unwrap()
+        .http
+        .as_ref()
+        .unwrap()
+        .auth
+        .as_ref()
+        .unwrap();
+    let ClientAuth::ServiceAccountToken { audience, path } = &auth.client_auth else {
+        panic!("{:?}", auth.client_auth);
+    };
+    assert_eq!(audience, "https://idp.example.com");
+    assert_eq!(
+        path,
+        &crate::service_account_token_path(
+            std::path::Path::new(crate::DEFAULT_SERVICE_ACCOUNT_TOKENS_DIR),
+            "https://idp.example.com"
+        )
+    );
+    let actor = auth.actor.as_ref().unwrap();
+    assert!(matches!(
+        &actor.client_auth,
+        ClientAuth::ServiceAccountToken { audience, .. } if audience == "actor-aud"
+    ));
+    // The kind of client and the token's audience are part of the cache key: another client
+    // never reuses the token.
+    assert!(
+        auth.cache_key
+            .contains(r#"["service_account_token","https://idp.example.com"]"#),
+        "{}",
+        auth.cache_key
+    );
+}
+
+#[test]
+fn a_service_account_token_audience_is_printable_and_bounded() {
+    let client = |audience: &str| {
+        format!(
+            "{AUTH}{}",
+            tool(&format!(
+                "{{tokenExchange: {{tokenUrl: 'https://idp/t', client: {{id: a, serviceAccountToken: {{audience: {audience}}}}}}}}}"
+            ))
+        )
+    };
+    let path = "spec.tools[0].http.auth.tokenExchange.client.serviceAccountToken.audience";
+    for bad in [
+        "''".to_owned(),
+        "' '".to_owned(),
+        "\"a\\nb\"".to_owned(),
+        format!("'{}'", "a".repeat(513)),
+    ] {
+        let found = errors(&client(&bad));
+        assert_eq!(found.len(), 1, "{bad}: {found:?}");
+        assert_eq!(found[0].0, path, "{bad}");
+    }
+    assert!(compiled_with(&client(&format!("'{}'", "a".repeat(512))), None).is_ok());
 }

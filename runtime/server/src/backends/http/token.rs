@@ -1,8 +1,9 @@
 //! Obtaining the token an `http.auth` backend sends: token exchange (RFC 8693, the caller's
 //! validated token as the subject token), client credentials (RFC 6749 section 4.4) or a JWT
 //! bearer grant (RFC 7523 section 2.1, an assertion the runtime signs), the client (if any)
-//! authenticated by secret (`client_secret_basic`) or by a signed assertion
-//! (`private_key_jwt`, RFC 7523 section 2.2), optionally with the runtime's own token as the
+//! authenticated by secret (`client_secret_basic`), by a signed assertion (`private_key_jwt`,
+//! RFC 7523 section 2.2) or by the pod's projected ServiceAccount token as the assertion (read
+//! for each request: `token/projected.rs`), optionally with the runtime's own token as the
 //! actor token (delegation: the issued token's `act`). Tokens are cached (`token/cache.rs`). The token
 //! request is bounded by the call's deadline and a response size cap. A refusal becomes a
 //! [`TokenError`] whose text the model can read: the server's error code explained and its
@@ -11,6 +12,7 @@
 mod act;
 mod cache;
 mod error;
+mod projected;
 mod signer;
 
 pub(crate) use cache::TokenCache;
@@ -144,8 +146,13 @@ async fn request(
     subject: Option<&SubjectToken>,
     actor: Option<&Secret>,
 ) -> Result<Issued, TokenError> {
+    // The projected token is read again for each request: the kubelet rotates it.
+    let projected = match &auth.client_auth {
+        ClientAuth::ServiceAccountToken { path, .. } => Some(projected::read(path).await?),
+        _ => None,
+    };
     // The form is built in a function of its own: its serializer may not live across an await.
-    let (body, authorization) = form(auth, signers, subject, actor)?;
+    let (body, authorization) = form(auth, signers, projected.as_ref(), subject, actor)?;
     let mut request = client
         .post(auth.token_url.clone())
         .header(ACCEPT, "application/json")
@@ -161,7 +168,13 @@ async fn request(
     let status = response.status();
     let body = read_capped(response).await?;
     if !status.is_success() {
-        return Err(TokenError::refused(status.as_u16(), &body, auth, subject));
+        return Err(TokenError::refused(
+            status.as_u16(),
+            &body,
+            auth,
+            subject,
+            projected.as_ref(),
+        ));
     }
     let parsed: TokenResponse =
         serde_json::from_slice(&body).map_err(|_| TokenError::Malformed("no access_token"))?;
@@ -182,10 +195,12 @@ async fn request(
     ))
 }
 
-/// The token request's form, and its `Authorization` header for a client secret.
+/// The token request's form, and its `Authorization` header for a client secret; `projected`
+/// is the ServiceAccount token of a `serviceAccountToken` client.
 fn form(
     auth: &CompiledAuth,
     (signer, assertion_signer): Signers<'_>,
+    projected: Option<&Secret>,
     subject: Option<&SubjectToken>,
     actor: Option<&Secret>,
 ) -> Result<(String, Option<HeaderValue>), TokenError> {
@@ -233,6 +248,13 @@ fn form(
             None
         }
         ClientAuth::None => None,
+        ClientAuth::ServiceAccountToken { .. } => {
+            let token = projected.ok_or(TokenError::Signing)?;
+            form.append_pair("client_id", &auth.client_id);
+            form.append_pair("client_assertion_type", JWT_BEARER_ASSERTION);
+            form.append_pair("client_assertion", token.expose());
+            None
+        }
     };
     Ok((form.finish(), authorization))
 }
@@ -271,4 +293,53 @@ async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, TokenEr
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_service_account_token_is_the_client_assertion() {
+        let auth = CompiledAuth {
+            grant: Grant::ClientCredentials,
+            token_url: "https://idp.example.com/token".parse().unwrap(),
+            client_id: "kube-mcp".into(),
+            client_auth: ClientAuth::ServiceAccountToken {
+                audience: "https://idp.example.com".into(),
+                path: "/var/run/kube-mcp/tokens/aud-x/token".into(),
+            },
+            audience: None,
+            resource: None,
+            scope: Some("read".into()),
+            header: http::header::AUTHORIZATION,
+            prefix: "Bearer ".into(),
+            cache_key: String::new(),
+            actor: None,
+            assertion: None,
+        };
+        let projected = Secret::new("eyJhbGciOiJSUzI1NiJ9.e30.c2ln".into());
+        let (body, authorization) =
+            form(&auth, (None, None), Some(&projected), None, None).unwrap();
+        assert!(authorization.is_none());
+        let pairs: Vec<(String, String)> = form_urlencoded::parse(body.as_bytes())
+            .into_owned()
+            .collect();
+        let get = |name: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("grant_type"), Some("client_credentials"));
+        assert_eq!(get("client_id"), Some("kube-mcp"));
+        assert_eq!(get("client_assertion_type"), Some(JWT_BEARER_ASSERTION));
+        assert_eq!(
+            get("client_assertion"),
+            Some("eyJhbGciOiJSUzI1NiJ9.e30.c2ln")
+        );
+        assert_eq!(get("scope"), Some("read"));
+        // Without the token read, no request is made.
+        assert!(form(&auth, (None, None), None, None, None).is_err());
+    }
 }

@@ -42,6 +42,14 @@ pub(crate) enum TokenError {
     /// The client assertion or the grant's assertion could not be signed.
     #[error("cannot sign the assertion for the token request")]
     Signing,
+    /// The projected ServiceAccount token (the client assertion) could not be read.
+    #[error("the ServiceAccount token file {path} {problem}")]
+    ServiceAccountToken {
+        /// The file.
+        path: String,
+        /// What is wrong with it (never its contents).
+        problem: &'static str,
+    },
 }
 
 /// The error body of RFC 6749 section 5.2.
@@ -52,12 +60,14 @@ struct ErrorBody {
 }
 
 impl TokenError {
-    /// The refusal in `body` (status `status`) of a request for `auth` that carried `subject`.
+    /// The refusal in `body` (status `status`) of a request for `auth` that carried `subject`
+    /// (and `projected`, a ServiceAccount token as the client assertion).
     pub(crate) fn refused(
         status: u16,
         body: &[u8],
         auth: &CompiledAuth,
         subject: Option<&SubjectToken>,
+        projected: Option<&Secret>,
     ) -> Self {
         let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
         let (code, description) = match parsed {
@@ -74,6 +84,7 @@ impl TokenError {
         if let ClientAuth::Secret(secret) = &auth.client_auth {
             sent.push(secret.clone());
         }
+        sent.extend(projected.cloned());
         let clean = |text: String| -> Option<String> {
             let text: String = text
                 .chars()
@@ -188,7 +199,7 @@ mod tests {
     fn a_refusal_is_explained_and_quotes_the_server_without_secrets() {
         let subject = SubjectToken::new("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl");
         let body = br#"{"error":"invalid_grant","error_description":"subject_token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl expired; client-secret-value"}"#;
-        let err = TokenError::refused(400, body, &auth(Grant::TokenExchange), Some(&subject));
+        let err = TokenError::refused(400, body, &auth(Grant::TokenExchange), Some(&subject), None);
         let text = err.to_string();
         assert!(
             text.starts_with("the authorization server refused the token exchange for the caller (400 invalid_grant): the caller's token was not accepted"),
@@ -212,6 +223,7 @@ mod tests {
             br#"{"error":"invalid_request","error_description":"assertion invalid"}"#,
             &auth(Grant::JwtBearer),
             None,
+            None,
         );
         assert_eq!(
             err.to_string(),
@@ -222,7 +234,13 @@ mod tests {
     #[test]
     fn odd_answers_stay_bounded_and_readable() {
         let long = format!("<html>{}</html>", "x".repeat(5_000));
-        let err = TokenError::refused(502, long.as_bytes(), &auth(Grant::ClientCredentials), None);
+        let err = TokenError::refused(
+            502,
+            long.as_bytes(),
+            &auth(Grant::ClientCredentials),
+            None,
+            None,
+        );
         let text = err.to_string();
         assert!(text.starts_with("the authorization server refused the token request (client credentials) (502 without an error code); it said: \"<html>xxx"), "{text}");
         assert!(text.len() < 600, "{}", text.len());
@@ -230,6 +248,7 @@ mod tests {
             500,
             br#"{"error":"server_error","error_description":"line\nbreak"}"#,
             &auth(Grant::TokenExchange),
+            None,
             None,
         );
         assert!(
@@ -242,11 +261,28 @@ mod tests {
             br#"{"error":"weird\u0000code"}"#,
             &auth(Grant::TokenExchange),
             None,
+            None,
         );
         assert!(
             err.to_string().contains("(400 without an error code)"),
             "{err}"
         );
         assert_eq!(TokenError::Timeout.outcome(), "error");
+    }
+
+    #[test]
+    fn a_projected_token_sent_as_the_assertion_is_never_quoted() {
+        let projected = Secret::new("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2E".into());
+        let body = br#"{"error":"invalid_client","error_description":"assertion eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2E: bad issuer"}"#;
+        let err = TokenError::refused(
+            401,
+            body,
+            &auth(Grant::ClientCredentials),
+            None,
+            Some(&projected),
+        );
+        let text = err.to_string();
+        assert!(text.contains("assertion [redacted]: bad issuer"), "{text}");
+        assert!(!text.contains("eyJzdWIiOiJzeXN0ZW0ifQ"), "{text}");
     }
 }
