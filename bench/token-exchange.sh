@@ -218,11 +218,13 @@ instructions() {
   login "$OUT/token.$variant.cg"
   local load=("$BENCH" load --addr "127.0.0.1:$port" --server "kube-mcp-$variant" --workload modern-call
     --concurrency "$CONCURRENCY" --warmup 0s --bearer-token-file "$OUT/token.$variant.cg")
-  "${load[@]}" --duration 2s --out "$OUT/warmup.$variant.jsonl" >/dev/null
-  callgrind_control --instr=on "$server" >/dev/null
-  "${load[@]}" --duration "$DURATION" --out "$OUT/cg.$variant.jsonl" >/dev/null
-  callgrind_control --dump=measured "$server" >/dev/null
-  callgrind_control --instr=off "$server" >/dev/null
+  {
+    "${load[@]}" --duration 2s --out "$OUT/warmup.$variant.jsonl"
+    callgrind_control --instr=on "$server"
+    "${load[@]}" --duration "$DURATION" --out "$OUT/cg.$variant.jsonl"
+    callgrind_control --dump=measured "$server"
+    callgrind_control --instr=off "$server"
+  } >>"$OUT/load.log" 2>&1
   counted=$(exchanges "$port")
   counted=${counted// /,}
   stop "$server"
@@ -243,11 +245,13 @@ cpu() {
   record=$OUT/cpu.$variant.$round.jsonl
   local load=("$BENCH" load --addr "127.0.0.1:$port" --server "kube-mcp-$variant" --workload modern-call
     --concurrency "$CONCURRENCY" --warmup 0s --bearer-token-file "$OUT/token.$variant.$round")
-  "${load[@]}" --duration 2s >/dev/null
-  "${load[@]}" --duration "$CPU_DURATION" --pid "$server" --out "$record" >/dev/null
+  {
+    "${load[@]}" --duration 2s
+    "${load[@]}" --duration "$CPU_DURATION" --pid "$server" --out "$record"
+  } >>"$OUT/load.log" 2>&1
   stop "$server"
   (($(requests "$record") > 0)) || { echo "errors in $variant round $round: see $OUT" >&2; exit 1; }
-  read -r micros rps < <(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]; print(f"{r[\"cpu_us_per_req\"]:.1f} {r[\"rps\"]:.0f}")' "$record")
+  read -r micros rps < <(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]; print("%.1f %.0f" % (r["cpu_us_per_req"], r["rps"]))' "$record")
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
