@@ -13,19 +13,20 @@
 # authorization server are other processes, not counted), and, without valgrind, the runtime's
 # CPU time per call (/proc/<pid>/stat through `mcp-bench load --pid`, median of rounds that
 # alternate A and B). Checks that every call reached the upstream with the expected credential
-# and that B made one exchange per runtime process. Writes bench/results/<date>-token-exchange.md.
+# and that B made one exchange per runtime process. Writes bench/results/<date>-token-exchange.md
+# (with <date>-token-exchange.notes.md appended, if there is one).
 # Everything listens on 127.0.0.1; every process is stopped by its PID; every wait is bounded.
 #
 # Needs valgrind, Go (to build the exchange server once; cached), python3 (stdlib only) and
 # `cargo build --profile profiling -p mcp-runtime -p mcp-bench`. Knobs: TE_DURATION (10s, the
-# callgrind window), TE_CONCURRENCY (4), TE_CPU_DURATION (10s), TE_CPU_ROUNDS (3, 0 to skip the
+# callgrind window), TE_CONCURRENCY (4), TE_CPU_DURATION (10s), TE_CPU_ROUNDS (5, 0 to skip the
 # CPU figure), TE_RUNTIME and TE_BENCH (the binaries), TE_OUT (a directory for logs and dumps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${TE_DURATION:-10s}
 CONCURRENCY=${TE_CONCURRENCY:-4}
 CPU_DURATION=${TE_CPU_DURATION:-10s}
-CPU_ROUNDS=${TE_CPU_ROUNDS:-3}
+CPU_ROUNDS=${TE_CPU_ROUNDS:-5}
 RUNTIME=${TE_RUNTIME:-target/profiling/mcp-runtime}
 BENCH=${TE_BENCH:-target/profiling/mcp-bench}
 OUT=${TE_OUT:-$(mktemp -d -t kube-mcp-token-exchange-bench.XXXXXX)}
@@ -52,12 +53,16 @@ stop() {
   for pid in "${pids[@]}"; do [[ $pid == "$1" ]] || left+=("$pid"); done
   pids=("${left[@]}")
 }
-# wait_for SECONDS COMMAND...: runs COMMAND every 0.2 s until it succeeds, at most SECONDS.
+# wait_for SECONDS COMMAND...: runs COMMAND every 0.2 s until it succeeds (0), at most SECONDS;
+# gives up at once if COMMAND says it never will (2).
 wait_for() {
-  local deadline=$((SECONDS + $1))
+  local deadline=$((SECONDS + $1)) rc
   shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
+  while true; do
+    rc=0
+    "$@" >/dev/null 2>&1 || rc=$?
+    ((rc == 0)) && return 0
+    ((rc != 2 && SECONDS < deadline)) || return 1
     sleep 0.2
   done
 }
@@ -180,25 +185,39 @@ PY
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 
-# serve WRAPPER... -- MANIFEST PORT: starts the runtime (under WRAPPER, e.g. valgrind) on PORT
-# and PORT+1 (admin); sets $server to its pid once /readyz answers.
+# serve WRAPPER... -- MANIFEST: starts the runtime (under WRAPPER, e.g. valgrind) on two free
+# loopback ports; sets server (its pid), port and admin once /readyz answers. A port taken
+# between the pick and the bind (other builds share this machine) costs a retry, at most 3.
 serve() {
-  local wrapper=() manifest port
+  local wrapper=() manifest attempt
   while [[ $1 != -- ]]; do wrapper+=("$1") && shift; done
-  shift
-  manifest=$1 port=$2
-  "${wrapper[@]}" "$RUNTIME" serve --manifest "$manifest" --secrets-dir "$OUT/secrets" \
-    --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$((port + 1))" --ping-interval 0s \
-    >"$OUT/server.$port.log" 2>&1 &
-  server=$!
-  pids+=("$server")
-  wait_for 120 curl -fsS -m 1 "http://127.0.0.1:$((port + 1))/readyz" ||
-    { cat "$OUT/server.$port.log" >&2; exit 1; }
+  manifest=$2
+  for attempt in 1 2 3; do
+    port=$(free_port) admin=$(free_port)
+    [[ $port != "$admin" ]] || continue
+    "${wrapper[@]}" "$RUNTIME" serve --manifest "$manifest" --secrets-dir "$OUT/secrets" \
+      --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" --ping-interval 0s \
+      >"$OUT/server.$port.log" 2>&1 &
+    server=$!
+    pids+=("$server")
+    if wait_for 120 ready; then
+      return 0
+    fi
+    stop "$server"
+    log "the runtime did not start (attempt $attempt): $(grep -m1 error "$OUT/server.$port.log" || true)"
+  done
+  cat "$OUT/server.$port.log" >&2
+  exit 1
+}
+# ready: whether the runtime answers /readyz; fails at once if it exited.
+ready() {
+  kill -0 "$server" 2>/dev/null || return 2
+  curl -fsS -m 1 "http://127.0.0.1:$admin/readyz"
 }
 
-# exchanges PORT: the runtime's mcp_token_exchanges_total by outcome, e.g. `ok=1 cached=4000`.
+# exchanges: the runtime's mcp_token_exchanges_total by outcome, e.g. `ok=1 cached=4000 ...`.
 exchanges() {
-  curl -fsS -m 5 "http://127.0.0.1:$(($1 + 1))/metrics" |
+  curl -fsS -m 5 "http://127.0.0.1:$admin/metrics" |
     awk -F'[{}"= ]+' '/^mcp_token_exchanges_total\{/ { for (i = 2; i < NF; i++) if ($i == "outcome") o = $(i + 1); n[o] += $NF }
       END { printf "ok=%d cached=%d refused=%d error=%d\n", n["ok"], n["cached"], n["refused"], n["error"] }'
 }
@@ -211,10 +230,9 @@ requests() {
 # instructions VARIANT: the runtime under callgrind; sets per_call (instructions per call),
 # calls (measured) and counted (its mcp_token_exchanges_total, e.g. `ok=1,cached=9000,...`).
 instructions() {
-  local variant=$1 port dump total
-  port=$(free_port)
+  local variant=$1 dump total
   serve valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.$variant.%p" -- \
-    "$OUT/$variant.yaml" "$port"
+    "$OUT/$variant.yaml"
   login "$OUT/token.$variant.cg"
   local load=("$BENCH" load --addr "127.0.0.1:$port" --server "kube-mcp-$variant" --workload modern-call
     --concurrency "$CONCURRENCY" --warmup 0s --bearer-token-file "$OUT/token.$variant.cg")
@@ -225,7 +243,7 @@ instructions() {
     callgrind_control --dump=measured "$server"
     callgrind_control --instr=off "$server"
   } >>"$OUT/load.log" 2>&1
-  counted=$(exchanges "$port")
+  counted=$(exchanges)
   counted=${counted// /,}
   stop "$server"
   calls=$(requests "$OUT/cg.$variant.jsonl")
@@ -238,9 +256,8 @@ instructions() {
 
 # cpu VARIANT ROUND: the runtime without valgrind; sets micros (its CPU time per call) and rps.
 cpu() {
-  local variant=$1 round=$2 port record
-  port=$(free_port)
-  serve -- "$OUT/$variant.yaml" "$port"
+  local variant=$1 round=$2 record
+  serve -- "$OUT/$variant.yaml"
   login "$OUT/token.$variant.$round"
   record=$OUT/cpu.$variant.$round.jsonl
   local load=("$BENCH" load --addr "127.0.0.1:$port" --server "kube-mcp-$variant" --workload modern-call
@@ -283,6 +300,7 @@ done
 
 ratio=$(python3 -c "print(f'{$b_instr / $a_instr:.3f}')")
 verdict=$(python3 -c "print('met' if $b_instr / $a_instr <= $GOAL else 'missed')")
+thousands() { python3 -c "print(f'{int(\"$1\"):,}')"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 if ((CPU_ROUNDS > 0)); then
   a_med=$(median "${a_cpu[@]}") b_med=$(median "${b_cpu[@]}")
@@ -315,39 +333,45 @@ credential:
 **Both** have \`spec.auth\` validating the caller's inbound JWT (alice's access token from the same
 server, authorization code flow through its login form; the same kind of token, sent with every
 request), so the difference measured is the upstream credential alone: in B, the token-cache
-lookup (a SHA-256 of the caller's token and a map lookup), building the header from the cached
-token, and scrubbing the exchanged token and the caller's token from the reply (A scrubs its
-static secret).
+lookup (a hash-map lookup keyed by the grant and the caller's token), the header built from the
+cached token, and the reply scrubbed of the exchanged token and the caller's token (A scrubs it
+of its static secret).
 
-Instructions of \`mcp-runtime\` alone (profiling build) per stateless 2026-07-28 \`tools/call\`,
-counted by callgrind over ${DURATION} of \`mcp-bench load --workload modern-call --concurrency
-${CONCURRENCY}\` after a 2 s warm-up; the authorization server and the upstream are other processes,
-not counted. CPU time: the same runtime without valgrind, user+system from \`/proc/<pid>/stat\`
-over ${CPU_DURATION} after a 2 s warm-up, A and B alternating.
+Instructions of \`mcp-runtime\` alone (profiling build) per stateless 2026-07-28
+\`tools/call\`, counted by callgrind over ${DURATION} of \`mcp-bench load --workload modern-call
+--concurrency ${CONCURRENCY}\` after a 2 s warm-up; the authorization server and the upstream are
+other processes, not counted. CPU time: the same runtime without valgrind, user+system from
+\`/proc/<pid>/stat\` over ${CPU_DURATION} after a 2 s warm-up, A and B alternating, each round a
+fresh process (and so, in B, a fresh exchange in its warm-up).
 
 | | A: static secret | B: cached exchanged token | B/A |
 |---|---:|---:|---:|
-| calls measured under callgrind | ${a_requests} | ${b_requests} | |
-| instructions per call | ${a_instr} | ${b_instr} | **${ratio}x** |
+| calls measured under callgrind | $(thousands "$a_requests") | $(thousands "$b_requests") | |
+| instructions per call | $(thousands "$a_instr") | $(thousands "$b_instr") | **${ratio}x** |
 ${cpu_table}
 
 Goal (issue 26): at most ${GOAL}x, **${verdict}** (on instructions, the steady figure on a shared
 machine; the CPU times move with the machine's load).
 
-Every call reached the upstream with the expected credential: the static secret in A, in B a token
-whose \`aud\` is \`${AUDIENCE}\` (the exchanged one, never the caller's); upstream counters A
-\`${stats_static}\`, B \`${stats_exchange}\` (B's tokens: one exchange per runtime process started).
+Every call reached the upstream with the expected credential: the static secret in A; in B a
+token whose \`aud\` is \`${AUDIENCE}\` (the exchanged one, never the caller's). Upstream
+counters: A \`${stats_static}\`, B \`${stats_exchange}\` (B's tokens: one exchange per
+runtime process).
 
-Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); shared
-with other builds), $(uname -sr), load average ${load_before} before and ${load_after} after.
-Commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- runtime bench/src || echo ' plus local changes'). The script took ${elapsed} s.
+Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),
+shared with other builds), $(uname -sr), load average ${load_before} before and ${load_after}
+after. Runtime of commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- runtime || echo ' plus local changes'). The script took ${elapsed} s.
 
 Rerun:
 
 \`\`\`sh
 cargo build --profile profiling -p mcp-runtime -p mcp-bench
-bench/token-exchange.sh   # TE_DURATION (10s), TE_CONCURRENCY (4), TE_CPU_DURATION (10s), TE_CPU_ROUNDS (3)
+bench/token-exchange.sh   # TE_DURATION (10s), TE_CONCURRENCY (4), TE_CPU_DURATION (10s), TE_CPU_ROUNDS (5)
 \`\`\`
 REPORT
+# Hand-written notes on a run (what the profile showed, what changed) survive a rerun.
+if [[ -f ${report%.md}.notes.md ]]; then
+  { echo && cat "${report%.md}.notes.md"; } >>"$report"
+fi
 cat "$report"
 log "done in ${elapsed}s; logs and dumps in $OUT"
