@@ -44,8 +44,11 @@ pub(super) fn text(text: &str, secrets: &[Secret]) -> String {
     let mut at = 0;
     let mut changed = false;
     while at < bytes.len() {
+        // Every form of a secret's byte (itself, or an escape) takes at least one byte of text:
+        // a secret longer than the text left cannot start here.
         let end = secrets
             .iter()
+            .filter(|secret| secret.len() <= bytes.len() - at)
             .filter_map(|secret| Matcher::new(bytes, secret).at(at))
             .max();
         match end {
@@ -68,9 +71,13 @@ pub(super) fn text(text: &str, secrets: &[Secret]) -> String {
         text.to_owned()
     };
     for secret in &secrets {
-        for core in base64_cores(secret) {
-            if out.contains(&core) {
-                out = out.replace(&core, REDACTED);
+        // Text shorter than every base64 core cannot hold one: the usual short string (a
+        // status, a name) skips encoding a long secret (an 800-byte token) six times.
+        if out.len() >= shortest_base64_core(secret.len()) {
+            for core in base64_cores(secret) {
+                if out.contains(&core) {
+                    out = out.replace(&core, REDACTED);
+                }
             }
         }
         if !may_hold_a_partial(&out, secret) {
@@ -88,10 +95,11 @@ pub(super) fn text(text: &str, secrets: &[Secret]) -> String {
 /// Whether `text` may hold a partial echo of `secret`: every window [`partials`] looks for
 /// holds one of a few anchors (runs of [`MIN_PARTIAL_LEN`] bytes spaced less than a window
 /// apart), so text with none of them holds none; a long secret (an 800-byte token has 400
-/// windows) then costs a few scans of the text instead of one per window.
+/// windows) then costs a few scans of the text instead of one per window, and none when the
+/// text is shorter than a window.
 fn may_hold_a_partial(text: &str, secret: &[u8]) -> bool {
     let window = (secret.len() / 2).max(MIN_PARTIAL_LEN);
-    if secret.len() <= window {
+    if secret.len() <= window || text.len() < window {
         return false;
     }
     let step = (window - MIN_PARTIAL_LEN + 1).max(1);
@@ -146,6 +154,13 @@ fn partials(secret: &[u8]) -> Vec<(usize, &str)> {
         .enumerate()
         .filter_map(|(at, window)| Some((at, std::str::from_utf8(window).ok()?)))
         .collect()
+}
+
+/// A length no core of [`base64_cores`] of a `len`-byte secret is shorter than: the secret's
+/// bits fill `4 * len / 3` characters, and a core, cut to the characters wholly inside them,
+/// is at most one shorter (at most two is assumed).
+fn shortest_base64_core(len: usize) -> usize {
+    (4 * len / 3).saturating_sub(2).max(MIN_BASE64_LEN)
 }
 
 /// The parts of the base64 of `secret` that do not depend on what surrounds it, for each of

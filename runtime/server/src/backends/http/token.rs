@@ -60,7 +60,7 @@ pub(super) async fn token_for(
         },
         Grant::ClientCredentials | Grant::JwtBearer => None,
     };
-    let key = TokenCache::key(&auth.cache_key, subject.map(SubjectToken::expose));
+    let key = TokenCache::key(&auth.cache_key, subject);
     let deadline = deadline.min(Instant::now() + TOKEN_TIMEOUT);
     let obtained = tokens
         .get_or_obtain(key, || async {

@@ -202,3 +202,28 @@ fn the_anchors_find_every_window() {
         assert!(!may_hold_a_partial("nothing of it", secret));
     }
 }
+
+#[test]
+fn text_too_short_to_hold_a_form_skips_its_search_and_no_more() {
+    for len in 0..200usize {
+        let secret: Vec<u8> = (0..len).map(|i| (i * 37 % 251) as u8).collect();
+        let shortest = shortest_base64_core(len);
+        assert!(
+            base64_cores(&secret)
+                .iter()
+                .all(|core| core.len() >= shortest),
+            "{len}: a core is shorter than {shortest}"
+        );
+    }
+    // The guard leaves what is scrubbed alone: a token's base64 echo in a long text goes.
+    let token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ";
+    let echoed = STANDARD_NO_PAD.encode(token);
+    let out = text(&format!("got {echoed} back"), &[Secret::new(token.into())]);
+    assert!(!out.contains(&echoed[4..echoed.len() - 4]), "{out}");
+    assert_eq!(text("short", &[Secret::new(token.into())]), "short");
+    // Text exactly as long as a secret, or as long as half of it, is still searched.
+    assert_eq!(text(token, &[Secret::new(token.into())]), REDACTED);
+    let half = &token[..token.len() / 2];
+    assert_eq!(text(half, &[Secret::new(token.into())]), REDACTED);
+    assert!(!may_hold_a_partial(&half[1..], token.as_bytes()));
+}

@@ -1,14 +1,17 @@
 //! The cache of tokens obtained for `http.auth`: one entry per (backend's grant, token URL,
 //! client, audience, resource, scope; the caller's token for token exchange), kept until
-//! shortly before the token expires, never shared between subjects (the key holds a digest of
-//! the subject token itself). Bounded in entries: a full cache first drops expired entries,
-//! then those expiring soonest. Concurrent misses of one key wait for one request (single
-//! flight); a failed request is not cached, so the next caller asks again. In memory, no I/O.
+//! shortly before the token expires, never shared between subjects (the key holds the subject
+//! token itself, compared whole: the one the validated principal holds, shared, not copied; a
+//! hit costs the map's hash of it and a lookup). Bounded in entries: a full cache first drops
+//! expired entries, then those expiring soonest. Concurrent misses of one key wait for one
+//! request (single flight); a failed request is not cached, so the next caller asks again. In
+//! memory, no I/O.
 
+use crate::principal::SubjectToken;
 use mcp_declaration::Secret;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::OnceCell;
@@ -57,7 +60,20 @@ pub(crate) enum Source {
     Obtained,
 }
 
-type Key = [u8; 32];
+/// What a token is cached by: the backend's grant (its `cache_key`) and, for token exchange,
+/// the caller's token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Key {
+    grant: Arc<str>,
+    subject: Option<SubjectToken>,
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.grant.hash(state);
+        self.subject.as_ref().map(SubjectToken::expose).hash(state);
+    }
+}
 
 /// Tokens by key.
 #[derive(Debug)]
@@ -83,16 +99,11 @@ impl TokenCache {
 
     /// The key of a backend's grant (`cache_key`) for `subject` (the caller's token; `None`
     /// for client credentials).
-    pub(crate) fn key(cache_key: &str, subject: Option<&str>) -> Key {
-        let mut hash = Sha256::new();
-        hash.update(b"kube-mcp token cache v1\0");
-        hash.update(cache_key.as_bytes());
-        hash.update([0]);
-        if let Some(subject) = subject {
-            hash.update([1]);
-            hash.update(subject.as_bytes());
+    pub(crate) fn key(cache_key: &str, subject: Option<&SubjectToken>) -> Key {
+        Key {
+            grant: cache_key.into(),
+            subject: subject.cloned(),
         }
-        hash.finalize().into()
     }
 
     /// The cached token of `key`, or the one `obtain` gets (which concurrent callers of the
@@ -106,7 +117,7 @@ impl TokenCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Issued, E>>,
     {
-        let cell = self.cell(key);
+        let cell = self.cell(&key);
         let mut asked = false;
         let issued = cell
             .get_or_try_init(|| {
@@ -116,7 +127,7 @@ impl TokenCache {
             .await?
             .clone();
         if issued.reuse_until.is_none() {
-            self.forget(key, &cell);
+            self.forget(&key, &cell);
         }
         let source = if asked {
             Source::Obtained
@@ -127,30 +138,30 @@ impl TokenCache {
     }
 
     /// The entry of `key`: its fresh or in-flight cell, or a new one.
-    fn cell(&self, key: Key) -> Arc<OnceCell<Issued>> {
+    fn cell(&self, key: &Key) -> Arc<OnceCell<Issued>> {
         let now = Instant::now();
         // The lock guards a map lookup only; a poisoned lock still holds a usable map.
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(cell) = entries.get(&key) {
+        if let Some(cell) = entries.get(key) {
             match cell.get() {
                 None => return cell.clone(),
                 Some(issued) if issued.fresh(now) => return cell.clone(),
                 Some(_) => {}
             }
         }
-        if entries.len() >= self.max && !entries.contains_key(&key) {
+        if entries.len() >= self.max && !entries.contains_key(key) {
             evict(&mut entries, self.max, now);
         }
         let cell = Arc::new(OnceCell::new());
-        entries.insert(key, cell.clone());
+        entries.insert(key.clone(), cell.clone());
         cell
     }
 
     /// Drops `key` if it is still `cell` (a token that must not be reused).
-    fn forget(&self, key: Key, cell: &Arc<OnceCell<Issued>>) {
+    fn forget(&self, key: &Key, cell: &Arc<OnceCell<Issued>>) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.get(&key).is_some_and(|c| Arc::ptr_eq(c, cell)) {
-            entries.remove(&key);
+        if entries.get(key).is_some_and(|c| Arc::ptr_eq(c, cell)) {
+            entries.remove(key);
         }
     }
 
@@ -170,9 +181,9 @@ fn evict(entries: &mut HashMap<Key, Arc<OnceCell<Issued>>>, max: usize, now: Ins
     }
     let mut by_expiry: Vec<(Instant, Key)> = entries
         .iter()
-        .filter_map(|(key, cell)| Some((cell.get()?.reuse_until?, *key)))
+        .filter_map(|(key, cell)| Some((cell.get()?.reuse_until?, key.clone())))
         .collect();
-    by_expiry.sort_unstable();
+    by_expiry.sort_unstable_by_key(|(until, _)| *until);
     // Down to 7/8 of the bound, so that a full cache does not sort on every miss.
     let excess = entries.len() + 1 - (max - max / 8).max(1).min(entries.len());
     for (_, key) in by_expiry.into_iter().take(excess) {
