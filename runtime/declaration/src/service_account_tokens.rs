@@ -18,6 +18,19 @@ pub const DEFAULT_SERVICE_ACCOUNT_TOKENS_DIR: &str = "/var/run/kube-mcp/tokens";
 /// Name of the token file in each audience's directory.
 pub const SERVICE_ACCOUNT_TOKEN_FILE: &str = "token";
 
+/// Audiences the Kubernetes API server accepts by default (its in-cluster names; the
+/// issuer of a cluster set up otherwise is not known here): a token for one of them is a
+/// credential for the API itself, never one to send to a token endpoint.
+pub(crate) const KUBERNETES_API_AUDIENCES: &[&str] = &[
+    "https://kubernetes.default.svc",
+    "https://kubernetes.default.svc.cluster.local",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+    "https://kubernetes.default",
+    "kubernetes",
+    "api",
+];
+
 /// Longest audience accepted (bytes).
 pub const MAX_SERVICE_ACCOUNT_AUDIENCE_BYTES: usize = 512;
 
@@ -55,10 +68,18 @@ impl Declaration {
 fn audiences(http: &Http) -> impl Iterator<Item = String> + '_ {
     http.auth
         .iter()
-        .flat_map(|auth| [&auth.token_exchange, &auth.client_credentials])
-        .flatten()
-        .flat_map(|grant| {
-            std::iter::once(&grant.client).chain(grant.actor.iter().map(|a| &a.client))
+        .flat_map(|auth| {
+            [&auth.token_exchange, &auth.client_credentials]
+                .into_iter()
+                .flatten()
+                .flat_map(|grant| {
+                    std::iter::once(&grant.client).chain(grant.actor.iter().map(|a| &a.client))
+                })
+                .chain(
+                    auth.jwt_bearer
+                        .iter()
+                        .filter_map(|grant| grant.client.as_ref()),
+                )
         })
         .filter_map(|client| client.service_account_token.as_ref())
         .map(|token| token.audience.clone())
@@ -124,6 +145,14 @@ spec:
           clientCredentials:
             tokenUrl: https://idp.example.com/token
             client: {id: c, secretKeyRef: {name: s, key: k}}
+    - name: d
+      http:
+        url: https://api.example.com/d
+        auth:
+          jwtBearer:
+            tokenUrl: https://idp.example.com/token
+            assertion: {secretKeyRef: {name: s, key: k}, issuer: d}
+            client: {id: d, serviceAccountToken: {audience: idp-bearer}}
 "#,
             Default::default(),
         )
@@ -133,6 +162,6 @@ spec:
             .service_account_audiences()
             .into_iter()
             .collect();
-        assert_eq!(audiences, ["idp-a", "idp-actor"]);
+        assert_eq!(audiences, ["idp-a", "idp-actor", "idp-bearer"]);
     }
 }

@@ -8,7 +8,8 @@ use super::Compiler;
 use super::http_types::{ClientAuth, CompiledAssertion, CompiledAuth, CompiledParam, Grant};
 use crate::secrets::Secret;
 use crate::service_account_tokens::{
-    MAX_SERVICE_ACCOUNT_AUDIENCE_BYTES, service_account_token_path, token_dir_name,
+    KUBERNETES_API_AUDIENCES, MAX_SERVICE_ACCOUNT_AUDIENCE_BYTES, service_account_token_path,
+    token_dir_name,
 };
 use crate::types::{
     HttpAuth, JwtAlgorithm, JwtAssertion, OAuthActor, OAuthClient, OAuthGrant, SecretKeyRef,
@@ -354,6 +355,15 @@ impl Compiler<'_> {
             self.error(
                 audience_path,
                 "must not hold control characters or surrounding spaces",
+            );
+            return None;
+        }
+        let bare = audience.trim_end_matches('/').to_ascii_lowercase();
+        if KUBERNETES_API_AUDIENCES.contains(&bare.as_str()) {
+            self.error(
+                audience_path,
+                "is the Kubernetes API's own audience: the token would be a credential for the \
+                 API, sent to the token endpoint; use the authorization server's audience",
             );
             return None;
         }

@@ -569,6 +569,8 @@ fn a_service_account_token_audience_is_printable_and_bounded() {
         "' '".to_owned(),
         "\"a\\nb\"".to_owned(),
         format!("'{}'", "a".repeat(513)),
+        "'https://kubernetes.default.svc.cluster.local/'".to_owned(),
+        "api".to_owned(),
     ] {
         let found = errors(&client(&bad));
         assert_eq!(found.len(), 1, "{bad}: {found:?}");
