@@ -3,7 +3,7 @@
 //! volume mounted at `<secrets-dir>/<name>` puts each key. [`read_secret`] does file I/O; the
 //! rest is pure. A [`Secret`] never prints its value.
 
-use super::types::{Declaration, Http, HttpParam, SecretKeyRef};
+use super::types::{Declaration, Http, HttpAuth, HttpParam, SecretKeyRef};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -47,16 +47,7 @@ impl Declaration {
 
     /// Every `(Secret, key)` pair the declaration references.
     pub fn secret_key_refs(&self) -> BTreeSet<SecretKeyRef> {
-        let https = self
-            .tools
-            .iter()
-            .filter_map(|t| t.http.as_ref())
-            .chain(self.resources.iter().filter_map(|r| r.http.as_ref()))
-            .chain(
-                self.resource_templates
-                    .iter()
-                    .filter_map(|t| t.http.as_ref()),
-            );
+        let https = self.http_backends();
         let introspection = self
             .auth
             .iter()
@@ -76,17 +67,11 @@ fn http_secret_refs(http: &Http) -> impl Iterator<Item = &SecretKeyRef> {
         .as_ref()
         .and_then(|b| b.form.as_deref())
         .unwrap_or_default();
-    let oauth = http
+    let jwt_bearer = http.auth.iter().filter_map(|auth| auth.jwt_bearer.as_ref());
+    let clients = http
         .auth
         .iter()
-        .flat_map(|auth| [&auth.token_exchange, &auth.client_credentials])
-        .flatten()
-        .flat_map(|grant| {
-            std::iter::once(&grant.client).chain(grant.actor.iter().map(|a| &a.client))
-        });
-    let jwt_bearer = http.auth.iter().filter_map(|auth| auth.jwt_bearer.as_ref());
-    let clients = oauth
-        .chain(jwt_bearer.clone().filter_map(|grant| grant.client.as_ref()))
+        .flat_map(HttpAuth::clients)
         .flat_map(|client| {
             [
                 client.secret_key_ref.as_ref(),

@@ -7,7 +7,7 @@
 //! (pure too: it only walks the declaration).
 
 use super::stamp::declaration_hash;
-use super::types::{Declaration, Http};
+use super::types::{Declaration, HttpAuth};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -51,38 +51,13 @@ impl Declaration {
     /// (their own clients and their actors'), sorted and deduplicated: the operator mounts one
     /// projected token for each.
     pub fn service_account_audiences(&self) -> BTreeSet<String> {
-        self.tools
-            .iter()
-            .filter_map(|t| t.http.as_ref())
-            .chain(self.resources.iter().filter_map(|r| r.http.as_ref()))
-            .chain(
-                self.resource_templates
-                    .iter()
-                    .filter_map(|t| t.http.as_ref()),
-            )
-            .flat_map(audiences)
+        self.http_backends()
+            .filter_map(|http| http.auth.as_ref())
+            .flat_map(HttpAuth::clients)
+            .filter_map(|client| client.service_account_token.as_ref())
+            .map(|token| token.audience.clone())
             .collect()
     }
-}
-
-fn audiences(http: &Http) -> impl Iterator<Item = String> + '_ {
-    http.auth
-        .iter()
-        .flat_map(|auth| {
-            [&auth.token_exchange, &auth.client_credentials]
-                .into_iter()
-                .flatten()
-                .flat_map(|grant| {
-                    std::iter::once(&grant.client).chain(grant.actor.iter().map(|a| &a.client))
-                })
-                .chain(
-                    auth.jwt_bearer
-                        .iter()
-                        .filter_map(|grant| grant.client.as_ref()),
-                )
-        })
-        .filter_map(|client| client.service_account_token.as_ref())
-        .map(|token| token.audience.clone())
 }
 
 #[cfg(test)]

@@ -129,6 +129,19 @@ fn default_ttl_ms() -> u64 {
     60_000
 }
 
+impl Declaration {
+    /// Every HTTP backend: of tools, resources and resource templates.
+    pub fn http_backends(&self) -> impl Iterator<Item = &Http> {
+        let tools = self.tools.iter().filter_map(|t| t.http.as_ref());
+        let resources = self.resources.iter().filter_map(|r| r.http.as_ref());
+        let templates = self
+            .resource_templates
+            .iter()
+            .filter_map(|t| t.http.as_ref());
+        tools.chain(resources).chain(templates)
+    }
+}
+
 impl Default for CachePolicy {
     fn default() -> Self {
         Self {

@@ -35,6 +35,24 @@ pub struct HttpAuth {
     pub prefix: Option<String>,
 }
 
+impl HttpAuth {
+    /// Every client this auth authenticates as: its grant's, the actor's, the JWT bearer
+    /// grant's optional one.
+    pub fn clients(&self) -> impl Iterator<Item = &OAuthClient> {
+        [&self.token_exchange, &self.client_credentials]
+            .into_iter()
+            .flatten()
+            .flat_map(|grant| {
+                std::iter::once(&grant.client).chain(grant.actor.iter().map(|a| &a.client))
+            })
+            .chain(
+                self.jwt_bearer
+                    .iter()
+                    .filter_map(|grant| grant.client.as_ref()),
+            )
+    }
+}
+
 /// Where and how a token is requested.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -29,15 +29,7 @@ fn a_token_exchange_compiles_with_its_defaults() {
         ))
     );
     let compiled = compiled_with(&spec, None).unwrap();
-    let auth = compiled
-        .tool("t")
-        .unwrap()
-        .http
-        .as_ref()
-        .unwrap()
-        .auth
-        .as_ref()
-        .unwrap();
+    let auth = auth_of(&compiled);
     assert_eq!(auth.grant, Grant::TokenExchange);
     assert_eq!(auth.header.as_str(), "authorization");
     assert_eq!(auth.prefix, "Bearer ");
@@ -263,15 +255,7 @@ fn an_actor_is_for_token_exchange_only_and_its_secret_is_listed() {
         ))
     );
     let compiled = compiled_with(&spec, None).unwrap();
-    let auth = compiled
-        .tool("t")
-        .unwrap()
-        .http
-        .as_ref()
-        .unwrap()
-        .auth
-        .as_ref()
-        .unwrap();
+    let auth = auth_of(&compiled);
     let actor = auth.actor.as_ref().unwrap();
     assert_eq!(
         (actor.grant, actor.client_id.as_str()),
@@ -518,15 +502,7 @@ fn a_service_account_token_client_reads_the_file_named_by_its_audience() {
         )
     );
     let compiled = compiled_with(&spec, None).unwrap();
-    let auth = compiled
-        .tool("t")
-        .unwrap()
-        .http
-        .as_ref()
-        .unwrap()
-        .auth
-        .as_ref()
-        .unwrap();
+    let auth = auth_of(&compiled);
     let ClientAuth::ServiceAccountToken { audience, path } = &auth.client_auth else {
         panic!("{:?}", auth.client_auth);
     };
