@@ -128,7 +128,7 @@ impl Compiler<'_> {
                 scope: actor.scope.clone(),
                 header: http::header::AUTHORIZATION,
                 prefix: String::new(),
-                cache_key,
+                cache_key: cache_key.into(),
                 actor: None,
                 assertion: None,
             }))
@@ -185,7 +185,7 @@ impl Compiler<'_> {
             spec.audience,
             spec.resource,
             spec.scope,
-            actor.as_ref().map(|a| &a.cache_key),
+            actor.as_ref().map(|a| &*a.cache_key),
             assertion
                 .as_ref()
                 .map(|a| serde_json::json!([a.issuer, a.subject, a.audience, a.key_id])),
@@ -201,7 +201,7 @@ impl Compiler<'_> {
             scope: spec.scope.clone(),
             header: header?,
             prefix,
-            cache_key,
+            cache_key: cache_key.into(),
             actor,
             assertion,
         })

@@ -74,8 +74,8 @@ pub struct CompiledAuth {
     pub prefix: String,
     /// Everything but the subject that decides which token the server issues (grant, token
     /// URL, client, audience, resource, scope, actor, assertion), as one string: backends with equal keys
-    /// share cached tokens.
-    pub cache_key: String,
+    /// share cached tokens (shared, not copied, by each lookup).
+    pub cache_key: std::sync::Arc<str>,
     /// Token exchange: how the actor token is obtained (client credentials, same token URL).
     pub actor: Option<Box<CompiledAuth>>,
     /// JWT bearer grant: the assertion signed for each token request.

@@ -60,7 +60,7 @@ pub(super) async fn token_for(
         },
         Grant::ClientCredentials | Grant::JwtBearer => None,
     };
-    let key = TokenCache::key(&auth.cache_key, subject);
+    let key = TokenCache::key(auth.cache_key.clone(), subject);
     let deadline = deadline.min(Instant::now() + TOKEN_TIMEOUT);
     let obtained = tokens
         .get_or_obtain(key, || async {
@@ -69,7 +69,7 @@ pub(super) async fn token_for(
                 // for only when the exchange itself is.
                 let actor = match &auth.actor {
                     Some(actor) => {
-                        let key = TokenCache::key(&actor.cache_key, None);
+                        let key = TokenCache::key(actor.cache_key.clone(), None);
                         let obtained = tokens
                             .get_or_obtain(key, || {
                                 let signers = (live.actor_signer, None);
@@ -314,7 +314,7 @@ mod tests {
             scope: Some("read".into()),
             header: http::header::AUTHORIZATION,
             prefix: "Bearer ".into(),
-            cache_key: String::new(),
+            cache_key: "".into(),
             actor: None,
             assertion: None,
         };

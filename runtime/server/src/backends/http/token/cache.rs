@@ -99,7 +99,7 @@ impl TokenCache {
 
     /// The key of a backend's grant (`cache_key`) for `subject` (the caller's token; `None`
     /// for client credentials).
-    pub(crate) fn key(cache_key: &str, subject: Option<&SubjectToken>) -> Key {
+    pub(crate) fn key(cache_key: impl Into<Arc<str>>, subject: Option<&SubjectToken>) -> Key {
         Key {
             grant: cache_key.into(),
             subject: subject.cloned(),

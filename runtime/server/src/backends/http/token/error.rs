@@ -189,7 +189,7 @@ mod tests {
             scope: None,
             header: http::header::AUTHORIZATION,
             prefix: "Bearer ".into(),
-            cache_key: String::new(),
+            cache_key: "".into(),
             actor: None,
             assertion: None,
         }

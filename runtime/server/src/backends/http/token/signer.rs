@@ -167,10 +167,22 @@ mod tests {
             scope: None,
             header: http::header::AUTHORIZATION,
             prefix: "Bearer ".into(),
-            cache_key: String::new(),
+            cache_key: "".into(),
             actor: None,
             assertion: None,
         }
+    }
+
+    /// The claims of an ES256 `token` from `issuer` for the test audience, checked with the
+    /// public half as a server would.
+    fn verified(token: &str, issuer: &str) -> serde_json::Value {
+        let mut validation = Validation::new(Algorithm::ES256);
+        validation.set_audience(&["https://idp.example.com"]);
+        validation.set_issuer(&[issuer]);
+        let key = DecodingKey::from_ec_pem(EC_PUBLIC.as_bytes()).unwrap();
+        decode::<serde_json::Value>(token, &key, &validation)
+            .unwrap()
+            .claims
     }
 
     #[test]
@@ -184,17 +196,7 @@ mod tests {
             (header.alg, header.kid.as_deref()),
             (Algorithm::ES256, Some("k1"))
         );
-        // Checked with the public half, as a server would.
-        let mut validation = Validation::new(Algorithm::ES256);
-        validation.set_audience(&["https://idp.example.com"]);
-        validation.set_issuer(&["kube-mcp"]);
-        let claims = decode::<serde_json::Value>(
-            &token,
-            &DecodingKey::from_ec_pem(EC_PUBLIC.as_bytes()).unwrap(),
-            &validation,
-        )
-        .unwrap()
-        .claims;
+        let claims = verified(&token, "kube-mcp");
         assert_eq!(claims["sub"], "kube-mcp");
         assert_eq!(
             claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(),
@@ -225,16 +227,7 @@ mod tests {
         let token = signer.sign("svc", "alice").unwrap();
         let header = jsonwebtoken::decode_header(&token).unwrap();
         assert_eq!(header.kid.as_deref(), Some("svc-1"));
-        let mut validation = Validation::new(Algorithm::ES256);
-        validation.set_audience(&["https://idp.example.com"]);
-        validation.set_issuer(&["svc"]);
-        let claims = decode::<serde_json::Value>(
-            &token,
-            &DecodingKey::from_ec_pem(EC_PUBLIC.as_bytes()).unwrap(),
-            &validation,
-        )
-        .unwrap()
-        .claims;
+        let claims = verified(&token, "svc");
         assert_eq!(claims["sub"], "alice");
         // A key that does not fit says which one.
         auth.assertion.as_mut().unwrap().alg = JwtAlgorithm::RS256;
