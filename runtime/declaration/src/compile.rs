@@ -12,6 +12,9 @@ pub use discovery::{
     MAX_SEARCH_LIMIT, MetaTool, SEARCH_TOOLS,
 };
 mod http;
+mod http_async;
+mod http_async_types;
+pub use http_async::{AsyncOutcome, CompiledAsync, StatusUrl};
 mod http_auth;
 mod http_params;
 pub use http_params::RESERVED_HEADERS;

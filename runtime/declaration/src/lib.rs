@@ -35,16 +35,16 @@ pub use bounded_yaml::{parse as parse_yaml_bounded, parse_all as parse_yaml_docu
 pub use bundle::{Bundle, DEFAULT_NAMESPACE, read_bundle};
 pub use cluster_rules::cluster_problems;
 pub use compile::{
-    BodyKind, CONFIRM_KEY, ClientAuth, CompileOptions, Compiled, CompiledAssertion, CompiledAuth,
-    CompiledBody, CompiledDiscovery, CompiledField, CompiledHttp, CompiledInteraction,
-    CompiledLimit, CompiledLimits, CompiledLog, CompiledParam, CompiledProgress, CompiledPrompt,
-    CompiledResource, CompiledResourceTemplate, CompiledResponse, CompiledSample, CompiledTool,
-    CompiledToolUi, CompiledUrlStep, CompiledView, CompiledViews, DEFAULT_SEARCH_LIMIT,
-    DESCRIBE_TOOLS, Grant, ItemSet, MAX_DESCRIBE_NAMES, MAX_QUERY_CHARS, MAX_QUERY_TOKENS,
-    MAX_SEARCH_LIMIT, MAX_SHARED_SCHEMAS, MAX_TOOL_TOKENS, MetaTool, PARAM_HEADER_PREFIX,
-    ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS, RESERVED_SEGMENTS, ROOTS_KEY, Rate,
-    ResolvedUri, Retry, SAMPLE_KEY, SEARCH_TOOLS, SearchIndex, StatusMatch, UriItem, X_MCP_HEADER,
-    compile, valid_param_header_name,
+    AsyncOutcome, BodyKind, CONFIRM_KEY, ClientAuth, CompileOptions, Compiled, CompiledAssertion,
+    CompiledAsync, CompiledAuth, CompiledBody, CompiledDiscovery, CompiledField, CompiledHttp,
+    CompiledInteraction, CompiledLimit, CompiledLimits, CompiledLog, CompiledParam,
+    CompiledProgress, CompiledPrompt, CompiledResource, CompiledResourceTemplate, CompiledResponse,
+    CompiledSample, CompiledTool, CompiledToolUi, CompiledUrlStep, CompiledView, CompiledViews,
+    DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOLS, Grant, ItemSet, MAX_DESCRIBE_NAMES, MAX_QUERY_CHARS,
+    MAX_QUERY_TOKENS, MAX_SEARCH_LIMIT, MAX_SHARED_SCHEMAS, MAX_TOOL_TOKENS, MetaTool,
+    PARAM_HEADER_PREFIX, ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS, RESERVED_SEGMENTS,
+    ROOTS_KEY, Rate, ResolvedUri, Retry, SAMPLE_KEY, SEARCH_TOOLS, SearchIndex, StatusMatch,
+    StatusUrl, UriItem, X_MCP_HEADER, compile, valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};

@@ -12,6 +12,7 @@ mod apps;
 mod auth;
 mod discovery;
 mod http;
+mod http_async;
 mod http_auth;
 mod interactive;
 mod limits;
@@ -23,6 +24,7 @@ pub use apps::*;
 pub use auth::*;
 pub use discovery::*;
 pub use http::*;
+pub use http_async::*;
 pub use http_auth::*;
 pub use interactive::*;
 pub use limits::*;
@@ -199,6 +201,10 @@ pub struct Tool {
     /// Where the reply comes from instead of `content`: an upstream HTTP API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<Http>,
+    /// Whether a call may become an MCP task (default `optional` for `http.async` tools, else
+    /// `never`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskSupport>,
     /// Marks the declared reply as a tool error (`isError: true`), readable by the model.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,

@@ -235,6 +235,14 @@ impl Compiler<'_> {
                 }
             }
         }
+        let job = match (&http.r#async, is_tool) {
+            (Some(job), true) => self.http_async(path, job),
+            (Some(_), false) => {
+                self.error(format!("{path}.async"), "applies to tools only");
+                None
+            }
+            (None, _) => None,
+        };
         let responses = self.responses(path, &http.responses, is_tool);
         let ca_bundle = self.ca_bundle(path, http);
         if self.errors.len() > errors_before {
@@ -258,6 +266,7 @@ impl Compiler<'_> {
             poll_interval: Duration::from_millis(poll_ms),
             secrets,
             auth,
+            job,
         });
         self.upstreams.push(compiled.clone());
         Some(compiled)
@@ -329,7 +338,7 @@ impl Compiler<'_> {
 
     /// The compiled jq program `source`, compiled once per declaration however many answers
     /// use it (the same `Arc`).
-    fn jq(&mut self, source: &str) -> Result<Arc<JqProgram>, String> {
+    pub(super) fn jq(&mut self, source: &str) -> Result<Arc<JqProgram>, String> {
         if let Some(compiled) = self.jq.get(source) {
             return compiled.clone();
         }
@@ -354,7 +363,7 @@ impl Compiler<'_> {
     }
 }
 
-fn method(method: HttpMethod) -> http::Method {
+pub(super) fn method(method: HttpMethod) -> http::Method {
     match method {
         HttpMethod::Get => http::Method::GET,
         HttpMethod::Post => http::Method::POST,

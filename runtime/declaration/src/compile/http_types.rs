@@ -49,6 +49,8 @@ pub struct CompiledHttp {
     pub secrets: Vec<Secret>,
     /// Tools: the token obtained for each call (`http.auth`).
     pub auth: Option<CompiledAuth>,
+    /// Tools: the job the start request creates, polled until done (`http.async`).
+    pub job: Option<super::CompiledAsync>,
 }
 
 /// How a backend obtains the token it sends (`http.auth`).

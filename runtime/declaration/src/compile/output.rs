@@ -105,6 +105,8 @@ pub struct CompiledTool {
     pub param_headers: Vec<super::ParamHeader>,
     /// Its MCP Apps view (`descriptor` then carries `_meta.ui`).
     pub ui: Option<super::CompiledToolUi>,
+    /// Whether a call may become a task (`never` unless `http.async`).
+    pub task: crate::types::TaskSupport,
 }
 
 /// A declared progress step.

@@ -6,7 +6,7 @@ use super::param_headers;
 use super::{CompiledLog, CompiledProgress, CompiledTool, Compiler, insert_some};
 use super::{CompiledToolUi, apps};
 use crate::access::Access;
-use crate::types::{Resource, Tool};
+use crate::types::{Resource, TaskSupport, Tool};
 use crate::value_template::ValueTemplate;
 use serde_json::{Map, Value, json};
 
@@ -119,6 +119,7 @@ impl Compiler<'_> {
             };
             self.http(&format!("{path}.http"), spec, target)
         });
+        let task = self.task_support(path, tool);
         let progress = self.progress(path, tool);
         let logs = tool
             .logs
@@ -162,6 +163,10 @@ impl Compiler<'_> {
         if !tool.icons.is_empty() {
             descriptor["icons"] = json!(tool.icons);
         }
+        if task != TaskSupport::Never {
+            // 2025-11-25 tool-level negotiation; absent means `forbidden`.
+            descriptor["execution"] = json!({"taskSupport": task});
+        }
         let ui = ui_meta.map(|meta| {
             let plain = descriptor.clone();
             descriptor["_meta"] = json!({"ui": meta});
@@ -187,6 +192,7 @@ impl Compiler<'_> {
             interaction,
             param_headers,
             ui,
+            task,
         })
     }
 

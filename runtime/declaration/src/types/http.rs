@@ -56,6 +56,9 @@ pub struct Http {
     /// returned as received and any other status is an error naming it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub responses: Vec<HttpResponse>,
+    /// Tools only: the call starts a job polled until done (`202` and `Location`, typically).
+    #[serde(default, rename = "async", skip_serializing_if = "Option::is_none")]
+    pub r#async: Option<super::HttpAsync>,
     /// Resources only: milliseconds a read result is reused before the upstream is asked again
     /// (default 0: every read calls the upstream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
