@@ -11,3 +11,6 @@ pub const ENTERPRISE_MANAGED_AUTHORIZATION: &str =
 
 /// MCP Apps (SEP-1865): tools shown in HTML views hosts render.
 pub const UI: &str = "io.modelcontextprotocol/ui";
+
+/// Tasks (SEP-2663): a `tools/call` may answer with a task handle polled with `tasks/get`.
+pub const TASKS: &str = "io.modelcontextprotocol/tasks";

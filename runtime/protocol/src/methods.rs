@@ -31,6 +31,16 @@ pub const COMPLETION_COMPLETE: &str = "completion/complete";
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 /// `subscriptions/listen` (2026-07-28): a stream of change notifications.
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// `tasks/get`: a task's status (and, in 2026-07-28, its result once done).
+pub const TASKS_GET: &str = "tasks/get";
+/// `tasks/cancel`: asks a task to stop.
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// `tasks/update` (2026-07-28 Tasks extension): answers to a task's input requests.
+pub const TASKS_UPDATE: &str = "tasks/update";
+/// `tasks/result` (2025-11-25): waits for a task's result.
+pub const TASKS_RESULT: &str = "tasks/result";
+/// `tasks/list` (2025-11-25): not served, see `mcp-server`'s `tasks.rs`.
+pub const TASKS_LIST: &str = "tasks/list";
 
 /// Every request method above (metrics label them by name, anything else is `other`).
 pub const ALL: &[&str] = &[
@@ -49,6 +59,11 @@ pub const ALL: &[&str] = &[
     COMPLETION_COMPLETE,
     LOGGING_SET_LEVEL,
     SUBSCRIPTIONS_LISTEN,
+    TASKS_GET,
+    TASKS_CANCEL,
+    TASKS_UPDATE,
+    TASKS_RESULT,
+    TASKS_LIST,
 ];
 
 /// Notification names, client to server and server to client.

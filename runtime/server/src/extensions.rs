@@ -15,7 +15,9 @@
 
 use super::RequestContext;
 use mcp_declaration::{Compiled, MCP_APP_MIME_TYPE};
-use mcp_protocol::extensions::{ENTERPRISE_MANAGED_AUTHORIZATION, OAUTH_CLIENT_CREDENTIALS, UI};
+use mcp_protocol::extensions::{
+    ENTERPRISE_MANAGED_AUTHORIZATION, OAUTH_CLIENT_CREDENTIALS, TASKS, UI,
+};
 use mcp_protocol::{Era, meta};
 use serde_json::{Map, Value, json};
 
@@ -30,6 +32,9 @@ pub(crate) fn advertised(decl: &Compiled) -> Option<Value> {
     }
     if decl.tools.iter().any(|t| t.ui.is_some()) {
         extensions.insert(UI.to_owned(), json!({}));
+    }
+    if super::tasks::any(decl) {
+        extensions.insert(TASKS.to_owned(), json!({}));
     }
     (!extensions.is_empty()).then_some(Value::Object(extensions))
 }

@@ -154,7 +154,7 @@ pub(crate) fn claims(ctx: &RequestContext) -> Value {
         .map_or_else(|| json!({}), |caller| Value::Object(caller.claims.clone()))
 }
 
-fn principal(ctx: &RequestContext) -> Option<String> {
+pub(crate) fn principal(ctx: &RequestContext) -> Option<String> {
     ctx.caller.as_ref().map(|caller| {
         caller
             .digest()

@@ -41,6 +41,8 @@ mod request;
 mod resources;
 mod served;
 mod subscriptions;
+mod tasks;
+mod tool_result;
 mod tools;
 mod view;
 
@@ -531,7 +533,7 @@ impl Server {
                         discovery::call(decl, meta, params.get("arguments"), views, &tool_listed);
                     self.metrics
                         .tool_call(meta.name(), !reply.is_error, started.elapsed());
-                    Ok(tools::shape(reply, ctx.era))
+                    Ok(tool_result::shape(reply, ctx.era))
                 }
                 _ => tools::call(decl, &self.metrics, &self.rounds, ctx, request).await,
             },
@@ -578,6 +580,14 @@ impl Server {
                 prompts::get(decl, &self.metrics, &self.rounds, ctx, request).await
             }
             methods::COMPLETION_COMPLETE => completion::complete(decl, request),
+            methods::TASKS_GET
+            | methods::TASKS_CANCEL
+            | methods::TASKS_UPDATE
+            | methods::TASKS_RESULT
+            | methods::TASKS_LIST => {
+                let sealer = &self.rounds.sealer;
+                tasks::answer(decl, &self.metrics, sealer, ctx, method, params).await
+            }
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }
     }

@@ -74,6 +74,11 @@ pub fn initialize_result(decl: &Compiled, version: LegacyVersion) -> Value {
             .as_object_mut()
             .map(|c| c.remove("completions"));
     }
+    if version >= LegacyVersion::V2025_11_25 && super::tasks::any(decl) {
+        // Experimental core tasks; no `list`: a task lives only in its id (see `tasks.rs`).
+        result["capabilities"]["tasks"] =
+            json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
+    }
     if let Some(instructions) = &decl.instructions {
         result["instructions"] = json!(instructions);
     }

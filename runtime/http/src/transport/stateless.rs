@@ -158,6 +158,9 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<Option<Log
     let named = match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => member(params, "name"),
         methods::RESOURCES_READ => member(params, "uri"),
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
+            member(params, "taskId")
+        }
         _ => None,
     };
     if let Some(expected) = named.and_then(Value::as_str) {

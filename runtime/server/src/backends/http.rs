@@ -4,6 +4,7 @@
 //! debug log line per request (no secrets, no query string). Dropping the future (the client
 //! cancelled) aborts the request in flight.
 
+mod job;
 mod mapping;
 mod redact;
 mod request;
@@ -11,6 +12,7 @@ mod resolver;
 mod token;
 mod upstreams;
 
+pub use job::{JobState, Started, cancel_job, job_state, start_job};
 pub use mapping::{ResourceRead, resource_contents, tool_reply};
 pub use upstreams::{BuildError, Upstream, Upstreams};
 
@@ -143,7 +145,7 @@ async fn fetch_until(
             attempt,
         );
         let trace_headers = span.as_ref().map(crate::telemetry::UpstreamSpan::headers);
-        let sent = once(http, &live.client, &prepared, trace_headers);
+        let sent = once(http, &http.method, &live.client, &prepared, trace_headers);
         let outcome = match tokio::time::timeout_at(deadline, sent).await {
             Ok(outcome) => outcome,
             Err(_) => Err(CallError::Timeout(http.timeout)),
@@ -186,6 +188,7 @@ async fn fetch_until(
 /// replaces any declared header of the same name.
 async fn once(
     http: &CompiledHttp,
+    method: &reqwest::Method,
     client: &reqwest::Client,
     prepared: &request::Prepared,
     trace: Option<reqwest::header::HeaderMap>,
@@ -197,7 +200,7 @@ async fn once(
         }
     }
     let mut request = client
-        .request(http.method.clone(), prepared.url.clone())
+        .request(method.clone(), prepared.url.clone())
         .headers(headers);
     if let Some(body) = &prepared.body {
         request = request.body(body.clone());

@@ -188,6 +188,13 @@ fn table() -> Vec<(&'static str, Names)> {
         (methods::RESOURCES_LIST, Names::Nothing),
         (methods::RESOURCES_TEMPLATES_LIST, Names::Nothing),
         (methods::PROMPTS_LIST, Names::Nothing),
+        // A task id names no declared item: it is a handle sealed to its caller's principal,
+        // opened (and refused to anyone else) in `tasks/handle.rs`.
+        (methods::TASKS_GET, Names::Nothing),
+        (methods::TASKS_CANCEL, Names::Nothing),
+        (methods::TASKS_UPDATE, Names::Nothing),
+        (methods::TASKS_RESULT, Names::Nothing),
+        (methods::TASKS_LIST, Names::Nothing),
         (
             methods::TOOLS_CALL,
             Names::Guarded(json!({"name": "admin_only", "arguments": {}})),

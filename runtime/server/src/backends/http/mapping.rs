@@ -70,7 +70,7 @@ pub async fn tool_reply(
     reply
 }
 
-async fn map_tool(
+pub(super) async fn map_tool(
     http: &CompiledHttp,
     templates: &Templates,
     args: &Value,
@@ -115,7 +115,7 @@ async fn map_tool(
 
 /// No mapping: a 2xx answer as received (JSON also as the structured result), anything else an
 /// error naming the status, with a bounded excerpt of the body.
-fn unmapped_tool(answer: &Answer, secrets: &[Secret]) -> ToolReply {
+pub(super) fn unmapped_tool(answer: &Answer, secrets: &[Secret]) -> ToolReply {
     if answer.refused_redirect {
         return ToolReply::error(format!(
             "upstream answered {} with a redirect to another host, which is refused",
@@ -282,7 +282,7 @@ fn body_block(answer: &Answer) -> Value {
 
 /// The start of a body, cut on a character boundary. Secrets are scrubbed from the whole body
 /// first, so a cut cannot leave part of one behind.
-fn excerpt(body: &[u8], secrets: &[Secret]) -> String {
+pub(super) fn excerpt(body: &[u8], secrets: &[Secret]) -> String {
     if body.is_empty() {
         return "(empty body)".into();
     }
@@ -299,7 +299,7 @@ fn excerpt(body: &[u8], secrets: &[Secret]) -> String {
 
 /// Runs a jq program on a blocking thread, bounded in time. When the call ends first (timeout,
 /// or the client went away and this future was dropped) the run is told to stop.
-async fn run_jq(jq: &Arc<JqProgram>, body: &[u8]) -> Result<Value, String> {
+pub(super) async fn run_jq(jq: &Arc<JqProgram>, body: &[u8]) -> Result<Value, String> {
     let (jq, body) = (jq.clone(), body.to_vec());
     let cancel = Arc::new(AtomicBool::new(false));
     let _stop_on_drop = StopOnDrop(cancel.clone());

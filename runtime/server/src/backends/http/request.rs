@@ -178,3 +178,49 @@ fn claim<'a>(claims: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
         Some((first, rest)) => lookup(claims.get(first)?, rest),
     }
 }
+
+/// The headers of a follow-up request of a job (status, result, cancel), made without the
+/// call's arguments: the declared headers that do not depend on them (secrets, literal values,
+/// the caller's claims), and `Accept`. Headers rendered from arguments are not sent again.
+pub(super) fn follow_up_headers(
+    http: &CompiledHttp,
+    claims: Option<&Map<String, Value>>,
+) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    for param in &http.headers {
+        let (text, sensitive) = match &param.value {
+            ParamValue::Secret(secret) => (secret.expose().to_owned(), true),
+            ParamValue::Text(mcp_declaration::Text::Literal(text)) => (text.clone(), false),
+            ParamValue::Claim(_) => {
+                let resolved = resolve_all(
+                    std::slice::from_ref(param),
+                    &Templates::new(0),
+                    &Value::Null,
+                    claims,
+                )?;
+                match resolved.into_iter().next() {
+                    Some((_, resolved)) => (resolved.text, false),
+                    None => continue,
+                }
+            }
+            ParamValue::Text(_) | ParamValue::Arg(_) => continue,
+        };
+        let header = HeaderName::from_bytes(param.name.as_bytes())
+            .map_err(|_| format!("header name `{}` is not valid", param.name))?;
+        let mut value = HeaderValue::from_str(&text).map_err(|_| {
+            format!(
+                "the value of header `{}` is not a valid header value",
+                param.name
+            )
+        })?;
+        value.set_sensitive(sensitive || header == reqwest::header::AUTHORIZATION);
+        headers.append(header, value);
+    }
+    if !headers.contains_key(ACCEPT) {
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, */*;q=0.5"),
+        );
+    }
+    Ok(headers)
+}

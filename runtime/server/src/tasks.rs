@@ -1,0 +1,406 @@
+//! Tasks without a task store. A `tools/call` of an `http.async` tool starts the upstream job
+//! and, for a client that supports tasks, answers with a task whose id is a sealed handle
+//! (`handle.rs`); `tasks/get`, `tasks/cancel` and `tasks/result` open the handle on any
+//! replica and ask the upstream. The task exists durably before the answer returns because the
+//! upstream job does. Upstream I/O through `backends/http/job.rs`.
+//!
+//! The seams:
+//! - [`decide`]: whether a `tools/call` runs inline or becomes a task (called by `tools.rs`
+//!   before any interaction, so `task: required` refuses first).
+//! - [`start`]: starts the work and seals the handle; [`handle::Pending`] names the kind of
+//!   work, so another kind (an approval) is a new variant with its own arm in [`observe`] and
+//!   [`cancel_work`].
+//! - [`answer`]: the `tasks/*` methods, per era.
+//!
+//! `tasks/list` is not served (-32601, and `capabilities.tasks.list` is not advertised): a task
+//! lives only in its id, which only its client holds, so no replica could list them.
+
+pub(crate) mod handle;
+mod wire;
+
+use crate::RequestContext;
+use crate::backends::{ToolReply, http};
+use crate::metrics::Metrics;
+use crate::served::Served;
+use crate::sessions::Sealer;
+use handle::{MAX_STATUS_URL_LEN, Pending, TaskHandle, args_digest, now_ms};
+use mcp_declaration::{CompiledTool, TaskSupport};
+use mcp_protocol::extensions::TASKS;
+use mcp_protocol::{Era, LegacyVersion, McpError, meta, methods};
+use serde_json::{Value, json};
+use std::time::Duration;
+use wire::Status;
+
+/// Longest a call waits for a job inline (a client without tasks, or `tasks/result`): the
+/// upper bound of an upstream call's own deadline (`http.timeoutMs`).
+pub(crate) const MAX_INLINE_WAIT: Duration = Duration::from_secs(120);
+/// Shortest TTL a 2025-11-25 client may ask for.
+const MIN_REQUESTED_TTL_MS: u64 = 1_000;
+
+/// How a `tools/call` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Execution {
+    /// Answered in the request (a job is waited for, within [`MAX_INLINE_WAIT`]).
+    Inline,
+    /// As a task; a 2025-11-25 client may have asked for a shorter TTL.
+    Task { requested_ttl_ms: Option<u64> },
+}
+
+/// Decides how a call of `tool` runs for this client: a task when the tool can be one and the
+/// client supports tasks (2026-07-28: the extension in this request's capabilities;
+/// 2025-11-25: a task-augmented request); a refusal when the tool must be a task and the
+/// client cannot take one.
+pub(crate) fn decide(
+    ctx: &RequestContext,
+    params: &Value,
+    tool: &CompiledTool,
+) -> Result<Execution, McpError> {
+    if tool.task == TaskSupport::Never {
+        // A sync tool is never promoted; a legacy `task` param is tolerated and ignored.
+        return Ok(Execution::Inline);
+    }
+    let augmented = params.get("task").filter(|task| task.is_object());
+    let wants = match ctx.era {
+        Era::Modern => client_declares_tasks(params),
+        Era::Legacy(version) => version >= LegacyVersion::V2025_11_25 && augmented.is_some(),
+    };
+    match (wants, tool.task, ctx.era) {
+        (true, _, _) => Ok(Execution::Task {
+            requested_ttl_ms: augmented
+                .and_then(|task| task.get("ttl"))
+                .and_then(Value::as_u64)
+                .map(|ttl| ttl.max(MIN_REQUESTED_TTL_MS)),
+        }),
+        (false, TaskSupport::Required, Era::Modern) => Err(missing_extension()),
+        (false, TaskSupport::Required, Era::Legacy(_)) => Err(McpError::MethodNotFound(
+            "tools/call of a tool that runs only as a task needs a task-augmented request".into(),
+        )),
+        (false, _, _) => Ok(Execution::Inline),
+    }
+}
+
+/// Starts `tool`'s job for `args` (validated) and answers with the task, or, when no job
+/// started (the upstream refused, an error), with the plain reply.
+pub(crate) async fn start(
+    decl: &Served,
+    metrics: &Metrics,
+    sealer: &Sealer,
+    ctx: &RequestContext,
+    tool_index: usize,
+    args: &Value,
+    requested_ttl_ms: Option<u64>,
+) -> Result<Value, ToolReply> {
+    let tool = &decl.tools[tool_index];
+    let Some((upstream, job)) = tool
+        .http
+        .as_deref()
+        .and_then(|h| h.job.as_ref().map(|job| (h, job)))
+    else {
+        return Err(ToolReply::error("the tool cannot run as a task"));
+    };
+    let caller = ctx.caller.as_deref();
+    let started = http::start_job(
+        upstream,
+        &decl.upstreams,
+        &decl.templates,
+        metrics,
+        args,
+        caller,
+    );
+    let status_url = match started.await {
+        http::Started::Job(url) => url,
+        http::Started::Reply(reply) => return Err(reply),
+    };
+    if status_url.as_str().len() > MAX_STATUS_URL_LEN {
+        return Err(ToolReply::error(
+            "the upstream's status URL is too long to carry in a task id",
+        ));
+    }
+    let declared_ttl = u64::try_from(job.ttl.as_millis()).unwrap_or(u64::MAX);
+    let handle = TaskHandle {
+        work: Pending::UpstreamJob {
+            status_url: status_url.into(),
+        },
+        tool: name_of(tool).to_owned(),
+        principal: crate::interactive::principal(ctx),
+        args: args_digest(args),
+        created_ms: now_ms(),
+        ttl_ms: requested_ttl_ms.map_or(declared_ttl, |asked| asked.min(declared_ttl)),
+    };
+    let id = handle.seal(sealer);
+    let task = wire::task(
+        ctx.era,
+        &id,
+        &handle,
+        Status::Working,
+        job.interval,
+        now_ms(),
+    );
+    Ok(wire::created(ctx.era, task))
+}
+
+/// Runs an `http.async` tool inline: starts the job and polls it until it finishes, within
+/// [`MAX_INLINE_WAIT`] and the job's TTL; past that the job is cancelled (when a cancel is
+/// declared) and the reply is a tool error saying so.
+pub(crate) async fn run_inline(
+    decl: &Served,
+    metrics: &Metrics,
+    tool: &CompiledTool,
+    ctx: &RequestContext,
+    args: &Value,
+) -> ToolReply {
+    let Some((upstream, job)) = tool
+        .http
+        .as_deref()
+        .and_then(|h| h.job.as_ref().map(|job| (h, job)))
+    else {
+        return ToolReply::error("the tool does not start a job");
+    };
+    let caller = ctx.caller.as_deref();
+    let (upstreams, templates) = (&decl.upstreams, &decl.templates);
+    let status_url =
+        match http::start_job(upstream, upstreams, templates, metrics, args, caller).await {
+            http::Started::Job(url) => url,
+            http::Started::Reply(reply) => return reply,
+        };
+    let wait = MAX_INLINE_WAIT.min(job.ttl);
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        if tokio::time::Instant::now() + job.interval > deadline {
+            let _ = http::cancel_job(upstream, upstreams, templates, metrics, &status_url, caller)
+                .await;
+            return ToolReply::error(format!(
+                "the job did not finish within {} s; a client that supports tasks can wait for it",
+                wait.as_secs()
+            ));
+        }
+        tokio::time::sleep(job.interval).await;
+        match http::job_state(upstream, upstreams, templates, metrics, &status_url, caller).await {
+            Ok(http::JobState::Working) | Err(_) => {}
+            Ok(http::JobState::Finished(reply)) => return reply,
+            Ok(http::JobState::Cancelled) => {
+                return ToolReply::error("the upstream cancelled the job");
+            }
+            Ok(http::JobState::Gone) => {
+                return ToolReply::error("the upstream no longer knows the job");
+            }
+        }
+    }
+}
+
+/// What a task is now.
+enum Observed {
+    Working,
+    Completed(ToolReply),
+    Failed(McpError),
+    Cancelled,
+}
+
+impl Observed {
+    fn status(&self) -> Status {
+        match self {
+            Self::Working => Status::Working,
+            Self::Completed(_) => Status::Completed,
+            Self::Failed(_) => Status::Failed,
+            Self::Cancelled => Status::Cancelled,
+        }
+    }
+}
+
+/// The tool a handle names, if it still runs jobs, with its poll interval.
+fn job_tool<'a>(decl: &'a Served, handle: &TaskHandle) -> Option<(&'a CompiledTool, Duration)> {
+    let tool = decl.tool(&handle.tool)?;
+    let interval = tool.http.as_ref()?.job.as_ref()?.interval;
+    Some((tool, interval))
+}
+
+/// Asks the work's owner (the upstream) what the task is now. `Err`: it could not be asked.
+async fn observe(
+    decl: &Served,
+    metrics: &Metrics,
+    ctx: &RequestContext,
+    handle: &TaskHandle,
+) -> Result<Observed, McpError> {
+    let Some((tool, _)) = job_tool(decl, handle) else {
+        return Ok(Observed::Failed(McpError::Internal(format!(
+            "the tool `{}` no longer runs as a task here",
+            handle.tool
+        ))));
+    };
+    let Some(upstream) = tool.http.as_deref() else {
+        return Ok(Observed::Failed(McpError::Internal("no upstream".into())));
+    };
+    match &handle.work {
+        Pending::UpstreamJob { status_url } => {
+            let url = reqwest::Url::parse(status_url)
+                .map_err(|_| McpError::Internal("the sealed status URL is invalid".into()))?;
+            let caller = ctx.caller.as_deref();
+            let state = http::job_state(
+                upstream,
+                &decl.upstreams,
+                &decl.templates,
+                metrics,
+                &url,
+                caller,
+            )
+            .await
+            .map_err(McpError::Internal)?;
+            Ok(match state {
+                http::JobState::Working => Observed::Working,
+                http::JobState::Finished(reply) => {
+                    Observed::Completed(crate::tool_result::checked(tool, reply))
+                }
+                http::JobState::Cancelled => Observed::Cancelled,
+                http::JobState::Gone => Observed::Failed(McpError::Internal(
+                    "the upstream no longer knows this job".into(),
+                )),
+            })
+        }
+    }
+}
+
+/// Asks the work's owner to stop it.
+async fn cancel_work(
+    decl: &Served,
+    metrics: &Metrics,
+    ctx: &RequestContext,
+    handle: &TaskHandle,
+) -> Result<(), McpError> {
+    let Some(upstream) = job_tool(decl, handle).and_then(|(tool, _)| tool.http.as_deref()) else {
+        return Ok(());
+    };
+    match &handle.work {
+        Pending::UpstreamJob { status_url } => {
+            let url = reqwest::Url::parse(status_url)
+                .map_err(|_| McpError::Internal("the sealed status URL is invalid".into()))?;
+            let caller = ctx.caller.as_deref();
+            http::cancel_job(
+                upstream,
+                &decl.upstreams,
+                &decl.templates,
+                metrics,
+                &url,
+                caller,
+            )
+            .await
+            .map_err(McpError::Internal)
+        }
+    }
+}
+
+/// Answers `tasks/get`, `tasks/cancel`, `tasks/update`, `tasks/result` and `tasks/list`.
+pub(crate) async fn answer(
+    decl: &Served,
+    metrics: &Metrics,
+    sealer: &Sealer,
+    ctx: &RequestContext,
+    method: &str,
+    params: &Value,
+) -> Result<Value, McpError> {
+    match ctx.era {
+        Era::Modern if matches!(method, methods::TASKS_RESULT | methods::TASKS_LIST) => {
+            return Err(McpError::MethodNotFound(method.to_owned()));
+        }
+        Era::Modern if !client_declares_tasks(params) => return Err(missing_extension()),
+        Era::Legacy(version)
+            if version < LegacyVersion::V2025_11_25
+                || matches!(method, methods::TASKS_UPDATE | methods::TASKS_LIST) =>
+        {
+            return Err(McpError::MethodNotFound(method.to_owned()));
+        }
+        _ => {}
+    }
+    let id = params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::InvalidParams("missing `taskId`".into()))?;
+    let principal = crate::interactive::principal(ctx);
+    let handle = TaskHandle::open(sealer, id, principal.as_deref(), now_ms())?;
+    let poll = job_tool(decl, &handle).map_or(Duration::ZERO, |(_, poll)| poll);
+    let fields = |status| wire::task(ctx.era, id, &handle, status, poll, now_ms());
+    match method {
+        methods::TASKS_GET => {
+            let observed = observe(decl, metrics, ctx, &handle).await?;
+            let task = fields(observed.status());
+            Ok(match (ctx.era, observed) {
+                (Era::Modern, Observed::Completed(reply)) => {
+                    wire::detailed(task, Some(crate::tool_result::shape(reply, ctx.era)), None)
+                }
+                (Era::Modern, Observed::Failed(error)) => wire::detailed(task, None, Some(&error)),
+                (_, Observed::Failed(error)) => {
+                    let mut task = task;
+                    task.insert("statusMessage".into(), json!(error.to_string()));
+                    Value::Object(task)
+                }
+                (_, _) => Value::Object(task),
+            })
+        }
+        methods::TASKS_CANCEL => {
+            let observed = observe(decl, metrics, ctx, &handle).await?;
+            let terminal = !matches!(observed, Observed::Working);
+            if !terminal {
+                cancel_work(decl, metrics, ctx, &handle).await?;
+            }
+            match ctx.era {
+                // An empty acknowledgement, also for a task already finished.
+                Era::Modern => Ok(json!({})),
+                Era::Legacy(_) if terminal => Err(McpError::InvalidParams(format!(
+                    "cannot cancel a task that is already {}",
+                    observed.status().as_str()
+                ))),
+                Era::Legacy(_) => Ok(Value::Object(fields(Status::Cancelled))),
+            }
+        }
+        // Declared async tools ask nothing while they run: an acknowledgement.
+        methods::TASKS_UPDATE => Ok(json!({})),
+        methods::TASKS_RESULT => {
+            let wait = MAX_INLINE_WAIT.min(Duration::from_millis(
+                handle.expires_ms().saturating_sub(now_ms()),
+            ));
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                match observe(decl, metrics, ctx, &handle).await? {
+                    Observed::Completed(reply) => {
+                        return Ok(wire::related(crate::tool_result::shape(reply, ctx.era), id));
+                    }
+                    Observed::Failed(error) => return Err(error),
+                    Observed::Cancelled => {
+                        return Err(McpError::InvalidParams("the task was cancelled".into()));
+                    }
+                    Observed::Working => {}
+                }
+                if tokio::time::Instant::now() + poll > deadline {
+                    return Err(McpError::Internal(format!(
+                        "the task is still working after {} s; call tasks/result again",
+                        wait.as_secs()
+                    )));
+                }
+                tokio::time::sleep(poll).await;
+            }
+        }
+        _ => Err(McpError::MethodNotFound(method.to_owned())),
+    }
+}
+
+/// Whether this 2026-07-28 request's client capabilities declare the Tasks extension.
+fn client_declares_tasks(params: &Value) -> bool {
+    params
+        .get("_meta")
+        .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(TASKS))
+        .is_some()
+}
+
+fn missing_extension() -> McpError {
+    McpError::MissingCapability(json!({"extensions": {TASKS: {}}}))
+}
+
+fn name_of(tool: &CompiledTool) -> &str {
+    tool.descriptor["name"].as_str().unwrap_or_default()
+}
+
+/// Whether `decl` has a tool that can be a task (the capability and extension are advertised).
+pub(crate) fn any(decl: &mcp_declaration::Compiled) -> bool {
+    decl.tools.iter().any(|t| t.task != TaskSupport::Never)
+}
