@@ -1,0 +1,202 @@
+"""Long-running declared tools over MCP Tasks, end to end: a real asynchronous job API on
+127.0.0.1 (tests/jobs/job_api.py: 202 + Location, slow jobs, DELETE cancels) behind two runtime
+processes sharing one session key, so a task started on one is polled to completion through the
+other, with no task store.
+
+Clients: the official Python SDK (mcp 2.3.0) implements no client side of tasks in either era
+(no `tasks/get`, no task-augmented `call_tool`), so task traffic is raw HTTP (httpx2) shaped as
+the specs say: the 2026-07-28 Tasks extension (`io.modelcontextprotocol/tasks`) and
+2025-11-25's experimental tasks. The SDK is the client *without* tasks: it gets the bounded
+blocking fallback, and a `task: required` tool refuses it with -32021."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from harness import JSON_AND_SSE, LEGACY, MODERN, Runtime, StartRuntime, initialize_body, key_file, rpc_result, session_headers
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
+from job_api import JobServer, serve_in_thread  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+HERE = Path(__file__).parent
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+@pytest.fixture
+def jobs() -> Iterator[JobServer]:
+    server = serve_in_thread()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def replicas(start: StartRuntime, tmp_path: Path, jobs: JobServer) -> tuple[Runtime, Runtime, Runtime]:
+    manifest = tmp_path / "manifest" / "tasks.yaml"
+    manifest.parent.mkdir()
+    manifest.write_text((HERE / "manifests" / "tasks.yaml").read_text().replace("@JOBS@", jobs.url))
+    shared = key_file(tmp_path / "shared.key")
+    other = key_file(tmp_path / "other.key")
+    a = start(manifest, extra_args=("--session-key-file", str(shared)), name="a")
+    b = start(manifest, extra_args=("--session-key-file", str(shared)), name="b")
+    c = start(manifest, extra_args=("--session-key-file", str(other)), name="c")
+    return a, b, c
+
+
+def modern(rt: Runtime, method: str, params: dict, name: str | None = None, tasks: bool = True) -> httpx2.Response:
+    """A raw 2026-07-28 request; `tasks` declares the Tasks extension in its capabilities."""
+    capabilities = {"extensions": {TASKS: {}}} if tasks else {}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "kube-mcp-pytest", "version": "0"},
+    }
+    headers = dict(JSON_AND_SSE, **{"MCP-Protocol-Version": MODERN, "Mcp-Method": method})
+    if name is None:
+        name = params.get("taskId") or params.get("name")
+    if name is not None:
+        headers["Mcp-Name"] = name
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    return httpx2.post(rt.url, headers=headers, json=body, timeout=30)
+
+
+def result_of(response: httpx2.Response) -> dict:
+    message = rpc_result(response)
+    assert "result" in message, message
+    return message["result"]
+
+
+def error_of(response: httpx2.Response) -> dict:
+    message = rpc_result(response)
+    assert "error" in message, message
+    return message["error"]
+
+
+def poll(rt: Runtime, task_id: str, timeout: float = 15.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        task = result_of(modern(rt, "tasks/get", {"taskId": task_id}))
+        if task["status"] in ("completed", "failed", "cancelled"):
+            return task
+        time.sleep(0.1)
+    raise AssertionError(f"task {task_id} did not finish within {timeout} s")
+
+
+def test_a_task_started_on_one_replica_completes_through_the_other(replicas, jobs: JobServer) -> None:
+    a, b, _ = replicas
+    created = result_of(modern(a, "tools/call", {"name": "export_report", "arguments": {"seconds": 1, "label": "q3"}}))
+    assert created["resultType"] == "task" and created["status"] == "working", created
+    assert isinstance(created["ttlMs"], int) and created["pollIntervalMs"] == 200
+    assert jobs.url not in created["taskId"], "the status URL must not be readable in the id"
+    # Durable before the answer: the other replica knows it at once.
+    first = result_of(modern(b, "tasks/get", {"taskId": created["taskId"]}))
+    assert first["status"] == "working" and first["resultType"] == "complete", first
+    done = poll(b, created["taskId"])
+    assert done["status"] == "completed", done
+    assert done["result"]["structuredContent"] == {"label": "q3", "rows": 42}
+    assert "isError" not in done["result"]
+
+
+def test_a_failed_job_is_a_completed_task_with_a_tool_error(replicas) -> None:
+    a, b, _ = replicas
+    args = {"seconds": 0.2, "label": "bad", "outcome": "error"}
+    created = result_of(modern(a, "tools/call", {"name": "export_report", "arguments": args}))
+    done = poll(b, created["taskId"])
+    assert done["status"] == "completed" and done["result"]["isError"] is True, done
+
+
+def test_cancel_reaches_the_upstream(replicas, jobs: JobServer) -> None:
+    a, b, _ = replicas
+    created = result_of(modern(a, "tools/call", {"name": "export_report", "arguments": {"seconds": 60}}))
+    ack = result_of(modern(b, "tasks/cancel", {"taskId": created["taskId"]}))
+    assert ack["resultType"] == "complete" and set(ack) <= {"resultType", "_meta"}, ack
+    assert httpx2.get(f"{jobs.url}/log", timeout=5).json()["cancelled"] == ["1"]
+    assert poll(a, created["taskId"])["status"] == "cancelled"
+    # Idempotent on a terminal task: the same empty acknowledgement, no second DELETE.
+    assert "taskId" not in result_of(modern(a, "tasks/cancel", {"taskId": created["taskId"]}))
+    assert httpx2.get(f"{jobs.url}/log", timeout=5).json()["cancelled"] == ["1"]
+
+
+def test_tampered_expired_and_foreign_ids_are_refused_alike(replicas) -> None:
+    a, b, c = replicas
+    created = result_of(modern(a, "tools/call", {"name": "export_required", "arguments": {"seconds": 30}}))
+    task_id = created["taskId"]
+    flipped = task_id[:-3] + ("A" if task_id[-3] != "A" else "B") + task_id[-2:]
+    refusals = [
+        error_of(modern(b, "tasks/get", {"taskId": flipped})),
+        error_of(modern(c, "tasks/get", {"taskId": task_id})),  # another session key
+        error_of(modern(b, "tasks/get", {"taskId": "not-a-task"})),
+    ]
+    time.sleep(1.6)  # export_required's ttlMs is 1500
+    refusals.append(error_of(modern(b, "tasks/get", {"taskId": task_id})))
+    for error in refusals:
+        assert error["code"] == -32602, error
+        assert error["message"] == refusals[0]["message"], "a refusal must not say why"
+
+
+def test_task_methods_need_the_extension_and_the_routing_header(replicas) -> None:
+    a, _, _ = replicas
+    r = modern(a, "tasks/get", {"taskId": "x"}, tasks=False)
+    assert r.status_code == 400 and error_of(r)["code"] == -32021
+    assert error_of(r)["data"]["requiredCapabilities"] == {"extensions": {TASKS: {}}}
+    r = modern(a, "tasks/get", {"taskId": "x"}, name="y")
+    assert r.status_code == 400 and error_of(r)["code"] == -32020
+    for removed in ("tasks/result", "tasks/list"):
+        assert error_of(modern(a, removed, {"taskId": "x"}))["code"] == -32601
+    discover = result_of(modern(a, "server/discover", {}))
+    assert TASKS in discover["capabilities"]["extensions"] and "tasks" not in discover["capabilities"]
+    # A sync tool never becomes a task, even with a legacy `task` param.
+    greeted = result_of(modern(a, "tools/call", {"name": "greet", "arguments": {"name": "Ada"}, "task": {"ttl": 1000}}))
+    assert greeted["resultType"] == "complete" and greeted["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_a_client_without_tasks_waits_or_is_refused(replicas) -> None:
+    a, _, _ = replicas
+    async with Client(a.url, mode="2026-07-28") as client:
+        result = await client.call_tool("export_report", {"seconds": 0.5, "label": "inline"})
+        assert result.is_error is False and result.structured_content == {"label": "inline", "rows": 42}
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("export_required", {"seconds": 0.1})
+        assert refused.value.error.code == -32021
+
+
+def test_a_2025_11_25_session_uses_task_augmented_calls(replicas) -> None:
+    a, b, _ = replicas
+    r = httpx2.post(a.url, headers=JSON_AND_SSE, json=initialize_body(capabilities={"tasks": {}}), timeout=10)
+    init = result_of(r)
+    assert init["capabilities"]["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}
+    session = r.headers["mcp-session-id"]
+    headers = session_headers(session)
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    httpx2.post(a.url, headers=headers, json=initialized, timeout=10)
+
+    def rpc(rt: Runtime, method: str, params: dict) -> httpx2.Response:
+        body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}
+        return httpx2.post(rt.url, headers=headers, json=body, timeout=30)
+
+    tools = {t["name"]: t for t in result_of(rpc(a, "tools/list", {}))["tools"]}
+    assert tools["export_report"]["execution"] == {"taskSupport": "optional"}
+    assert tools["export_required"]["execution"] == {"taskSupport": "required"}
+    assert "execution" not in tools["greet"]
+    call = {"name": "export_report", "arguments": {"seconds": 0.5, "label": "legacy"}, "task": {"ttl": 30000}}
+    task = result_of(rpc(a, "tools/call", call))["task"]
+    assert task["status"] == "working" and task["ttl"] == 30000 and task["pollInterval"] == 200
+    got = result_of(rpc(b, "tasks/get", {"taskId": task["taskId"]}))
+    assert got["taskId"] == task["taskId"] and "result" not in got
+    result = result_of(rpc(b, "tasks/result", {"taskId": task["taskId"]}))
+    assert result["structuredContent"] == {"label": "legacy", "rows": 42}
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task["taskId"]}
+    # Not augmented: a tool that must be a task is refused as the 2025-11-25 spec says.
+    refused = rpc_result(rpc(a, "tools/call", {"name": "export_required", "arguments": {"seconds": 1}}))
+    assert refused["error"]["code"] == -32601
+    assert rpc_result(rpc(a, "tasks/list", {}))["error"]["code"] == -32601
