@@ -200,3 +200,43 @@ def test_a_2025_11_25_session_uses_task_augmented_calls(replicas) -> None:
     refused = rpc_result(rpc(a, "tools/call", {"name": "export_required", "arguments": {"seconds": 1}}))
     assert refused["error"]["code"] == -32601
     assert rpc_result(rpc(a, "tasks/list", {}))["error"]["code"] == -32601
+
+
+@pytest.fixture(scope="module")
+def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from auth_server import authorization_server
+
+    with authorization_server(tmp_path_factory.mktemp("as") / "as.log") as url:
+        yield url
+
+
+def test_a_task_id_is_useless_to_another_principal(start: StartRuntime, tmp_path: Path, jobs: JobServer, issuer: str) -> None:
+    from auth_server import client_credentials
+
+    manifest = tmp_path / "manifest" / "tasks.yaml"
+    manifest.parent.mkdir()
+    text = (HERE / "manifests" / "tasks.yaml").read_text().replace("@JOBS@", jobs.url)
+    manifest.write_text(text.replace("spec:\n", f"spec:\n  auth: {{issuer: '{issuer}', requiredScopes: [mcp]}}\n", 1))
+    rt = start(manifest)
+    reader = client_credentials(issuer, "reader", "mcp", rt.base)
+    writer = client_credentials(issuer, "writer", "mcp issues:write", rt.base)
+
+    def as_(token: str, method: str, params: dict) -> httpx2.Response:
+        capabilities = {"extensions": {TASKS: {}}}
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        }
+        headers = dict(JSON_AND_SSE, **{"MCP-Protocol-Version": MODERN, "Mcp-Method": method})
+        headers["Mcp-Name"] = params.get("taskId") or params["name"]
+        headers["Authorization"] = f"Bearer {token}"
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+        return httpx2.post(rt.url, headers=headers, json=body, timeout=30)
+
+    created = result_of(as_(reader, "tools/call", {"name": "export_report", "arguments": {"seconds": 30}}))
+    task_id = created["taskId"]
+    assert result_of(as_(reader, "tasks/get", {"taskId": task_id}))["status"] == "working"
+    stolen = error_of(as_(writer, "tasks/get", {"taskId": task_id}))
+    assert stolen["code"] == -32602 and "unknown task" in stolen["message"], stolen
+    assert error_of(as_(writer, "tasks/cancel", {"taskId": task_id}))["code"] == -32602
+    assert httpx2.get(f"{jobs.url}/log", timeout=5).json()["cancelled"] == []
