@@ -11,11 +11,13 @@ blocking fallback, and a `task: required` tool refuses it with -32021."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -158,6 +160,40 @@ def test_task_methods_need_the_extension_and_the_routing_header(replicas) -> Non
     # A sync tool never becomes a task, even with a legacy `task` param.
     greeted = result_of(modern(a, "tools/call", {"name": "greet", "arguments": {"name": "Ada"}, "task": {"ttl": 1000}}))
     assert greeted["resultType"] == "complete" and greeted["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_a_listen_stream_carries_task_status_notifications(replicas) -> None:
+    a, b, _ = replicas
+    created = result_of(modern(a, "tools/call", {"name": "export_report", "arguments": {"seconds": 1.5, "label": "n"}}))
+    task_id = created["taskId"]
+    listen = {"notifications": {"taskIds": [task_id, "not-a-task"]}}
+    r = modern(b, "subscriptions/listen", listen, tasks=False)
+    assert r.status_code == 400 and error_of(r)["code"] == -32021
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+    }
+    headers = dict(JSON_AND_SSE, **{"MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen"})
+    body = {"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": {**listen, "_meta": meta}}
+    frames: list[dict] = []
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(15)) as http:
+        async with http.stream("POST", b.url, headers=headers, json=body) as response:
+            assert response.status_code == 200
+            with anyio.fail_after(15):
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        frames.append(json.loads(line[len("data:") :]))
+                        if frames[-1].get("params", {}).get("status") == "completed":
+                            break
+    ack, *statuses = frames
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    # Only the task this caller may open is followed.
+    assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+    assert [f["method"] for f in statuses] == ["notifications/tasks"] * len(statuses)
+    assert [f["params"]["status"] for f in statuses] == ["working", "completed"], statuses
+    done = statuses[-1]["params"]
+    assert done["taskId"] == task_id and done["result"]["structuredContent"] == {"label": "n", "rows": 42}
+    assert done["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
 
 
 async def test_a_client_without_tasks_waits_or_is_refused(replicas) -> None:

@@ -13,6 +13,7 @@ pub(crate) use replay::Rounds;
 use super::RequestContext;
 use super::authorize;
 use crate::metrics::Metrics;
+use crate::principal::Principal;
 use mcp_declaration::{
     Access, CONFIRM_KEY, Compiled, CompiledField, CompiledInteraction, CompiledSample, ROOTS_KEY,
     SAMPLE_KEY, Templates,
@@ -155,13 +156,7 @@ pub(crate) fn claims(ctx: &RequestContext) -> Value {
 }
 
 pub(crate) fn principal(ctx: &RequestContext) -> Option<String> {
-    ctx.caller.as_ref().map(|caller| {
-        caller
-            .digest()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
-    })
+    ctx.caller.as_deref().map(Principal::hex_digest)
 }
 
 /// Counts the questions of one round.

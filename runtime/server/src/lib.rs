@@ -372,8 +372,9 @@ impl Server {
     }
 
     /// `subscriptions/listen` (2026-07-28): the stream's messages (acknowledgement, change
-    /// notifications, and the result when `until` is cancelled), or the refusal. `limit`
-    /// bounds the listen streams open at once, and those of `client`.
+    /// notifications, status notifications of the tasks it names that `caller` may open, and
+    /// the result when `until` is cancelled), or the refusal. `limit` bounds the listen
+    /// streams open at once, and those of `client`.
     pub fn listen(
         &self,
         id: RequestId,
@@ -381,23 +382,40 @@ impl Server {
         limit: &ListenLimit,
         client: ClientKey,
         until: CancellationToken,
+        caller: Option<Arc<Principal>>,
     ) -> Result<impl Stream<Item = Value> + Send + 'static, McpError> {
         let started = Instant::now();
+        let params = &authorized.request.params;
         let permit = refusal(authorized)
             .map_or(Ok(()), Err)
-            .and_then(|()| subscriptions::check_listen(&authorized.request.params))
-            .and_then(|filter| Ok((filter, limit.try_acquire(client)?)));
+            .and_then(|()| subscriptions::check_listen(params))
+            .and_then(|filter| {
+                let tasks = tasks::watch::watched(&self.rounds.sealer, params, caller.as_deref())?;
+                Ok((filter, tasks))
+            })
+            .and_then(|(filter, tasks)| Ok((filter, tasks, limit.try_acquire(client)?)));
         self.record(methods::SUBSCRIPTIONS_LISTEN, permit.is_ok(), started);
-        let (filter, permit) = permit?;
-        Ok(subscriptions::listen_stream(
+        let (filter, tasks, permit) = permit?;
+        let asked_tasks = params.pointer("/notifications/taskIds").is_some();
+        let task_ids = asked_tasks.then(|| tasks.iter().map(|(id, _)| id.clone()).collect());
+        let statuses = tasks::watch::notifications(
+            self.current.clone(),
+            self.metrics.clone(),
+            caller,
+            tasks,
+            id.clone(),
+            until.clone(),
+        );
+        let changes = subscriptions::listen_stream(
             &self.poller,
             client,
             self.subscribe_changes(),
             id,
-            filter,
+            filter.with_tasks(task_ids),
             until,
             permit,
-        ))
+        );
+        Ok(futures_util::stream::select(changes, statuses))
     }
 
     /// The notifications a legacy session's stream carries for a change (`None`: the stream

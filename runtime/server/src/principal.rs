@@ -77,6 +77,15 @@ impl Principal {
             .find_map(|name| self.claims.get(*name).and_then(Value::as_str))
     }
 
+    /// [`Principal::digest`] as lower-case hex: how sealed request states and task ids name
+    /// the principal.
+    pub(crate) fn hex_digest(&self) -> String {
+        self.digest()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+
     /// A digest of (issuer, subject, client) that binds a session to this caller without
     /// carrying who it is in the clear. The client counts: client-credentials tokens carry no
     /// `sub`, and two clients of one issuer must not share a principal.

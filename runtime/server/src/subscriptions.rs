@@ -169,6 +169,9 @@ pub(crate) struct Filter {
     /// `resource_subscriptions` in canonical spelling, as changes name them.
     #[serde(skip)]
     watched: Vec<String>,
+    /// The task ids whose status notifications the stream sends (`None`: none were asked).
+    #[serde(skip)]
+    task_ids: Option<Vec<String>>,
 }
 
 /// The params of `subscriptions/listen`.
@@ -208,7 +211,16 @@ impl Filter {
         if !self.resource_subscriptions.is_empty() {
             honored["resourceSubscriptions"] = json!(self.resource_subscriptions);
         }
+        if let Some(task_ids) = &self.task_ids {
+            honored["taskIds"] = json!(task_ids);
+        }
         honored
+    }
+
+    /// The same filter, acknowledging `task_ids` (those of the asked tasks it will follow).
+    pub(crate) fn with_tasks(mut self, task_ids: Option<Vec<String>>) -> Self {
+        self.task_ids = task_ids;
+        self
     }
 
     /// The notifications (method, updated URI) this filter lets through for `changes`.

@@ -16,6 +16,7 @@
 //! lives only in its id, which only its client holds, so no replica could list them.
 
 pub(crate) mod handle;
+pub(crate) mod watch;
 mod wire;
 
 use crate::RequestContext;

@@ -55,7 +55,7 @@ pub(super) async fn post(
                 .into_response();
         }
         let client = client::key_of(caller.as_deref(), address);
-        return listen(state, id, &authorized, client);
+        return listen(state, id, &authorized, client, caller);
     }
     let keepalive = state.http.keepalive;
     let may_notify = log_level.is_some() || RequestContext::progress_token(params).is_some();
@@ -186,6 +186,7 @@ fn listen(
     id: RequestId,
     authorized: &Authorized,
     client: ClientKey,
+    caller: Option<Arc<Principal>>,
 ) -> Response {
     let refusal_id = id.clone();
     match state.server.listen(
@@ -194,6 +195,7 @@ fn listen(
         &state.listen_streams,
         client,
         state.shutdown.clone(),
+        caller,
     ) {
         Ok(messages) => {
             let events = futures_util::StreamExt::map(messages, |message| {

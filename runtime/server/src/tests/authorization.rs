@@ -254,6 +254,7 @@ async fn every_method_that_names_an_item_is_authorized() {
                 &limit,
                 crate::clients::ClientKey::unknown(),
                 CancellationToken::new(),
+                Some(outsider.clone()),
             );
             assert!(listened.is_err(), "{method} opened a stream");
             continue;
