@@ -22,6 +22,7 @@ mod rounds;
 mod sessions;
 mod sse;
 mod support;
+mod tasks;
 mod toolsets;
 mod transports;
 mod views;
