@@ -206,7 +206,7 @@ async def test_a_client_without_tasks_waits_or_is_refused(replicas) -> None:
         assert refused.value.error.code == -32021
 
 
-def test_a_2025_11_25_session_uses_task_augmented_calls(replicas) -> None:
+def test_a_2025_11_25_session_uses_task_augmented_calls(replicas, jobs: JobServer) -> None:
     a, b, _ = replicas
     r = httpx2.post(a.url, headers=JSON_AND_SSE, json=initialize_body(capabilities={"tasks": {}}), timeout=10)
     init = result_of(r)
@@ -236,6 +236,16 @@ def test_a_2025_11_25_session_uses_task_augmented_calls(replicas) -> None:
     refused = rpc_result(rpc(a, "tools/call", {"name": "export_required", "arguments": {"seconds": 1}}))
     assert refused["error"]["code"] == -32601
     assert rpc_result(rpc(a, "tasks/list", {}))["error"]["code"] == -32601
+    # tasks/cancel answers the task, cancelled, once the upstream took the cancel request...
+    call = {"name": "export_report", "arguments": {"seconds": 60}, "task": {}}
+    running = result_of(rpc(a, "tools/call", call))["task"]["taskId"]
+    assert result_of(rpc(b, "tasks/cancel", {"taskId": running}))["status"] == "cancelled"
+    assert httpx2.get(f"{jobs.url}/log", timeout=5).json()["cancelled"] == ["2"]
+    # ...and refuses where there is none (finished, or no cancel request declared).
+    assert rpc_result(rpc(b, "tasks/cancel", {"taskId": task["taskId"]}))["error"]["code"] == -32602
+    call = {"name": "export_required", "arguments": {"seconds": 60}, "task": {}}
+    uncancellable = result_of(rpc(a, "tools/call", call))["task"]["taskId"]
+    assert rpc_result(rpc(b, "tasks/cancel", {"taskId": uncancellable}))["error"]["code"] == -32602
 
 
 @pytest.fixture(scope="module")

@@ -260,18 +260,22 @@ async fn observe(
     }
 }
 
-/// Asks the work's owner to stop it.
+/// Asks the work's owner to stop it: `false` when there is no way to (the tool declares no
+/// cancel request, or is no longer served).
 async fn cancel_work(
     decl: &Served,
     metrics: &Metrics,
     ctx: &RequestContext,
     handle: &TaskHandle,
-) -> Result<(), McpError> {
+) -> Result<bool, McpError> {
     let Some(upstream) = job_tool(decl, handle).and_then(|(tool, _)| tool.http.as_deref()) else {
-        return Ok(());
+        return Ok(false);
     };
     match &handle.work {
         Pending::UpstreamJob { status_url } => {
+            if upstream.job.as_ref().is_none_or(|job| job.cancel.is_none()) {
+                return Ok(false);
+            }
             let url = reqwest::Url::parse(status_url)
                 .map_err(|_| McpError::Internal("the sealed status URL is invalid".into()))?;
             let caller = ctx.caller.as_deref();
@@ -284,6 +288,7 @@ async fn cancel_work(
                 caller,
             )
             .await
+            .map(|()| true)
             .map_err(McpError::Internal)
         }
     }
@@ -339,16 +344,18 @@ pub(crate) async fn answer(
         methods::TASKS_CANCEL => {
             let observed = observe(decl, metrics, ctx, &handle).await?;
             let terminal = !matches!(observed, Observed::Working);
-            if !terminal {
-                cancel_work(decl, metrics, ctx, &handle).await?;
-            }
+            let sent = !terminal && cancel_work(decl, metrics, ctx, &handle).await?;
             match ctx.era {
-                // An empty acknowledgement, also for a task already finished.
+                // An empty acknowledgement, also for a task already finished: cancellation is
+                // cooperative, the status tells what happened.
                 Era::Modern => Ok(json!({})),
                 Era::Legacy(_) if terminal => Err(McpError::InvalidParams(format!(
                     "cannot cancel a task that is already {}",
                     observed.status().as_str()
                 ))),
+                Era::Legacy(_) if !sent => Err(McpError::InvalidParams(
+                    "this task cannot be cancelled: its tool declares no cancel request".into(),
+                )),
                 Era::Legacy(_) => Ok(Value::Object(fields(Status::Cancelled))),
             }
         }
