@@ -286,3 +286,26 @@ def test_a_task_id_is_useless_to_another_principal(start: StartRuntime, tmp_path
     assert stolen["code"] == -32602 and "unknown task" in stolen["message"], stolen
     assert error_of(as_(writer, "tasks/cancel", {"taskId": task_id}))["code"] == -32602
     assert httpx2.get(f"{jobs.url}/log", timeout=5).json()["cancelled"] == []
+
+
+async def test_a_2025_11_25_session_stream_carries_task_status(replicas) -> None:
+    a, _, _ = replicas
+    r = httpx2.post(a.url, headers=JSON_AND_SSE, json=initialize_body(capabilities={"tasks": {}}), timeout=10)
+    headers = session_headers(r.headers["mcp-session-id"])
+    httpx2.post(a.url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, timeout=10)
+    frames: list[dict] = []
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(15)) as http:
+        async with http.stream("GET", a.url, headers=dict(headers, Accept="text/event-stream")) as stream:
+            assert stream.status_code == 200
+            call = {"name": "export_report", "arguments": {"seconds": 0.5, "label": "s"}, "task": {}}
+            body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+            task_id = result_of(await http.post(a.url, headers=headers, json=body))["task"]["taskId"]
+            with anyio.fail_after(15):
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:") and line[len("data:") :].strip():
+                        frames.append(json.loads(line[len("data:") :]))
+                        if frames[-1].get("method") == "notifications/tasks/status":
+                            break
+    status = frames[-1]["params"]
+    assert status["taskId"] == task_id and status["status"] == "completed", frames
+    assert "ttl" in status and "result" not in status

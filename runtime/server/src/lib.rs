@@ -248,6 +248,8 @@ pub struct Server {
     cache: Arc<ReadCache>,
     poller: Poller,
     rounds: Arc<interactive::Rounds>,
+    /// Places of the tasks followed for legacy sessions' streams.
+    task_watches: Arc<tokio::sync::Semaphore>,
 }
 
 impl Server {
@@ -272,6 +274,9 @@ impl Server {
             cache,
             poller,
             rounds: Arc::new(interactive::Rounds::new(Arc::new(Sealer::random()))),
+            task_watches: Arc::new(tokio::sync::Semaphore::new(
+                tasks::watch::MAX_SESSION_WATCHES,
+            )),
         }
     }
 
@@ -405,6 +410,7 @@ impl Server {
             tasks,
             id.clone(),
             until.clone(),
+            Era::Modern,
         );
         let changes = subscriptions::listen_stream(
             &self.poller,
@@ -553,7 +559,20 @@ impl Server {
                         .tool_call(meta.name(), !reply.is_error, started.elapsed());
                     Ok(tool_result::shape(reply, ctx.era))
                 }
-                _ => tools::call(decl, &self.metrics, &self.rounds, ctx, request).await,
+                _ => {
+                    let result = tools::call(decl, &self.metrics, &self.rounds, ctx, request).await;
+                    if let Ok(created) = &result {
+                        tasks::watch::follow_in_session(
+                            self.current.clone(),
+                            self.metrics.clone(),
+                            &self.rounds.sealer,
+                            ctx,
+                            created,
+                            &self.task_watches,
+                        );
+                    }
+                    result
+                }
             },
             methods::RESOURCES_LIST => catalog::list(
                 params,

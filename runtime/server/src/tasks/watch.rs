@@ -1,9 +1,12 @@
-//! Task status notifications on a 2026-07-28 `subscriptions/listen` stream
+//! Task status notifications. On a 2026-07-28 `subscriptions/listen` stream
 //! (`notifications.taskIds`): each task the caller may open is polled upstream, at its tool's
 //! interval but at most once a second, and a `notifications/tasks` with the `DetailedTask`
 //! (what `tasks/get` would answer) is sent when its status changes, until it is terminal or the
-//! stream ends. Bounded: at most [`MAX_WATCHED_TASKS`] per stream, within the listen streams'
-//! own limits. Upstream I/O through `observe`.
+//! stream ends; at most [`MAX_WATCHED_TASKS`] per stream, within the listen streams' own
+//! limits. In a 2025-11-25 session: the tasks its task-augmented calls create are followed the
+//! same way, `notifications/tasks/status` going to the session's stream, at most
+//! [`MAX_SESSION_WATCHES`] per replica (past that clients poll, as they should anyway).
+//! Upstream I/O through `observe`.
 
 use super::handle::{TaskHandle, now_ms};
 use super::wire::{self, Status};
@@ -19,6 +22,7 @@ use mcp_protocol::{Era, McpError, meta, notification};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// Most tasks one listen stream follows.
@@ -27,6 +31,10 @@ pub(crate) const MAX_WATCHED_TASKS: usize = 16;
 const MIN_WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// `notifications/tasks` (the Tasks extension's status notification).
 pub(crate) const TASKS_NOTIFICATION: &str = "notifications/tasks";
+/// `notifications/tasks/status` (2025-11-25).
+pub(crate) const LEGACY_TASKS_NOTIFICATION: &str = "notifications/tasks/status";
+/// Most tasks followed for legacy sessions at once, per replica.
+pub(crate) const MAX_SESSION_WATCHES: usize = 256;
 
 /// The tasks a listen request asks to follow that this caller may open (others are left out
 /// of the acknowledgement): a refusal without the Tasks extension, or for too many.
@@ -64,8 +72,9 @@ pub(crate) fn watched(
         .collect())
 }
 
-/// The status notifications of `tasks`, tagged with the listen request's `tag`, until each is
-/// terminal or `until` is cancelled.
+/// The status notifications of `tasks` in `era` until each is terminal or `until` is
+/// cancelled; 2026-07-28 ones tagged with the listen request's id `tag`, starting with the
+/// current status; 2025-11-25 ones on changes from `working` only.
 pub(crate) fn notifications(
     current: Arc<ArcSwap<Served>>,
     metrics: Arc<Metrics>,
@@ -73,11 +82,16 @@ pub(crate) fn notifications(
     tasks: Vec<(String, TaskHandle)>,
     tag: Value,
     until: CancellationToken,
+    era: Era,
 ) -> impl Stream<Item = Value> + Send + 'static {
-    let ctx = RequestContext::new(Era::Modern, &json!({}), None, None).with_caller(caller);
+    let ctx = RequestContext::new(era, &json!({}), None, None).with_caller(caller);
+    let first = match era {
+        Era::Modern => None,
+        Era::Legacy(_) => Some(Status::Working),
+    };
     async_stream::stream! {
         let mut live: Vec<(String, TaskHandle, Option<Status>)> =
-            tasks.into_iter().map(|(id, handle)| (id, handle, None)).collect();
+            tasks.into_iter().map(|(id, handle)| (id, handle, first)).collect();
         while !live.is_empty() {
             let decl = current.load_full();
             let mut interval = Duration::MAX;
@@ -96,9 +110,17 @@ pub(crate) fn notifications(
                 };
                 let status = observed.status();
                 if last != Some(status) {
-                    let mut params = detailed(&id, &handle, observed, poll);
-                    params["_meta"] = json!({meta::SUBSCRIPTION_ID: tag.clone()});
-                    yield notification(TASKS_NOTIFICATION, params);
+                    yield match era {
+                        Era::Modern => {
+                            let mut params = detailed(&id, &handle, observed, poll);
+                            params["_meta"] = json!({meta::SUBSCRIPTION_ID: tag.clone()});
+                            notification(TASKS_NOTIFICATION, params)
+                        }
+                        Era::Legacy(_) => {
+                            let task = wire::task(era, &id, &handle, status, poll, now_ms());
+                            notification(LEGACY_TASKS_NOTIFICATION, Value::Object(task))
+                        }
+                    };
                 }
                 if status == Status::Working && handle.expires_ms() > now_ms() {
                     next.push((id, handle, Some(status)));
@@ -126,4 +148,48 @@ fn detailed(id: &str, handle: &TaskHandle, observed: Observed, poll: Duration) -
         Observed::Failed(error) => wire::detailed(task, None, Some(&error)),
         Observed::Working | Observed::Cancelled => Value::Object(task),
     }
+}
+
+/// Follows the task a 2025-11-25 session's `tools/call` just created (`created`), sending its
+/// status changes to the session's stream, if one of `slots` is free.
+pub(crate) fn follow_in_session(
+    current: Arc<ArcSwap<Served>>,
+    metrics: Arc<Metrics>,
+    sealer: &Sealer,
+    ctx: &RequestContext,
+    created: &Value,
+    slots: &Arc<Semaphore>,
+) {
+    let (Some(session), Era::Legacy(_)) = (ctx.session.clone(), ctx.era) else {
+        return;
+    };
+    let Some(id) = created.pointer("/task/taskId").and_then(Value::as_str) else {
+        return;
+    };
+    let Ok(slot) = slots.clone().try_acquire_owned() else {
+        return;
+    };
+    let principal = ctx.caller.as_deref().map(Principal::hex_digest);
+    let Ok(handle) = TaskHandle::open(sealer, id, principal.as_deref(), now_ms()) else {
+        return;
+    };
+    let statuses = notifications(
+        current,
+        metrics,
+        ctx.caller.clone(),
+        vec![(id.to_owned(), handle)],
+        Value::Null,
+        session.ended.clone(),
+        ctx.era,
+    );
+    tokio::spawn(async move {
+        let _slot = slot;
+        let mut statuses = std::pin::pin!(statuses);
+        while let Some(message) = futures_util::StreamExt::next(&mut statuses).await {
+            // No stream open now: this change goes unheard; the client polls.
+            if let Some(stream) = session.stream() {
+                let _ = stream.send(crate::Outgoing::boxed(message)).await;
+            }
+        }
+    });
 }
