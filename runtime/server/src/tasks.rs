@@ -60,7 +60,12 @@ pub(crate) fn decide(
         // A sync tool is never promoted; a legacy `task` param is tolerated and ignored.
         return Ok(Execution::Inline);
     }
-    let augmented = params.get("task").filter(|task| task.is_object());
+    // 2025-11-25's task augmentation; 2026-07-28 tolerates the param and ignores it (the
+    // server alone decides there).
+    let augmented = match ctx.era {
+        Era::Modern => None,
+        Era::Legacy(_) => params.get("task").filter(|task| task.is_object()),
+    };
     let wants = match ctx.era {
         Era::Modern => client_declares_tasks(params),
         Era::Legacy(version) => version >= LegacyVersion::V2025_11_25 && augmented.is_some(),
@@ -411,4 +416,87 @@ fn name_of(tool: &CompiledTool) -> &str {
 /// Whether `decl` has a tool that can be a task (the capability and extension are advertised).
 pub(crate) fn any(decl: &mcp_declaration::Compiled) -> bool {
     decl.tools.iter().any(|t| t.task != TaskSupport::Never)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_declaration::{CompileOptions, Compiled, compile, parse_manifest};
+
+    fn declaration() -> Compiled {
+        let job = "    http:\n      method: POST\n      url: https://jobs.example.com/jobs\n      async: {status: {jq: .url}, done: .done}\n";
+        let text = format!(
+            "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {{name: t}}\nspec:\n  tools:\n  - name: optional\n{job}  - name: required\n    task: required\n{job}  - name: sync\n    content: [{{type: text, text: hi}}]\n"
+        );
+        let manifest = parse_manifest(&text, ".".into()).unwrap();
+        compile(&manifest, &CompileOptions::default()).unwrap()
+    }
+
+    fn modern(extension: bool) -> (RequestContext, Value) {
+        let capabilities = if extension {
+            json!({"extensions": {TASKS: {}}})
+        } else {
+            json!({})
+        };
+        let params =
+            json!({"_meta": {meta::CLIENT_CAPABILITIES: capabilities}, "task": {"ttl": 5}});
+        (
+            RequestContext::new(Era::Modern, &params, None, None),
+            params,
+        )
+    }
+
+    fn legacy(version: LegacyVersion, augmented: bool) -> (RequestContext, Value) {
+        let params = if augmented {
+            json!({"task": {"ttl": 5}})
+        } else {
+            json!({})
+        };
+        (
+            RequestContext::new(Era::Legacy(version), &params, None, None),
+            params,
+        )
+    }
+
+    #[test]
+    fn a_call_becomes_a_task_only_for_a_client_with_tasks_and_a_tool_that_can_be_one() {
+        let decl = declaration();
+        let tool = |name: &str| decl.tool(name).unwrap();
+        let decide =
+            |(ctx, params): (RequestContext, Value), name: &str| decide(&ctx, &params, tool(name));
+        let task = |ttl| {
+            Ok(Execution::Task {
+                requested_ttl_ms: ttl,
+            })
+        };
+        assert_eq!(decide(modern(true), "optional"), task(None));
+        assert_eq!(decide(modern(true), "required"), task(None));
+        assert_eq!(decide(modern(false), "optional"), Ok(Execution::Inline));
+        assert_eq!(decide(modern(false), "required"), Err(missing_extension()));
+        // A sync tool is never promoted, whatever the client sends.
+        assert_eq!(decide(modern(true), "sync"), Ok(Execution::Inline));
+        let v2025_11_25 = LegacyVersion::V2025_11_25;
+        assert_eq!(
+            decide(legacy(v2025_11_25, true), "optional"),
+            task(Some(1_000))
+        );
+        assert_eq!(
+            decide(legacy(v2025_11_25, false), "optional"),
+            Ok(Execution::Inline)
+        );
+        assert_eq!(
+            decide(legacy(v2025_11_25, true), "sync"),
+            Ok(Execution::Inline)
+        );
+        assert!(matches!(
+            decide(legacy(v2025_11_25, false), "required"),
+            Err(McpError::MethodNotFound(_))
+        ));
+        // Before 2025-11-25 there are no tasks, augmented or not.
+        let older = LegacyVersion::V2025_06_18;
+        assert_eq!(
+            decide(legacy(older, true), "optional"),
+            Ok(Execution::Inline)
+        );
+    }
 }
