@@ -107,6 +107,9 @@ def test_a_task_started_on_one_replica_completes_through_the_other(replicas, job
     assert done["status"] == "completed", done
     assert done["result"]["structuredContent"] == {"label": "q3", "rows": 42}
     assert "isError" not in done["result"]
+    seen = httpx2.get(f"{jobs.url}/log", timeout=5).json()["requests"]
+    reads = [r for r in seen if r[:2] == ["GET", "/jobs/1"]]
+    assert reads and all(r[2] == "Bearer job-token" for r in reads), seen
 
 
 def test_a_failed_job_is_a_completed_task_with_a_tool_error(replicas) -> None:

@@ -191,18 +191,13 @@ pub(super) fn follow_up_headers(
         let (text, sensitive) = match &param.value {
             ParamValue::Secret(secret) => (secret.expose().to_owned(), true),
             ParamValue::Text(mcp_declaration::Text::Literal(text)) => (text.clone(), false),
-            ParamValue::Claim(_) => {
-                let resolved = resolve_all(
-                    std::slice::from_ref(param),
-                    &Templates::new(0),
-                    &Value::Null,
-                    claims,
-                )?;
-                match resolved.into_iter().next() {
-                    Some((_, resolved)) => (resolved.text, false),
-                    None => continue,
+            ParamValue::Claim(path) => match claims.and_then(|claims| claim(claims, path)) {
+                Some(value @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
+                    (scalar_text(value), false)
                 }
-            }
+                // Checked when the job started, for this same caller.
+                _ => continue,
+            },
             ParamValue::Text(_) | ParamValue::Arg(_) => continue,
         };
         let header = HeaderName::from_bytes(param.name.as_bytes())
