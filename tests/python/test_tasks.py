@@ -209,6 +209,24 @@ async def test_a_client_without_tasks_waits_or_is_refused(replicas) -> None:
         assert refused.value.error.code == -32021
 
 
+def test_a_job_is_cancelled_when_a_waiting_client_goes_away(replicas, jobs: JobServer) -> None:
+    a, _, _ = replicas
+    # A client without tasks waits inline; closing the request is how it cancels.
+    params = {"name": "export_report", "arguments": {"seconds": 60}}
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+    headers = dict(JSON_AND_SSE, **{"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "export_report"})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**params, "_meta": meta}}
+    with pytest.raises(httpx2.ReadTimeout):
+        with httpx2.stream("POST", a.url, headers=headers, json=body, timeout=1.5) as response:
+            response.read()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if httpx2.get(f"{jobs.url}/log", timeout=5).json()["cancelled"] == ["1"]:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the upstream job was not cancelled")
+
+
 def test_a_2025_11_25_session_uses_task_augmented_calls(replicas, jobs: JobServer) -> None:
     a, b, _ = replicas
     r = httpx2.post(a.url, headers=JSON_AND_SSE, json=initialize_body(capabilities={"tasks": {}}), timeout=10)

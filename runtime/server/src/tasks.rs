@@ -16,8 +16,11 @@
 //! lives only in its id, which only its client holds, so no replica could list them.
 
 pub(crate) mod handle;
+mod inline;
 pub(crate) mod watch;
 mod wire;
+
+pub(crate) use inline::run_inline;
 
 use crate::RequestContext;
 use crate::backends::{ToolReply, http};
@@ -143,55 +146,6 @@ pub(crate) async fn start(
         now_ms(),
     );
     Ok(wire::created(ctx.era, task))
-}
-
-/// Runs an `http.async` tool inline: starts the job and polls it until it finishes, within
-/// [`MAX_INLINE_WAIT`] and the job's TTL; past that the job is cancelled (when a cancel is
-/// declared) and the reply is a tool error saying so.
-pub(crate) async fn run_inline(
-    decl: &Served,
-    metrics: &Metrics,
-    tool: &CompiledTool,
-    ctx: &RequestContext,
-    args: &Value,
-) -> ToolReply {
-    let Some((upstream, job)) = tool
-        .http
-        .as_deref()
-        .and_then(|h| h.job.as_ref().map(|job| (h, job)))
-    else {
-        return ToolReply::error("the tool does not start a job");
-    };
-    let caller = ctx.caller.as_deref();
-    let (upstreams, templates) = (&decl.upstreams, &decl.templates);
-    let status_url =
-        match http::start_job(upstream, upstreams, templates, metrics, args, caller).await {
-            http::Started::Job(url) => url,
-            http::Started::Reply(reply) => return reply,
-        };
-    let wait = MAX_INLINE_WAIT.min(job.ttl);
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        if tokio::time::Instant::now() + job.interval > deadline {
-            let _ = http::cancel_job(upstream, upstreams, templates, metrics, &status_url, caller)
-                .await;
-            return ToolReply::error(format!(
-                "the job did not finish within {} s; a client that supports tasks can wait for it",
-                wait.as_secs()
-            ));
-        }
-        tokio::time::sleep(job.interval).await;
-        match http::job_state(upstream, upstreams, templates, metrics, &status_url, caller).await {
-            Ok(http::JobState::Working) | Err(_) => {}
-            Ok(http::JobState::Finished(reply)) => return reply,
-            Ok(http::JobState::Cancelled) => {
-                return ToolReply::error("the upstream cancelled the job");
-            }
-            Ok(http::JobState::Gone) => {
-                return ToolReply::error("the upstream no longer knows the job");
-            }
-        }
-    }
 }
 
 /// What a task is now.

@@ -16,13 +16,14 @@ use mcp_declaration::{Compiled, CompiledTool};
 use mcp_protocol::methods::notifications;
 use mcp_protocol::{McpError, notification};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Calls a declared tool. Unknown tools are protocol errors; everything that goes wrong inside a
 /// known tool is an `isError` result the model can read.
 pub(crate) async fn call(
     decl: &Served,
-    metrics: &Metrics,
+    metrics: &Arc<Metrics>,
     rounds: &Rounds,
     ctx: &RequestContext,
     request: &Request,
@@ -82,15 +83,18 @@ pub(crate) async fn call(
                 }
             }
         }
-        tasks::Execution::Inline => run(decl, metrics, tool, ctx, args, vars.as_ref()).await,
+        tasks::Execution::Inline => {
+            let decl = request.declaration();
+            run(decl, metrics, tool, ctx, args, vars.as_ref()).await
+        }
     };
     metrics.tool_call(name, !reply.is_error, started.elapsed());
     Ok(shape(reply, ctx.era))
 }
 
 async fn run(
-    decl: &Served,
-    metrics: &Metrics,
+    decl: &Arc<Served>,
+    metrics: &Arc<Metrics>,
     tool: &CompiledTool,
     ctx: &RequestContext,
     args: &Value,
