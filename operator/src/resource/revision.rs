@@ -7,7 +7,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 
 /// Revision of the CRD this operator generates. Bump it with every change of the generated CRD's
 /// `spec`: `operator/tests/crd_history.rs` fails until it is bumped and says how.
-pub const CRD_REVISION: u32 = 9;
+pub const CRD_REVISION: u32 = 10;
 
 /// Annotation of the CRD holding its revision (a decimal number).
 pub const REVISION_ANNOTATION: &str = "kube-mcp.io/crd-revision";

@@ -146,6 +146,10 @@ impl Compiler<'_> {
         {
             self.error(format!("{path}.elicit"), problem);
         }
+        let approval = tool
+            .approval
+            .as_ref()
+            .and_then(|approval| self.approval(&format!("{path}.approval"), tool, approval));
         let ui_meta = tool
             .ui
             .as_ref()
@@ -187,6 +191,7 @@ impl Compiler<'_> {
             interaction,
             param_headers,
             ui,
+            approval,
         })
     }
 
