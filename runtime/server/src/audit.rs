@@ -96,6 +96,10 @@ pub struct Record {
     /// actor first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub upstream_act: Vec<String>,
+    /// The approval a gated call went through (`tools[].approval`): its id, `state`
+    /// (`approved`: the call ran) and the approver; the requester is `principal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::telemetry::ApprovalNote>,
     /// How long the call took, in milliseconds.
     pub duration_ms: f64,
     /// The trace the call belongs to (the request span's, else the client's `traceparent`).

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod approvals;
 pub mod audit;
 pub mod backends;
 pub mod budget;
@@ -246,6 +247,7 @@ pub struct Server {
     cache: Arc<ReadCache>,
     poller: Poller,
     rounds: Arc<interactive::Rounds>,
+    approvals: Option<Arc<dyn approvals::ApprovalStore>>,
 }
 
 impl Server {
@@ -270,7 +272,15 @@ impl Server {
             cache,
             poller,
             rounds: Arc::new(interactive::Rounds::new(Arc::new(Sealer::random()))),
+            approvals: None,
         }
+    }
+
+    /// The same server, keeping the approvals of gated tools (`tools[].approval`) in `store`.
+    #[must_use]
+    pub fn with_approvals(mut self, store: Arc<dyn approvals::ApprovalStore>) -> Self {
+        self.approvals = Some(store);
+        self
     }
 
     /// The same server, sealing 2026-07-28 `requestState` with `sealer` (the session key all
@@ -533,7 +543,17 @@ impl Server {
                         .tool_call(meta.name(), !reply.is_error, started.elapsed());
                     Ok(tools::shape(reply, ctx.era))
                 }
-                _ => tools::call(decl, &self.metrics, &self.rounds, ctx, request).await,
+                _ => {
+                    tools::call(
+                        decl,
+                        &self.metrics,
+                        &self.rounds,
+                        self.approvals.as_deref(),
+                        ctx,
+                        request,
+                    )
+                    .await
+                }
             },
             methods::RESOURCES_LIST => catalog::list(
                 params,

@@ -1,6 +1,8 @@
 //! `tools/call`: argument validation, declared progress and log notifications, the backend's
 //! reply (declared content, or an upstream HTTP call), output validation, metrics, and shaping
-//! the result for the era.
+//! the result for the era. A tool with `approval` first passes its gate (`tools/gated.rs`).
+
+mod gated;
 
 use super::RequestContext;
 use super::Served;
@@ -8,6 +10,7 @@ use super::interactive::Rounds;
 use super::interactive::{self, Outcome, Vars};
 use super::params::CallTool;
 use super::request::{Request, Target};
+use crate::approvals::ApprovalStore;
 use crate::backends::{ToolReply, content, http, text_block};
 use crate::metrics::Metrics;
 use mcp_declaration::{Compiled, CompiledTool};
@@ -25,6 +28,7 @@ pub(crate) async fn call(
     decl: &Served,
     metrics: &Metrics,
     rounds: &Rounds,
+    approvals: Option<&dyn ApprovalStore>,
     ctx: &RequestContext,
     request: &Request,
 ) -> Result<Value, McpError> {
@@ -40,6 +44,19 @@ pub(crate) async fn call(
     } = CallTool::parse(params)?;
     let tool = &decl.tools[index];
     let started = Instant::now();
+    if let Some(approval) = &tool.approval {
+        if let Some(problem) = violations(&tool.input, args) {
+            metrics.tool_call(name, false, started.elapsed());
+            return Ok(shape(
+                ToolReply::error(format!("invalid arguments: {problem}")),
+                ctx.era,
+            ));
+        }
+        if let Some(stopped) = gated::stop(decl, approvals, ctx, name, approval, args).await {
+            metrics.tool_call(name, false, started.elapsed());
+            return Ok(stopped);
+        }
+    }
     let vars = if tool.interaction.is_empty() {
         None
     } else {

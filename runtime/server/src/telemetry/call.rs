@@ -24,6 +24,19 @@ pub struct CallScope {
     trace: Option<Context>,
     upstream: Mutex<Option<String>>,
     token: Mutex<Option<TokenNote>>,
+    approval: Mutex<Option<ApprovalNote>>,
+}
+
+/// The approval a gated call went through, for its audit record.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ApprovalNote {
+    /// The approval's id.
+    pub id: String,
+    /// `approved` (the call ran), `pending`, `denied` or `expired`.
+    pub state: &'static str,
+    /// Who approved or denied it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
 }
 
 /// How the token of an upstream call (`http.auth`) was obtained, for its spans and audit record.
@@ -44,6 +57,7 @@ impl CallScope {
             trace,
             upstream: Mutex::new(None),
             token: Mutex::new(None),
+            approval: Mutex::new(None),
         })
     }
 
@@ -62,6 +76,24 @@ impl CallScope {
     pub fn token(&self) -> Option<TokenNote> {
         self.token.lock().ok().and_then(|last| last.clone())
     }
+
+    /// The approval of the gated call in this scope.
+    pub fn approval(&self) -> Option<ApprovalNote> {
+        self.approval.lock().ok().and_then(|last| last.clone())
+    }
+}
+
+/// Notes the approval the running request's gated call went through.
+pub fn record_approval(id: &str, state: &'static str, approver: Option<&str>) {
+    let _ = CALL.try_with(|scope| {
+        if let Ok(mut last) = scope.approval.lock() {
+            *last = Some(ApprovalNote {
+                id: id.to_owned(),
+                state,
+                approver: approver.map(str::to_owned),
+            });
+        }
+    });
 }
 
 /// Notes how the token of the running request's upstream call was obtained.
