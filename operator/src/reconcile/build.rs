@@ -1,12 +1,14 @@
 //! Build step of the reconcile pipeline: the objects an accepted `MCPServer` needs, as they should
 //! be. Pure: same input, same objects; nothing here talks to the cluster.
 
+mod approvals;
 mod deployment;
 mod exposure;
 mod meta;
 mod network;
 mod route;
 
+pub use approvals::{ApprovalAccess, approval_access};
 pub use deployment::{
     ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, PREVIOUS_SESSION_KEY_DIR, RUNTIME_IMAGE_ANNOTATION,
     SECRETS_DIR, SERVICE_ACCOUNT_TOKEN_SECONDS, SERVICE_ACCOUNT_TOKENS_DIR, SESSION_KEY_DIR,
@@ -89,6 +91,8 @@ pub struct Children {
     pub network_policy: Option<NetworkPolicy>,
     /// The Gateway API HTTPRoute, with `exposure: gateway`.
     pub http_route: Option<HttpRoute>,
+    /// The approvals RBAC, when a tool needs approvals.
+    pub approvals: Option<ApprovalAccess>,
 }
 
 /// Replicas the server should have: its spec's, else what the Deployment has been scaled to
@@ -107,7 +111,8 @@ pub use super::manifest_data::{COMPRESSED_MANIFEST_KEY, MANIFEST_KEY};
 
 /// Builds the children of `server` from its validated manifest and the manifest's hash, its
 /// pods mounting the session `keys` and a projected ServiceAccount token for each of the
-/// declaration's `audiences` (`Accepted::service_account_audiences`).
+/// declaration's `audiences` (`Accepted::service_account_audiences`), and the approvals RBAC
+/// when its gated tools name `approver_groups`.
 pub fn children(
     server: &MCPServer,
     manifest: &ManifestData,
@@ -115,6 +120,7 @@ pub fn children(
     config: &BuildConfig,
     keys: &SessionKeys,
     audiences: &BTreeSet<String>,
+    approver_groups: &[String],
 ) -> Children {
     let mut config_map = config_map(server, manifest);
     config_map
@@ -124,12 +130,13 @@ pub fn children(
         .insert(HASH_ANNOTATION.to_owned(), hash.to_owned());
     Children {
         config_map,
-        deployment: deployment(server, config, keys, audiences),
+        deployment: deployment(server, config, keys, audiences, !approver_groups.is_empty()),
         service: service(server),
         ingress: ingress(server, config),
         pod_disruption_budget: pod_disruption_budget(server),
         network_policy: network_policy(server, config),
         http_route: http_route(server, config),
+        approvals: approval_access(server, approver_groups),
     }
 }
 
@@ -236,6 +243,7 @@ mod tests {
             config,
             &keys(),
             &accepted.service_account_audiences,
+            &accepted.approver_groups,
         )
     }
 
@@ -1103,6 +1111,7 @@ mod tests {
             &config,
             &rotating,
             &accepted.service_account_audiences,
+            &accepted.approver_groups,
         );
         let annotations = built.deployment.metadata.annotations.clone().unwrap();
         assert_eq!(
