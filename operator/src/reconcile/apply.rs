@@ -285,11 +285,13 @@ pub async fn apply(
     let bindings: Vec<&RoleBinding> = access
         .map(|a| vec![&a.runtime.1, &a.approvers.1])
         .unwrap_or_default();
-    let rbac = tokio::try_join!(
-        apply_all_or_prune(target, &roles),
-        apply_all_or_prune(target, &bindings),
-    )?;
-    for (writes, pruned) in [rbac.0, rbac.1] {
+    // Roles before their bindings: RBAC resolves a binding's Role when it is written (a
+    // binding may grant only what its writer holds), so the Role must exist by then.
+    let rbac = [
+        apply_all_or_prune(target, &roles).await?,
+        apply_all_or_prune(target, &bindings).await?,
+    ];
+    for (writes, pruned) in rbac {
         applied.writes += writes;
         applied.pruned.extend(pruned);
     }
