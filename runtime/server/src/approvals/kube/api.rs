@@ -16,6 +16,12 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// Largest token file read.
 const MAX_TOKEN_BYTES: u64 = 64 * 1024;
+/// Attempts of one request the API server answers with 429.
+const ATTEMPTS: u32 = 4;
+/// Wait before sending again when the 429 names none.
+const DEFAULT_RETRY_WAIT: Duration = Duration::from_millis(500);
+/// Longest wait before sending again, whatever `Retry-After` says: a caller is waiting.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
 
 /// How to reach the API server.
 #[derive(Clone, Debug)]
@@ -128,13 +134,36 @@ impl Api {
     }
 
     /// Sends `method path` with `body`; any answer with a JSON body comes back, whatever its
-    /// status.
+    /// status. An answer that says the request was not processed and may be sent again (429:
+    /// throttled, or storage still initializing after the CRD appeared) is retried, at most
+    /// [`ATTEMPTS`] times in all, waiting as `Retry-After` asks (at most [`MAX_RETRY_WAIT`]).
     pub(super) async fn send(
         &self,
         method: reqwest::Method,
         path: &str,
         body: Option<&Value>,
     ) -> Result<Answer, StoreError> {
+        let mut attempt = 1;
+        loop {
+            let (answer, retry_after) = self.send_once(method.clone(), path, body).await?;
+            match retry_after {
+                Some(wait) if attempt < ATTEMPTS => {
+                    attempt += 1;
+                    tokio::time::sleep(wait).await;
+                }
+                _ => return Ok(answer),
+            }
+        }
+    }
+
+    /// One request; with its answer, how long to wait before sending it again when the API
+    /// server asks for that.
+    async fn send_once(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(Answer, Option<Duration>), StoreError> {
         let token = self.token()?;
         let mut request = self
             .client
@@ -150,6 +179,15 @@ impl Api {
         };
         let mut response = request.send().await.map_err(fail)?;
         let status = response.status().as_u16();
+        let retry_after = (status == 429).then(|| {
+            response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.trim().parse::<u64>().ok())
+                .map_or(DEFAULT_RETRY_WAIT, Duration::from_secs)
+                .min(MAX_RETRY_WAIT)
+        });
         let mut bytes = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(fail)? {
             if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
@@ -160,7 +198,7 @@ impl Api {
             bytes.extend_from_slice(&chunk);
         }
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok(Answer { status, body })
+        Ok((Answer { status, body }, retry_after))
     }
 
     fn token(&self) -> Result<String, StoreError> {
