@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Principal","type":"string","jsonPath":".spec.principal","description":"Who asked"}"#,
     printcolumn = r#"{"name":"Approvers","type":"string","jsonPath":".spec.approvers.group"}"#,
     printcolumn = r#"{"name":"Decided By","type":"string","jsonPath":".status.decidedBy"}"#,
-    printcolumn = r#"{"name":"Expires","type":"date","jsonPath":".spec.expires"}"#,
+    printcolumn = r#"{"name":"Expires","type":"string","jsonPath":".spec.expires","description":"After this nobody may approve and the call does not run"}"#,
     printcolumn = r#"{"name":"Message","type":"string","jsonPath":".spec.message","priority":1}"#,
     doc = "A person's approval of one exact call of a gated tool; approve it by patching its status."
 )]
