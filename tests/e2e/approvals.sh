@@ -230,8 +230,8 @@ check "the upstream received one request, with exactly the original arguments" b
   "[[ \$(wc -l <'$RECORDED') == 1 ]] && jq -e '.method == \"POST\" and .path == \"/namespaces/prod\" and .body == {name: \"prod\", force: true}' '$RECORDED'"
 check "the approval is used, decided by $APPROVER" holds "$NS" mcpapproval "$ID" \
   ".status.state == \"used\" and .status.decidedBy == \"$APPROVER\" and (.status.usedAt | length > 0)"
-check "the audit record names the approval and its approver" bash -c \
-  "jq -e -s 'map(select(.audit == \"tools/call\" and .approval.id == \"$ID\" and .approval.state == \"approved\" and .approval.approver == \"$APPROVER\" and .outcome == \"ok\")) | length == 1' '$E2E/audit.jsonl'"
+check "the audit record names the approval, its requester and its approver" bash -c \
+  "jq -e -s 'map(select(.audit == \"tools/call\" and .approval.id == \"$ID\" and .approval.state == \"approved\" and .approval.requester == \"anonymous\" and .approval.approver == \"$APPROVER\" and .outcome == \"ok\")) | length == 1' '$E2E/audit.jsonl'"
 
 log "a second run of the same approval, and a changed argument, are refused"
 call delete_namespace "$ARGS" "$E2E/second.json" || true

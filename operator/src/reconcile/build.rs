@@ -759,6 +759,47 @@ mod tests {
     }
 
     #[test]
+    fn only_a_server_with_approvals_gets_api_access_for_them() {
+        let plain = build(&server(
+            "metadata: {name: hello, namespace: tools}\nspec: {tools: [{name: hi, content: [{type: text, text: hi}]}]}\n",
+        ));
+        assert_eq!(plain.approvals, None);
+        assert!(!runtime_args(&plain).contains(&"--approvals-kube".to_owned()));
+        let gated = server(
+            r#"
+            metadata: {name: ops, namespace: tools, uid: u-ops}
+            spec:
+              tools:
+                - name: delete_namespace
+                  approval: {approvers: {group: oncall}, message: "Delete {{ args.name }}?"}
+                  content: [{type: text, text: deleted}]
+            "#,
+        );
+        let children = build(&gated);
+        let access = children.approvals.as_ref().expect("approvals RBAC");
+        assert_eq!(
+            access.approvers.1.subjects.as_ref().unwrap()[0].name,
+            "oncall"
+        );
+        let args = runtime_args(&children);
+        assert!(args.contains(&"--approvals-kube".to_owned()), "{args:?}");
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--approvals-owner-uid", "u-ops"]),
+            "{args:?}"
+        );
+        let pod = children.deployment.spec.template.spec.clone().unwrap();
+        // Only the API token of this volume: the pod's own token stays unmounted.
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        assert!(
+            pod.volumes
+                .unwrap()
+                .iter()
+                .any(|v| v.name == "kube-api" && v.projected.is_some())
+        );
+    }
+
+    #[test]
     fn a_minimal_server_gets_a_service_url_and_no_optional_children() {
         let server = server(
             r#"

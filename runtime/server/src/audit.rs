@@ -97,7 +97,7 @@ pub struct Record {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub upstream_act: Vec<String>,
     /// The approval a gated call went through (`tools[].approval`): its id, `state`
-    /// (`approved`: the call ran) and the approver; the requester is `principal`.
+    /// (`approved`: the call ran), the requester and the approver.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<crate::telemetry::ApprovalNote>,
     /// How long the call took, in milliseconds.

@@ -34,6 +34,8 @@ pub struct ApprovalNote {
     pub id: String,
     /// `approved` (the call ran), `pending`, `denied` or `expired`.
     pub state: &'static str,
+    /// Who asked for the call (`subject (issuer)`, or `anonymous` without `spec.auth`).
+    pub requester: String,
     /// Who approved or denied it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
@@ -84,12 +86,13 @@ impl CallScope {
 }
 
 /// Notes the approval the running request's gated call went through.
-pub fn record_approval(id: &str, state: &'static str, approver: Option<&str>) {
+pub fn record_approval(id: &str, state: &'static str, requester: &str, approver: Option<&str>) {
     let _ = CALL.try_with(|scope| {
         if let Ok(mut last) = scope.approval.lock() {
             *last = Some(ApprovalNote {
                 id: id.to_owned(),
                 state,
+                requester: requester.to_owned(),
                 approver: approver.map(str::to_owned),
             });
         }

@@ -53,20 +53,20 @@ pub(super) async fn stop(
             ));
         }
     };
-    note(&gate);
+    note(&gate, &ask.call.principal);
     let (text, meta) = approvals::refusal(&gate, &|id| store.approve_hint(id))?;
     Some(error(ctx, text, Some(meta)))
 }
 
-/// Tells the audit record which approval the call went through, and who decided it.
-fn note(gate: &Gate) {
+/// Tells the audit record which approval the call went through, who asked and who decided.
+fn note(gate: &Gate, requester: &str) {
     let (id, state, approver) = match gate {
         Gate::Approved { id, approver } => (id, "approved", Some(approver.as_str())),
         Gate::Pending { approval, .. } => (&approval.id, "pending", None),
         Gate::Denied { id, approver } => (id, "denied", Some(approver.as_str())),
         Gate::Expired { id, .. } => (id, "expired", None),
     };
-    telemetry::record_approval(id, state, approver);
+    telemetry::record_approval(id, state, requester, approver);
 }
 
 fn error(ctx: &RequestContext, text: String, meta: Option<Value>) -> Value {
