@@ -7,6 +7,7 @@
 //! Attributes never hold argument values, URLs with their query, header values or messages
 //! (error texts may quote arguments): names, codes and counts only.
 
+use crate::audit::ApprovalNote;
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
@@ -25,20 +26,6 @@ pub struct CallScope {
     upstream: Mutex<Option<String>>,
     token: Mutex<Option<TokenNote>>,
     approval: Mutex<Option<ApprovalNote>>,
-}
-
-/// The approval a gated call went through, for its audit record.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ApprovalNote {
-    /// The approval's id.
-    pub id: String,
-    /// `approved` (the call ran), `pending`, `denied` or `expired`.
-    pub state: &'static str,
-    /// Who asked for the call (`subject (issuer)`, or `anonymous` without `spec.auth`).
-    pub requester: String,
-    /// Who approved or denied it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub approver: Option<String>,
 }
 
 /// How the token of an upstream call (`http.auth`) was obtained, for its spans and audit record.
