@@ -56,13 +56,14 @@ auth_server() {
 }
 
 # The operator suite, then tenant isolation (admission policy, host conflicts, exposure), then
-# the registry and its catalog page in Chromium, then an upgrade from the previous chart and the
+# approval gates (MCPApproval, RBAC, the approvals policy), then the registry and its catalog page in Chromium, then an upgrade from the previous chart and the
 # ways back, each on a fresh control plane of its own, then an MCP Apps view in Chromium (no
 # control plane); all run even if one fails.
 e2e_tests() {
   local rc=0
   tests/e2e/run.sh || rc=1
   tests/e2e/tenant.sh || rc=1
+  tests/e2e/approvals.sh || rc=1
   tests/e2e/registry.sh || rc=1
   tests/e2e/upgrade.sh || rc=1
   tests/e2e/apps.sh || rc=1
@@ -79,7 +80,7 @@ STAGES=(
   "rust|cargo build and cargo test, whole workspace|rust_tests"
   "conformance|the official MCP conformance suite|tests/conformance/run.sh"
   "python|official Python SDK and Inspector clients|python_clients"
-  "e2e|cluster end to end: operator, helm, tenant isolation, registry and catalog page; MCP Apps in Chromium|e2e_tests"
+  "e2e|cluster end to end: operator, helm, tenant isolation, approvals, registry and catalog page; MCP Apps in Chromium|e2e_tests"
   "monitoring|alert rules, dashboards, monitors vs live metrics|tests/monitoring/run.sh"
 )
 

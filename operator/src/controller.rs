@@ -30,6 +30,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt as _, controller, watcher};
@@ -293,6 +294,10 @@ pub async fn run(
     });
     let (network_policies, network_policy_events) =
         cached_watch::<PartialObjectMeta<NetworkPolicy>>(&client, namespaces, strip::metadata);
+    let (roles, role_events) =
+        cached_watch::<PartialObjectMeta<Role>>(&client, namespaces, strip::metadata);
+    let (role_bindings, role_binding_events) =
+        cached_watch::<PartialObjectMeta<RoleBinding>>(&client, namespaces, strip::metadata);
     let (http_routes, http_route_events) = route_watch(&client, namespaces).await;
     let (tool_sets, tool_set_events) = unscoped_watch::<CachedToolSet>(&client, namespaces);
     let (tool_set_grants, grant_events) = unscoped_watch::<CachedToolSetGrant>(&client, namespaces);
@@ -303,6 +308,8 @@ pub async fn run(
         ingresses,
         pod_disruption_budgets: pdbs,
         network_policies,
+        roles,
+        role_bindings,
         http_routes,
         pods,
         servers: servers.clone(),
@@ -386,6 +393,7 @@ pub async fn run(
         }
     });
 
+    let (m8, m9) = (memory.clone(), memory.clone());
     let (m1, m2, m3, m4, m5, m6, m7) = (
         memory.clone(),
         memory.clone(),
@@ -412,6 +420,8 @@ pub async fn run(
         .owns_stream(changes(ingress_events, exposing_filter(m3, ingress_status)))
         .owns_stream(changes(pdb_events, child_filter(m4)))
         .owns_stream(changes(network_policy_events, child_filter(m6)))
+        .owns_stream(changes(role_events, child_filter(m8)))
+        .owns_stream(changes(role_binding_events, child_filter(m9)))
         .owns_stream(changes(
             http_route_events,
             exposing_filter(m7, route_status),

@@ -89,10 +89,9 @@ pub enum CrdError {
 /// The command that installs this release's CRD by hand. The two fragment kinds share one file.
 fn install_hint(name: &str) -> String {
     let version = env!("CARGO_PKG_VERSION");
-    let file = if name == CRD_NAME {
-        CRD_NAME
-    } else {
-        "mcptoolsets.kube-mcp.io"
+    let file = match name {
+        CRD_NAME | "mcpapprovals.kube-mcp.io" => name,
+        _ => "mcptoolsets.kube-mcp.io",
     };
     format!(
         "run `kubectl apply --server-side --force-conflicts -f crds/{file}.yaml` with the file \
@@ -111,6 +110,7 @@ pub async fn ensure(client: &Client, manage: bool) -> Result<Outcome, CrdError> 
     for ours in resource::toolset_crds() {
         ensure_one(&api, ours, manage).await?;
     }
+    ensure_one(&api, resource::approval_crd(), manage).await?;
     Ok(servers)
 }
 

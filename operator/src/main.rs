@@ -33,6 +33,8 @@ enum Command {
     Crd,
     /// Print the MCPToolSet and MCPToolSetGrant CustomResourceDefinitions (crds/ holds them).
     ToolsetCrds,
+    /// Print the MCPApproval CustomResourceDefinition (crds/ holds it).
+    ApprovalCrd,
 }
 
 #[derive(clap::Args)]
@@ -260,6 +262,11 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Crd => {
             let text = mcp_operator::resource::crd_yaml();
+            print!("{}", text.context("cannot write the CRD as YAML")?);
+            Ok(())
+        }
+        Command::ApprovalCrd => {
+            let text = mcp_operator::resource::approval_crd_yaml();
             print!("{}", text.context("cannot write the CRD as YAML")?);
             Ok(())
         }

@@ -291,6 +291,7 @@ async fn reconcile_inner(
                 &ctx.config,
                 &plan.keys,
                 &accepted.service_account_audiences,
+                &accepted.approver_groups,
             );
             ctx.metrics.observe_step("build", step.elapsed());
             rollout_queued =

@@ -1,6 +1,7 @@
 //! The `MCPServer` custom resource: its spec (the runtime's declaration plus deployment fields),
 //! its status, and the CRD generated from them. Pure data and schema code, no I/O.
 
+mod approval;
 mod cached;
 mod deployment_fields;
 mod generate;
@@ -10,12 +11,17 @@ mod schema;
 mod status;
 mod toolset;
 
+pub use approval::{
+    ApprovalApprovers, ApprovalCall, ApprovalState, MCPApproval, MCPApprovalSpec, MCPApprovalStatus,
+};
 pub use cached::{CachedServer, Claim, parse_spec};
 pub use deployment_fields::{
     DeploymentFields, ImagePullPolicy, IngressSpec, IngressTls, RegistrySpec, RuntimeLogLevel,
     ServiceSpec, ServiceType, SessionsSpec, TelemetrySpec,
 };
-pub use generate::{crd, crd_yaml, toolset_crds, toolset_crds_yaml};
+pub use generate::{
+    approval_crd, approval_crd_yaml, crd, crd_yaml, toolset_crds, toolset_crds_yaml,
+};
 pub use platform_fields::{
     Exposure, GatewayParentRef, GatewaySpec, NetworkPolicySpec, UrlScheme, exposure_rules,
 };
@@ -127,6 +133,26 @@ mod tests {
     }
 
     /// Every CEL rule and list key of the schema, by path: the rules the API server enforces.
+    #[test]
+    fn crds_directories_hold_the_generated_approval_crd() {
+        let generated = approval_crd_yaml().unwrap();
+        for (path, committed) in [
+            (
+                "crds/mcpapprovals.kube-mcp.io.yaml",
+                include_str!("../../crds/mcpapprovals.kube-mcp.io.yaml"),
+            ),
+            (
+                "charts/kube-mcp/crds/mcpapprovals.kube-mcp.io.yaml",
+                include_str!("../../charts/kube-mcp/crds/mcpapprovals.kube-mcp.io.yaml"),
+            ),
+        ] {
+            assert!(
+                committed == generated,
+                "{path} is stale: run `cargo run -p mcp-operator -- approval-crd > {path}`"
+            );
+        }
+    }
+
     #[test]
     fn crds_directories_hold_the_generated_toolset_crds() {
         let generated = toolset_crds_yaml().unwrap();

@@ -55,6 +55,7 @@ async fn the_runtime_reports_what_the_operator_stamped_without_a_token() {
         reload_interval: Duration::from_millis(100),
         shutdown_timeout: Duration::from_secs(2),
         connection_idle_timeout: mcp_http::listener::DEFAULT_IDLE_TIMEOUT,
+        approvals: mcp_server::approvals::StoreConfig::None,
     };
     let mcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();

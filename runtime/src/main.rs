@@ -17,6 +17,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod approvals_cli;
+use approvals_cli::ApprovalsArgs;
+
 /// jemalloc instead of glibc's allocator. Measured (bench/results/2026-12-01-hotpath.md): a
 /// stateless `tools/call` allocates and frees a few dozen small blocks, which glibc serves at
 /// about twice the instructions; and an idle HTTP+SSE connection's 8 KiB buffers, mostly never
@@ -37,6 +40,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// List the approvals of a local `serve --approvals-dir DIR`.
+    #[command(subcommand)]
+    Approvals(approvals_cli::ApprovalsCommand),
+    /// Approve a pending approval of a local `serve --approvals-dir DIR` (recorded as the OS
+    /// user); the caller then calls again with the same arguments, and the call runs once.
+    Approve(approvals_cli::DecideArgs),
+    /// Deny a pending approval of a local `serve --approvals-dir DIR` (recorded as the OS user).
+    Deny(approvals_cli::DecideArgs),
     /// Serve a manifest until SIGTERM or Ctrl-C (the manifest is reloaded live when it changes).
     Serve(Box<ServeArgs>),
     /// Write an MCPServer manifest from an API description.
@@ -220,6 +231,8 @@ struct ServeArgs {
     /// Where audit records of tool calls and resource reads go, as JSON lines.
     #[arg(long, value_enum, default_value_t = AuditLog::Off)]
     audit_log: AuditLog,
+    #[command(flatten)]
+    approvals: ApprovalsArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -243,11 +256,14 @@ fn main() -> ExitCode {
         Command::Serve(args) => args,
         Command::Import(command) => return mcp_openapi::import::run_cli(command),
         Command::Check(args) => return mcp_openapi::check::run_cli(args),
+        Command::Approvals(command) => return approvals_cli::list(&command),
+        Command::Approve(args) => return approvals_cli::decide(&args, true),
+        Command::Deny(args) => return approvals_cli::decide(&args, false),
     };
     init_logging(args.log_format, &args.log_level);
     let observers = observers(&args);
-    let config = config(*args);
     let served = observers.and_then(|endpoint| {
+        let config = config(*args)?;
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -295,7 +311,8 @@ async fn run_observed(
     served
 }
 
-fn config(args: ServeArgs) -> RunConfig {
+fn config(args: ServeArgs) -> anyhow::Result<RunConfig> {
+    let approvals = args.approvals.store_config()?;
     let prefix = args.path_prefix.trim_end_matches('/').to_owned();
     let defaults = OriginPolicy::default();
     let origins = OriginPolicy {
@@ -310,7 +327,8 @@ fn config(args: ServeArgs) -> RunConfig {
             args.allowed_origins
         },
     };
-    RunConfig {
+    Ok(RunConfig {
+        approvals,
         manifests: args.manifest,
         listen: args.listen,
         admin_listen: args.admin_listen,
@@ -375,7 +393,7 @@ fn config(args: ServeArgs) -> RunConfig {
                 ..KeySettings::default()
             },
         },
-    }
+    })
 }
 
 /// An `--advertise-address`: with or without a port.

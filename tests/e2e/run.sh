@@ -96,7 +96,7 @@ for values in "" "--set operator.watchNamespace=$NS" "--set crds.manage=false --
     bash -c "helm template --include-crds --skip-tests $RELEASE '$CHART' -n $SYSTEM_NS $values | kubectl apply --dry-run=server -f -"
 done
 check "crds.manage=false: the operator may only read its CRDs" bash -c \
-  "helm template $RELEASE '$CHART' -n $SYSTEM_NS --set crds.manage=false | grep -A5 'resourceNames: \[\"mcpservers.kube-mcp.io\", \"mcptoolsets.kube-mcp.io\", \"mcptoolsetgrants.kube-mcp.io\"\]' | grep -qx '    verbs: \[\"get\"\]'"
+  "helm template $RELEASE '$CHART' -n $SYSTEM_NS --set crds.manage=false | grep -A5 'resourceNames: \[\"mcpservers.kube-mcp.io\", \"mcptoolsets.kube-mcp.io\", \"mcptoolsetgrants.kube-mcp.io\", \"mcpapprovals.kube-mcp.io\"\]' | grep -qx '    verbs: \[\"get\"\]'"
 
 log "chart: install with helm"
 CRD=crd/mcpservers.kube-mcp.io

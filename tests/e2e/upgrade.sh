@@ -152,12 +152,12 @@ check "the operator raised the CRD to revision ${SHIPPED_REVISION:-none found}" 
   eventually 30 revision_is "$SHIPPED_REVISION"
 fragment_crds_at() {
   local crd
-  for crd in mcptoolsets.kube-mcp.io mcptoolsetgrants.kube-mcp.io; do
+  for crd in mcptoolsets.kube-mcp.io mcptoolsetgrants.kube-mcp.io mcpapprovals.kube-mcp.io; do
     [[ $(kubectl get crd "$crd" -o jsonpath='{.metadata.annotations.kube-mcp\.io/crd-revision}') == "$1" ]] || return 1
     kubectl wait --for=condition=Established "crd/$crd" --timeout=30s >/dev/null || return 1
   done
 }
-check "and installed the MCPToolSet CRDs at that revision (helm upgrade does not)" \
+check "and installed the MCPToolSet and MCPApproval CRDs at that revision (helm upgrade does not)" \
   eventually 30 fragment_crds_at "$SHIPPED_REVISION"
 check "both servers are accepted" eventually 60 both_accepted
 check "their Deployments roll to this operator's pods" eventually 60 deployments_of_this_operator

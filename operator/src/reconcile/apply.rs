@@ -18,6 +18,7 @@ use crate::resource::MCPServer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -195,8 +196,25 @@ pub async fn apply(
         maybe_owner_of(target, children.network_policy.as_ref()),
         maybe_owner_of(target, children.http_route.as_ref()),
     )?;
+    let access = children.approvals.as_ref();
+    let rbac_checks = tokio::try_join!(
+        maybe_owner_of(target, access.map(|a| &a.runtime.0)),
+        maybe_owner_of(target, access.map(|a| &a.runtime.1)),
+        maybe_owner_of(target, access.map(|a| &a.approvers.0)),
+        maybe_owner_of(target, access.map(|a| &a.approvers.1)),
+    )?;
     applied.conflicts = [
-        checks.0, checks.1, checks.2, checks.3, checks.4, checks.5, checks.6,
+        checks.0,
+        checks.1,
+        checks.2,
+        checks.3,
+        checks.4,
+        checks.5,
+        checks.6,
+        rbac_checks.0,
+        rbac_checks.1,
+        rbac_checks.2,
+        rbac_checks.3,
     ]
     .into_iter()
     .flatten()
@@ -260,6 +278,23 @@ pub async fn apply(
         // spec asks for fails to apply with the API server's answer.
         apply_or_prune(target, children.http_route.as_ref()),
     )?;
+    // A server's two Roles (and two RoleBindings) come and go together.
+    let roles: Vec<&Role> = access
+        .map(|a| vec![&a.runtime.0, &a.approvers.0])
+        .unwrap_or_default();
+    let bindings: Vec<&RoleBinding> = access
+        .map(|a| vec![&a.runtime.1, &a.approvers.1])
+        .unwrap_or_default();
+    // Roles before their bindings: RBAC resolves a binding's Role when it is written (a
+    // binding may grant only what its writer holds), so the Role must exist by then.
+    let rbac = [
+        apply_all_or_prune(target, &roles).await?,
+        apply_all_or_prune(target, &bindings).await?,
+    ];
+    for (writes, pruned) in rbac {
+        applied.writes += writes;
+        applied.pruned.extend(pruned);
+    }
     applied.ingress = optional.0.2;
     applied.http_route = optional.3.2;
     for (writes, pruned) in [
@@ -272,6 +307,22 @@ pub async fn apply(
         applied.pruned.extend(pruned);
     }
     Ok(applied)
+}
+
+/// Applies every child of kind `K` in `desired`, or prunes the server's children of that kind
+/// when there are none; returns the writes made and the children pruned.
+async fn apply_all_or_prune<K: Child>(
+    target: &Target<'_>,
+    desired: &[&K],
+) -> Result<(u32, Vec<String>), ApplyError> {
+    if desired.is_empty() {
+        return prune::<K>(target).await;
+    }
+    let mut writes = 0;
+    for child in desired {
+        writes += apply_one(target, *child).await?.1;
+    }
+    Ok((writes, Vec::new()))
 }
 
 /// Scales a Deployment whose rollout waits for a slot to the replicas the spec asks for, through

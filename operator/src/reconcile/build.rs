@@ -1,12 +1,14 @@
 //! Build step of the reconcile pipeline: the objects an accepted `MCPServer` needs, as they should
 //! be. Pure: same input, same objects; nothing here talks to the cluster.
 
+mod approvals;
 mod deployment;
 mod exposure;
 mod meta;
 mod network;
 mod route;
 
+pub use approvals::{ApprovalAccess, approval_access};
 pub use deployment::{
     ADMIN_PORT, HTTP_PORT, MANIFEST_DIR, PREVIOUS_SESSION_KEY_DIR, RUNTIME_IMAGE_ANNOTATION,
     SECRETS_DIR, SERVICE_ACCOUNT_TOKEN_SECONDS, SERVICE_ACCOUNT_TOKENS_DIR, SESSION_KEY_DIR,
@@ -89,6 +91,8 @@ pub struct Children {
     pub network_policy: Option<NetworkPolicy>,
     /// The Gateway API HTTPRoute, with `exposure: gateway`.
     pub http_route: Option<HttpRoute>,
+    /// The approvals RBAC, when a tool needs approvals.
+    pub approvals: Option<ApprovalAccess>,
 }
 
 /// Replicas the server should have: its spec's, else what the Deployment has been scaled to
@@ -107,7 +111,8 @@ pub use super::manifest_data::{COMPRESSED_MANIFEST_KEY, MANIFEST_KEY};
 
 /// Builds the children of `server` from its validated manifest and the manifest's hash, its
 /// pods mounting the session `keys` and a projected ServiceAccount token for each of the
-/// declaration's `audiences` (`Accepted::service_account_audiences`).
+/// declaration's `audiences` (`Accepted::service_account_audiences`), and the approvals RBAC
+/// when its gated tools name `approver_groups`.
 pub fn children(
     server: &MCPServer,
     manifest: &ManifestData,
@@ -115,6 +120,7 @@ pub fn children(
     config: &BuildConfig,
     keys: &SessionKeys,
     audiences: &BTreeSet<String>,
+    approver_groups: &[String],
 ) -> Children {
     let mut config_map = config_map(server, manifest);
     config_map
@@ -124,12 +130,13 @@ pub fn children(
         .insert(HASH_ANNOTATION.to_owned(), hash.to_owned());
     Children {
         config_map,
-        deployment: deployment(server, config, keys, audiences),
+        deployment: deployment(server, config, keys, audiences, !approver_groups.is_empty()),
         service: service(server),
         ingress: ingress(server, config),
         pod_disruption_budget: pod_disruption_budget(server),
         network_policy: network_policy(server, config),
         http_route: http_route(server, config),
+        approvals: approval_access(server, approver_groups),
     }
 }
 
@@ -236,6 +243,7 @@ mod tests {
             config,
             &keys(),
             &accepted.service_account_audiences,
+            &accepted.approver_groups,
         )
     }
 
@@ -751,6 +759,47 @@ mod tests {
     }
 
     #[test]
+    fn only_a_server_with_approvals_gets_api_access_for_them() {
+        let plain = build(&server(
+            "metadata: {name: hello, namespace: tools}\nspec: {tools: [{name: hi, content: [{type: text, text: hi}]}]}\n",
+        ));
+        assert_eq!(plain.approvals, None);
+        assert!(!runtime_args(&plain).contains(&"--approvals-kube".to_owned()));
+        let gated = server(
+            r#"
+            metadata: {name: ops, namespace: tools, uid: u-ops}
+            spec:
+              tools:
+                - name: delete_namespace
+                  approval: {approvers: {group: oncall}, message: "Delete {{ args.name }}?"}
+                  content: [{type: text, text: deleted}]
+            "#,
+        );
+        let children = build(&gated);
+        let access = children.approvals.as_ref().expect("approvals RBAC");
+        assert_eq!(
+            access.approvers.1.subjects.as_ref().unwrap()[0].name,
+            "oncall"
+        );
+        let args = runtime_args(&children);
+        assert!(args.contains(&"--approvals-kube".to_owned()), "{args:?}");
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--approvals-owner-uid", "u-ops"]),
+            "{args:?}"
+        );
+        let pod = children.deployment.spec.template.spec.clone().unwrap();
+        // Only the API token of this volume: the pod's own token stays unmounted.
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        assert!(
+            pod.volumes
+                .unwrap()
+                .iter()
+                .any(|v| v.name == "kube-api" && v.projected.is_some())
+        );
+    }
+
+    #[test]
     fn a_minimal_server_gets_a_service_url_and_no_optional_children() {
         let server = server(
             r#"
@@ -1103,6 +1152,7 @@ mod tests {
             &config,
             &rotating,
             &accepted.service_account_audiences,
+            &accepted.approver_groups,
         );
         let annotations = built.deployment.metadata.annotations.clone().unwrap();
         assert_eq!(

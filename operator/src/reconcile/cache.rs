@@ -2,7 +2,7 @@
 //! label-scoped watches, and of the servers themselves (for host and path claims). Reconciles
 //! read here instead of listing or getting, so a reconcile with nothing to do makes no API call.
 //! Kinds the operator reads only through their metadata (ConfigMaps, Services,
-//! PodDisruptionBudgets, NetworkPolicies) are watched as metadata only; the others are cached
+//! PodDisruptionBudgets, NetworkPolicies, Roles, RoleBindings) are watched as metadata only; the others are cached
 //! without what the operator never reads (`controller.rs` strips them). No I/O.
 
 use super::build::HttpRoute;
@@ -12,6 +12,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Resource;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -35,6 +36,10 @@ pub struct Stores {
     pub pod_disruption_budgets: Store<PartialObjectMeta<PodDisruptionBudget>>,
     /// NetworkPolicies (metadata).
     pub network_policies: Store<PartialObjectMeta<NetworkPolicy>>,
+    /// Roles of servers with approvals (metadata).
+    pub roles: Store<PartialObjectMeta<Role>>,
+    /// RoleBindings of servers with approvals (metadata).
+    pub role_bindings: Store<PartialObjectMeta<RoleBinding>>,
     /// Gateway API HTTPRoutes (empty, and never filled, when the API server does not serve them).
     pub http_routes: Store<HttpRoute>,
     /// The servers' pods.
@@ -112,6 +117,20 @@ impl Child for NetworkPolicy {
     }
 }
 
+impl Child for Role {
+    type Cached = PartialObjectMeta<Self>;
+    fn store(stores: &Stores) -> &Store<Self::Cached> {
+        &stores.roles
+    }
+}
+
+impl Child for RoleBinding {
+    type Cached = PartialObjectMeta<Self>;
+    fn store(stores: &Stores) -> &Store<Self::Cached> {
+        &stores.role_bindings
+    }
+}
+
 impl Child for HttpRoute {
     type Cached = Self;
     fn store(stores: &Stores) -> &Store<Self> {
@@ -136,14 +155,18 @@ impl Stores {
                 self.pod_disruption_budgets.wait_until_ready(),
                 self.pods.wait_until_ready(),
             );
-            let (g, h, i, j, k) = tokio::join!(
+            let (g, h, i, j, k, l, m) = tokio::join!(
                 self.network_policies.wait_until_ready(),
                 self.http_routes.wait_until_ready(),
                 self.servers.wait_until_ready(),
                 self.tool_sets.wait_until_ready(),
                 self.tool_set_grants.wait_until_ready(),
+                self.roles.wait_until_ready(),
+                self.role_bindings.wait_until_ready(),
             );
-            [a, b, c, d, e, f, g, h, i, j, k].iter().all(Result::is_ok)
+            [a, b, c, d, e, f, g, h, i, j, k, l, m]
+                .iter()
+                .all(Result::is_ok)
         };
         tokio::time::timeout(READY_WAIT, all).await.unwrap_or(false)
     }

@@ -212,6 +212,7 @@ mod tests {
             hash: "h".into(),
             limits: None,
             service_account_audiences: Default::default(),
+            approver_groups: Vec::new(),
         }
     }
 

@@ -30,6 +30,9 @@ pub struct Accepted {
     /// The audiences of the projected ServiceAccount tokens its `http.auth` clients send
     /// (`serviceAccountToken`), included sets' items among them: the pods mount one each.
     pub service_account_audiences: BTreeSet<String>,
+    /// The groups that approve its gated tools (`tools[].approval`), each once, sorted; empty
+    /// when no tool needs an approval (the pods then get no API access for approvals).
+    pub approver_groups: Vec<String>,
 }
 
 /// Annotation of the runtime manifest (and of its ConfigMap) holding the declaration's hash; the
@@ -196,9 +199,16 @@ pub fn validate(
         allow_link_local_upstreams,
         ..Default::default()
     };
-    let mut errors = match compile(&manifest, &options) {
-        Ok(_) => Vec::new(),
-        Err(invalid) => invalid.errors,
+    let (mut errors, approver_groups) = match compile(&manifest, &options) {
+        Ok(compiled) => (
+            Vec::new(),
+            compiled
+                .approver_groups()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
+        Err(invalid) => (invalid.errors, Vec::new()),
     };
     errors.extend(cluster_problems(
         declaration,
@@ -250,6 +260,7 @@ pub fn validate(
         hash,
         limits: shares,
         service_account_audiences: declaration.service_account_audiences(),
+        approver_groups,
     })
 }
 

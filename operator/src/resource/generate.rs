@@ -3,7 +3,7 @@
 //! the committed copies drift). Pure.
 
 use super::revision::{CRD_REVISION, REVISION_ANNOTATION};
-use super::{MCPServer, MCPToolSet, MCPToolSetGrant};
+use super::{MCPApproval, MCPServer, MCPToolSet, MCPToolSetGrant};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray,
@@ -58,6 +58,17 @@ pub fn toolset_crds() -> [CustomResourceDefinition; 2] {
         stamped(without_repeated_docs(MCPToolSet::crd())),
         stamped(MCPToolSetGrant::crd()),
     ]
+}
+
+/// The `MCPApproval` CRD, stamped like [`crd`] (one revision for the group's CRDs). It is
+/// served as `v1alpha1` only: the runtime writes that version.
+pub fn approval_crd() -> CustomResourceDefinition {
+    let mut crd = MCPApproval::crd();
+    crd.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(REVISION_ANNOTATION.into(), CRD_REVISION.to_string());
+    crd
 }
 
 /// `crd` with the [`REPEATED`] schemas' nested descriptions dropped.
@@ -171,6 +182,11 @@ pub fn toolset_crds_yaml() -> Result<String, serde_yaml_ng::Error> {
         yaml(&sets, "toolset-crds")?,
         yaml(&grants, "toolset-crds")?
     ))
+}
+
+/// The `MCPApproval` CRD as the YAML file in `crds/`.
+pub fn approval_crd_yaml() -> Result<String, serde_yaml_ng::Error> {
+    yaml(&approval_crd(), "approval-crd")
 }
 
 fn yaml(crd: &CustomResourceDefinition, command: &str) -> Result<String, serde_yaml_ng::Error> {

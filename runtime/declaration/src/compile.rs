@@ -6,6 +6,10 @@
 
 mod apps;
 pub use apps::CompiledToolUi;
+mod approval;
+pub use approval::{
+    CompiledApproval, DEFAULT_APPROVAL_TTL_MS, MAX_APPROVAL_TTL_MS, MIN_APPROVAL_TTL_MS,
+};
 mod discovery;
 pub use discovery::{
     CompiledDiscovery, DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOLS, MAX_DESCRIBE_NAMES, MAX_QUERY_CHARS,

@@ -35,16 +35,17 @@ pub use bounded_yaml::{parse as parse_yaml_bounded, parse_all as parse_yaml_docu
 pub use bundle::{Bundle, DEFAULT_NAMESPACE, read_bundle};
 pub use cluster_rules::cluster_problems;
 pub use compile::{
-    AsyncOutcome, BodyKind, CONFIRM_KEY, ClientAuth, CompileOptions, Compiled, CompiledAssertion,
-    CompiledAsync, CompiledAuth, CompiledBody, CompiledDiscovery, CompiledField, CompiledHttp,
-    CompiledInteraction, CompiledLimit, CompiledLimits, CompiledLog, CompiledParam,
+    AsyncOutcome, BodyKind, CONFIRM_KEY, ClientAuth, CompileOptions, Compiled, CompiledApproval,
+    CompiledAssertion, CompiledAsync, CompiledAuth, CompiledBody, CompiledDiscovery, CompiledField,
+    CompiledHttp, CompiledInteraction, CompiledLimit, CompiledLimits, CompiledLog, CompiledParam,
     CompiledProgress, CompiledPrompt, CompiledResource, CompiledResourceTemplate, CompiledResponse,
     CompiledSample, CompiledTool, CompiledToolUi, CompiledUrlStep, CompiledView, CompiledViews,
-    DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOLS, Grant, ItemSet, MAX_DESCRIBE_NAMES, MAX_QUERY_CHARS,
-    MAX_QUERY_TOKENS, MAX_SEARCH_LIMIT, MAX_SHARED_SCHEMAS, MAX_TOOL_TOKENS, MetaTool,
-    PARAM_HEADER_PREFIX, ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS, RESERVED_SEGMENTS,
-    ROOTS_KEY, Rate, ResolvedUri, Retry, SAMPLE_KEY, SEARCH_TOOLS, SearchIndex, StatusMatch,
-    StatusUrl, UriItem, X_MCP_HEADER, compile, valid_param_header_name,
+    DEFAULT_APPROVAL_TTL_MS, DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOLS, Grant, ItemSet,
+    MAX_APPROVAL_TTL_MS, MAX_DESCRIBE_NAMES, MAX_QUERY_CHARS, MAX_QUERY_TOKENS, MAX_SEARCH_LIMIT,
+    MAX_SHARED_SCHEMAS, MAX_TOOL_TOKENS, MIN_APPROVAL_TTL_MS, MetaTool, PARAM_HEADER_PREFIX,
+    ParamHeader, ParamKind, ParamValue, RESERVED_HEADERS, RESERVED_SEGMENTS, ROOTS_KEY, Rate,
+    ResolvedUri, Retry, SAMPLE_KEY, SEARCH_TOOLS, SearchIndex, StatusMatch, StatusUrl, UriItem,
+    X_MCP_HEADER, compile, valid_param_header_name,
 };
 pub use field_error::{FieldError, InvalidDeclaration};
 pub use files::{MAX_FILE_BYTES, read_regular, read_within};

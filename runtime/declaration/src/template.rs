@@ -67,6 +67,18 @@ impl Templates {
         }))
     }
 
+    /// The variables `text` reads (none for a literal).
+    pub fn variables(&self, text: &Text) -> std::collections::HashSet<String> {
+        match text {
+            Text::Literal(_) => std::collections::HashSet::new(),
+            Text::Template(TemplateRef { name, .. }) => self
+                .env
+                .get_template(name)
+                .map(|template| template.undeclared_variables(false))
+                .unwrap_or_default(),
+        }
+    }
+
     /// Renders `text` with the variable `args`.
     pub fn render(&self, text: &Text, args: &Value) -> Result<String, RenderError> {
         // `{{ args.NAME }}` with a string argument needs no template engine.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+mod approval;
 mod apps;
 mod auth;
 mod discovery;
@@ -20,6 +21,7 @@ mod metadata;
 mod toolset;
 mod transport;
 mod views;
+pub use approval::*;
 pub use apps::*;
 pub use auth::*;
 pub use discovery::*;
@@ -220,6 +222,9 @@ pub struct Tool {
     /// Values asked from the user when the call lacks them, merged into `args`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub elicit: Vec<ElicitField>,
+    /// A person of a group must approve each exact call before it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
     /// A completion asked from the client's model; the reply templates see it as `sample`.
     /// Declared-content tools only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

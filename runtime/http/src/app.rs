@@ -7,6 +7,7 @@ use crate::reload;
 use crate::transport::{self, AppState, BodyBudget, Forwarder, HttpSettings};
 use anyhow::Context as _;
 use mcp_declaration::CompileOptions;
+use mcp_server::approvals::StoreConfig;
 use mcp_server::budget::Budget;
 use mcp_server::metrics::Metrics;
 use mcp_server::sessions::{Sealer, SessionSettings, SessionStore, read_key};
@@ -56,6 +57,8 @@ pub struct RunConfig {
     pub connection_idle_timeout: Duration,
     /// Authentication settings (used when the declaration has `spec.auth`).
     pub auth: AuthSettings,
+    /// Where the approvals of gated tools (`tools[].approval`) are kept.
+    pub approvals: StoreConfig,
 }
 
 /// Serves until SIGTERM or Ctrl-C.
@@ -95,6 +98,20 @@ pub async fn serve(
     // A declaration that asks for authentication must be servable with it from the start.
     auth.for_spec(&compiled)
         .context("cannot authenticate requests")?;
+    let approvals = config
+        .approvals
+        .open()
+        .context("cannot open the approval store")?;
+    let groups = compiled.approver_groups();
+    if approvals.is_none() && !groups.is_empty() {
+        // Running a gated tool without a place for approvals would either run it unguarded
+        // or never: refuse to start instead.
+        anyhow::bail!(
+            "the manifest declares approvals (tools[].approval, approvers {}) but no approval \
+             store is configured: pass --approvals-dir DIR (local) or --approvals-kube (in a cluster)",
+            groups.join(", ")
+        );
+    }
     let key = |path: &PathBuf| {
         read_key(path).with_context(|| format!("cannot read session key {}", path.display()))
     };
@@ -111,10 +128,12 @@ pub async fn serve(
         config.http.max_held_bytes,
         Some(metrics.held_gauge("global")),
     );
-    let server = Arc::new(
-        Server::new(compiled, config.server.clone(), metrics.clone())
-            .with_sealer(Arc::new(sealer.clone())),
-    );
+    let mut server = Server::new(compiled, config.server.clone(), metrics.clone())
+        .with_sealer(Arc::new(sealer.clone()));
+    if let Some(store) = approvals {
+        server = server.with_approvals(store);
+    }
+    let server = Arc::new(server);
     // A forwarded GET stream holds one forward: as many as there may be sessions, plus room
     // for their other requests.
     let forwarder = config.advertise_address.map(|_| {

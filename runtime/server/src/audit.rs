@@ -96,11 +96,29 @@ pub struct Record {
     /// actor first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub upstream_act: Vec<String>,
+    /// The approval a gated call went through (`tools[].approval`): its id, `state`
+    /// (`approved`: the call ran), the requester and the approver.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalNote>,
     /// How long the call took, in milliseconds.
     pub duration_ms: f64,
     /// The trace the call belongs to (the request span's, else the client's `traceparent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+}
+
+/// The approval a gated call went through (`tools[].approval`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ApprovalNote {
+    /// The approval's id.
+    pub id: String,
+    /// `approved` (the call ran), `pending`, `denied` or `expired`.
+    pub state: &'static str,
+    /// Who asked for the call (`subject (issuer)`, or `anonymous` without `spec.auth`).
+    pub requester: String,
+    /// Who approved or denied it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
 }
 
 /// The authenticated caller of an audited call.

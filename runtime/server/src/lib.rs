@@ -11,6 +11,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod approvals;
 pub mod audit;
 pub mod backends;
 pub mod budget;
@@ -250,6 +251,7 @@ pub struct Server {
     rounds: Arc<interactive::Rounds>,
     /// Places of the tasks followed for legacy sessions' streams.
     task_watches: Arc<tokio::sync::Semaphore>,
+    approvals: Option<Arc<dyn approvals::ApprovalStore>>,
 }
 
 impl Server {
@@ -277,7 +279,15 @@ impl Server {
             task_watches: Arc::new(tokio::sync::Semaphore::new(
                 tasks::watch::MAX_SESSION_WATCHES,
             )),
+            approvals: None,
         }
+    }
+
+    /// The same server, keeping the approvals of gated tools (`tools[].approval`) in `store`.
+    #[must_use]
+    pub fn with_approvals(mut self, store: Arc<dyn approvals::ApprovalStore>) -> Self {
+        self.approvals = Some(store);
+        self
     }
 
     /// The same server, sealing 2026-07-28 `requestState` with `sealer` (the session key all
@@ -560,7 +570,15 @@ impl Server {
                     Ok(tool_result::shape(reply, ctx.era))
                 }
                 _ => {
-                    let result = tools::call(decl, &self.metrics, &self.rounds, ctx, request).await;
+                    let result = tools::call(
+                        decl,
+                        &self.metrics,
+                        &self.rounds,
+                        self.approvals.as_deref(),
+                        ctx,
+                        request,
+                    )
+                    .await;
                     if let Ok(created) = &result {
                         tasks::watch::follow_in_session(
                             self.current.clone(),

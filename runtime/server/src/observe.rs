@@ -123,6 +123,7 @@ impl Observation {
                     Err(_) => record.upstream_error = Some(answer),
                 }
             }
+            record.approval = self.scope.approval();
             if let Some(token) = self.scope.token() {
                 record.token_exchange = Some(token.outcome);
                 record.upstream_audience = token.audience;
@@ -339,6 +340,7 @@ fn record_of(
         token_exchange: None,
         upstream_audience: None,
         upstream_act: Vec::new(),
+        approval: None,
         duration_ms: 0.0,
         trace_id,
     }

@@ -13,8 +13,8 @@ mod propagate;
 mod setup;
 
 pub use call::{
-    CallScope, RequestSpan, TokenNote, UpstreamSpan, current_trace_id, record_token,
-    record_upstream, upstream_span,
+    CallScope, RequestSpan, TokenNote, UpstreamSpan, current_trace_id, record_approval,
+    record_token, record_upstream, upstream_span,
 };
 pub use propagate::{parent_from_headers, parent_from_meta};
 pub use setup::{Endpoint, Telemetry, TelemetryError, endpoint, init};

@@ -1,6 +1,9 @@
 //! `tools/call`: argument validation, declared progress and log notifications, the backend's
 //! reply (declared content, an upstream HTTP call, or a job: inline or as a task), metrics;
-//! output validation and shaping the result for the era in `tool_result.rs`.
+//! output validation and shaping the result for the era in `tool_result.rs`. A tool with
+//! `approval` first passes its gate (`tools/gated.rs`).
+
+mod gated;
 
 use super::RequestContext;
 use super::Served;
@@ -10,6 +13,7 @@ use super::params::CallTool;
 use super::request::{Request, Target};
 use super::tasks;
 use super::tool_result::{checked, shape, violations};
+use crate::approvals::ApprovalStore;
 use crate::backends::{ToolReply, content, http};
 use crate::metrics::Metrics;
 use mcp_declaration::{Compiled, CompiledTool};
@@ -25,6 +29,7 @@ pub(crate) async fn call(
     decl: &Served,
     metrics: &Arc<Metrics>,
     rounds: &Rounds,
+    approvals: Option<&dyn ApprovalStore>,
     ctx: &RequestContext,
     request: &Request,
 ) -> Result<Value, McpError> {
@@ -42,6 +47,19 @@ pub(crate) async fn call(
     // Before any question is asked: a tool that must be a task refuses a client without tasks.
     let execution = tasks::decide(ctx, params, tool)?;
     let started = Instant::now();
+    if let Some(approval) = &tool.approval {
+        if let Some(problem) = violations(&tool.input, args) {
+            metrics.tool_call(name, false, started.elapsed());
+            return Ok(shape(
+                ToolReply::error(format!("invalid arguments: {problem}")),
+                ctx.era,
+            ));
+        }
+        if let Some(stopped) = gated::stop(decl, approvals, ctx, name, approval, args).await {
+            metrics.tool_call(name, false, started.elapsed());
+            return Ok(stopped);
+        }
+    }
     let vars = if tool.interaction.is_empty() {
         None
     } else {

@@ -62,6 +62,7 @@ pub fn config(manifest: PathBuf) -> RunConfig {
         reload_interval: Duration::from_millis(100),
         shutdown_timeout: Duration::from_secs(2),
         connection_idle_timeout: mcp_http::listener::DEFAULT_IDLE_TIMEOUT,
+        approvals: mcp_server::approvals::StoreConfig::None,
     }
 }
 

@@ -14,8 +14,9 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, HTTPGetAction, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec,
+    Capabilities, ConfigMapProjection, ConfigMapVolumeSource, Container, ContainerPort,
+    DownwardAPIProjection, DownwardAPIVolumeFile, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, KeyToPath, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec,
     Probe, ProjectedVolumeSource, ResourceRequirements, SeccompProfile, SecretVolumeSource,
     SecurityContext, ServiceAccountTokenProjection, TopologySpreadConstraint, Volume, VolumeMount,
     VolumeProjection,
@@ -62,6 +63,7 @@ pub fn deployment(
     config: &BuildConfig,
     keys: &SessionKeys,
     audiences: &BTreeSet<String>,
+    approvals: bool,
 ) -> Deployment {
     let spec = &server.spec.deployment;
     // Declared labels first, so the operator's own (the selector among them) win.
@@ -111,6 +113,15 @@ pub fn deployment(
         volumes.push(service_account_token_volume(&dir, audience));
         mounts.push(mount(&dir, &format!("{SERVICE_ACCOUNT_TOKENS_DIR}/{dir}")));
     }
+    if approvals {
+        // The API credentials `automountServiceAccountToken` would give, only to servers whose
+        // gated tools keep approvals as MCPApproval objects (its Role allows nothing else).
+        volumes.push(kube_api_volume());
+        mounts.push(VolumeMount {
+            read_only: Some(true),
+            ..mount(KUBE_API_VOLUME, KUBE_API_DIR)
+        });
+    }
 
     let image = spec
         .image
@@ -124,7 +135,7 @@ pub fn deployment(
             .map(|p| p.as_str().to_owned())
             .or_else(|| config.image_pull_policy.clone()),
         command: Some(vec!["mcp-runtime".into()]),
-        args: Some(args(server, config, keys)),
+        args: Some(args(server, config, keys, approvals)),
         ports: Some(vec![port("http", HTTP_PORT), port("admin", ADMIN_PORT)]),
         env: Some(env(server)),
         resources: Some(
@@ -280,7 +291,12 @@ fn pod_annotations(server: &MCPServer) -> BTreeMap<String, String> {
 }
 
 /// The runtime's command line (its flags are fixed by the runtime; see its `serve --help`).
-fn args(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) -> Vec<String> {
+fn args(
+    server: &MCPServer,
+    config: &BuildConfig,
+    keys: &SessionKeys,
+    approvals: bool,
+) -> Vec<String> {
     let spec = &server.spec.deployment;
     let name = server.name_any();
     let namespace = server.namespace().unwrap_or_default();
@@ -377,6 +393,19 @@ fn args(server: &MCPServer, config: &BuildConfig, keys: &SessionKeys) -> Vec<Str
     }
     if config.allow_link_local_upstreams {
         args.push("--allow-link-local-upstreams".into());
+    }
+    if approvals {
+        // The API server, CA and namespace come from the mounted credentials (the runtime's
+        // in-cluster defaults); the server owns the approvals, so they go with it.
+        args.push("--approvals-kube".into());
+        if let Some(uid) = server.uid() {
+            args.extend([
+                "--approvals-owner-name".into(),
+                name.clone(),
+                "--approvals-owner-uid".into(),
+                uid,
+            ]);
+        }
     }
     if let Some(transports) = config.transports {
         args.push("--transports".into());
@@ -488,6 +517,59 @@ fn default_resources() -> ResourceRequirements {
             "memory".to_owned(),
             Quantity("256Mi".into()),
         )])),
+        ..Default::default()
+    }
+}
+
+/// Where the runtime reads its API credentials (the in-cluster default path).
+const KUBE_API_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+const KUBE_API_VOLUME: &str = "kube-api";
+/// Lifetime of the projected API token; the kubelet rotates it well before.
+const KUBE_API_TOKEN_SECONDS: i64 = 3600;
+
+/// A projected volume like the one `automountServiceAccountToken` mounts: a token for the API
+/// server, its CA and the namespace.
+fn kube_api_volume() -> Volume {
+    Volume {
+        name: KUBE_API_VOLUME.into(),
+        projected: Some(ProjectedVolumeSource {
+            sources: Some(vec![
+                VolumeProjection {
+                    service_account_token: Some(ServiceAccountTokenProjection {
+                        path: "token".into(),
+                        expiration_seconds: Some(KUBE_API_TOKEN_SECONDS),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                VolumeProjection {
+                    config_map: Some(ConfigMapProjection {
+                        name: "kube-root-ca.crt".into(),
+                        items: Some(vec![KeyToPath {
+                            key: "ca.crt".into(),
+                            path: "ca.crt".into(),
+                            ..Default::default()
+                        }]),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                VolumeProjection {
+                    downward_api: Some(DownwardAPIProjection {
+                        items: Some(vec![DownwardAPIVolumeFile {
+                            path: "namespace".into(),
+                            field_ref: Some(ObjectFieldSelector {
+                                field_path: "metadata.namespace".into(),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }]),
+                    }),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }

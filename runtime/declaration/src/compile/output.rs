@@ -107,6 +107,8 @@ pub struct CompiledTool {
     pub ui: Option<super::CompiledToolUi>,
     /// Whether a call may become a task (`never` unless `http.async`).
     pub task: crate::types::TaskSupport,
+    /// The approval each call needs before it runs.
+    pub approval: Option<super::CompiledApproval>,
 }
 
 /// A declared progress step.
@@ -183,6 +185,19 @@ pub struct CompiledPrompt {
 }
 
 impl Compiled {
+    /// The approvers' groups of the tools that need approvals, each once, sorted (none: no
+    /// tool needs an approval store).
+    pub fn approver_groups(&self) -> Vec<&str> {
+        let mut groups: Vec<&str> = self
+            .tools
+            .iter()
+            .filter_map(|tool| tool.approval.as_ref().map(|a| a.group.as_str()))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups
+    }
+
     /// Looks a tool up by name.
     pub fn tool(&self, name: &str) -> Option<&CompiledTool> {
         self.tool_index.get(name).map(|&i| &self.tools[i])

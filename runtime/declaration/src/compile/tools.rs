@@ -147,6 +147,10 @@ impl Compiler<'_> {
         {
             self.error(format!("{path}.elicit"), problem);
         }
+        let approval = tool
+            .approval
+            .as_ref()
+            .and_then(|approval| self.approval(&format!("{path}.approval"), tool, approval));
         let ui_meta = tool
             .ui
             .as_ref()
@@ -193,6 +197,7 @@ impl Compiler<'_> {
             param_headers,
             ui,
             task,
+            approval,
         })
     }
 

@@ -7,6 +7,7 @@
 //! Attributes never hold argument values, URLs with their query, header values or messages
 //! (error texts may quote arguments): names, codes and counts only.
 
+use crate::audit::ApprovalNote;
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
@@ -24,6 +25,7 @@ pub struct CallScope {
     trace: Option<Context>,
     upstream: Mutex<Option<String>>,
     token: Mutex<Option<TokenNote>>,
+    approval: Mutex<Option<ApprovalNote>>,
 }
 
 /// How the token of an upstream call (`http.auth`) was obtained, for its spans and audit record.
@@ -44,6 +46,7 @@ impl CallScope {
             trace,
             upstream: Mutex::new(None),
             token: Mutex::new(None),
+            approval: Mutex::new(None),
         })
     }
 
@@ -62,6 +65,25 @@ impl CallScope {
     pub fn token(&self) -> Option<TokenNote> {
         self.token.lock().ok().and_then(|last| last.clone())
     }
+
+    /// The approval of the gated call in this scope.
+    pub fn approval(&self) -> Option<ApprovalNote> {
+        self.approval.lock().ok().and_then(|last| last.clone())
+    }
+}
+
+/// Notes the approval the running request's gated call went through.
+pub fn record_approval(id: &str, state: &'static str, requester: &str, approver: Option<&str>) {
+    let _ = CALL.try_with(|scope| {
+        if let Ok(mut last) = scope.approval.lock() {
+            *last = Some(ApprovalNote {
+                id: id.to_owned(),
+                state,
+                requester: requester.to_owned(),
+                approver: approver.map(str::to_owned),
+            });
+        }
+    });
 }
 
 /// Notes how the token of the running request's upstream call was obtained.
