@@ -4,7 +4,9 @@ processes sharing one session key, so a task started on one is polled to complet
 other, with no task store.
 
 Clients: the official Python SDK (mcp 2.3.0) implements no client side of tasks in either era
-(no `tasks/get`, no task-augmented `call_tool`), so task traffic is raw HTTP (httpx2) shaped as
+(no `tasks/get`, no task-augmented `call_tool`), so task traffic here is raw HTTP (httpx2), which
+also lets the tests alter ids and headers; the official TypeScript Tasks client
+(@modelcontextprotocol/ext-tasks) drives both eras in test_ts_tasks.py. Raw traffic is shaped as
 the specs say: the 2026-07-28 Tasks extension (`io.modelcontextprotocol/tasks`) and
 2025-11-25's experimental tasks. The SDK is the client *without* tasks: it gets the bounded
 blocking fallback, and a `task: required` tool refuses it with -32021."""
