@@ -95,7 +95,7 @@ async fn the_card_is_cacheable_public_and_follows_reloads() {
     assert_eq!(refused.status(), 403);
 
     // A reload changes the declaration, hence the tag: the old one no longer matches.
-    std::fs::write(&runtime.manifest, MANIFEST.replace("1.0.0", "1.1.0")).unwrap();
+    runtime.replace_manifest(MANIFEST.replace("1.0.0", "1.1.0"));
     let mut changed = None;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(50)).await;

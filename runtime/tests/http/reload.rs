@@ -19,13 +19,11 @@ async fn edits_are_served_and_announced_and_bad_edits_are_refused() {
         .await;
     assert_eq!(subscribed["result"], json!({}));
 
-    std::fs::write(
-        &rt.manifest,
+    rt.replace_manifest(
         MANIFEST
             .replace("name: greet", "name: welcome")
             .replace("text: \"first\"", "text: \"second\""),
-    )
-    .unwrap();
+    );
     assert!(
         stream
             .until(Duration::from_secs(3), |t| t
@@ -45,11 +43,7 @@ async fn edits_are_served_and_announced_and_bad_edits_are_refused() {
     let (_, tools) = rt.call(&session, 2, "tools/list", json!({})).await;
     assert_eq!(tools["result"]["tools"][0]["name"], "welcome");
 
-    std::fs::write(
-        &rt.manifest,
-        MANIFEST.replace("{{ args.name }}", "{{ args.name "),
-    )
-    .unwrap();
+    rt.replace_manifest(MANIFEST.replace("{{ args.name }}", "{{ args.name "));
     assert!(
         rt.metric_shows("mcp_reloads_total{outcome=\"error\"} 1")
             .await
@@ -90,14 +84,10 @@ async fn the_served_declaration_hash_follows_reloads() {
     assert!(rt.metric_shows(&series).await, "{}", rt.metrics().await);
 
     // The operator's stamp wins over the computed hash; the old series goes.
-    std::fs::write(
-        &rt.manifest,
-        MANIFEST.replace(
-            "metadata: {name: harness}",
-            "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: feedc0de}}",
-        ),
-    )
-    .unwrap();
+    rt.replace_manifest(MANIFEST.replace(
+        "metadata: {name: harness}",
+        "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: feedc0de}}",
+    ));
     assert!(
         rt.metric_shows("mcp_runtime_declaration_info{hash=\"feedc0de\"} 1")
             .await
@@ -106,14 +96,10 @@ async fn the_served_declaration_hash_follows_reloads() {
     assert_eq!(served(&rt).await["hash"], "feedc0de");
 
     // A malformed stamp is refused like any invalid manifest: the old declaration keeps serving.
-    std::fs::write(
-        &rt.manifest,
-        MANIFEST.replace(
-            "metadata: {name: harness}",
-            "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: \"a b\"}}",
-        ),
-    )
-    .unwrap();
+    rt.replace_manifest(MANIFEST.replace(
+        "metadata: {name: harness}",
+        "metadata: {name: harness, annotations: {kube-mcp.io/declaration-hash: \"a b\"}}",
+    ));
     assert!(
         rt.metric_shows("mcp_reloads_total{outcome=\"error\"} 1")
             .await
@@ -168,7 +154,7 @@ async fn the_admin_port_reports_the_served_declaration_and_the_last_reload() {
             ),
         )
     };
-    std::fs::write(&rt.manifest, stamped("feedc0de")).unwrap();
+    rt.replace_manifest(stamped("feedc0de"));
     let loaded = report_until(&rt, |r| r["hash"] == "feedc0de").await;
     assert_eq!(loaded["lastReload"]["outcome"], "loaded", "{loaded}");
     assert_eq!(loaded["lastReload"]["hash"], "feedc0de", "{loaded}");
@@ -176,11 +162,7 @@ async fn the_admin_port_reports_the_served_declaration_and_the_last_reload() {
 
     // A version the runtime refuses: named by its stamp, with the compiler's error; the
     // previous declaration keeps serving and keeps its load time.
-    std::fs::write(
-        &rt.manifest,
-        stamped("0badbeef").replace("{{ args.name }}", "{{ args.name "),
-    )
-    .unwrap();
+    rt.replace_manifest(stamped("0badbeef").replace("{{ args.name }}", "{{ args.name "));
     let refused = report_until(&rt, |r| r["lastReload"]["outcome"] == "refused").await;
     assert_eq!(refused["hash"], "feedc0de", "{refused}");
     assert_eq!(refused["loadedAt"], loaded["loadedAt"], "{refused}");

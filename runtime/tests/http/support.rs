@@ -105,6 +105,14 @@ pub async fn start(manifest: &str, tweak: impl FnOnce(&mut RunConfig)) -> Runtim
 }
 
 impl Runtime {
+    /// Replaces the manifest in one step (a sibling file renamed over it), as a ConfigMap
+    /// volume swaps its files: the 100 ms reload poll never reads a half-written file.
+    pub fn replace_manifest(&self, text: impl AsRef<[u8]>) {
+        let next = self.manifest.with_extension("next");
+        std::fs::write(&next, text).unwrap();
+        std::fs::rename(&next, &self.manifest).unwrap();
+    }
+
     /// POSTs a JSON body to `/mcp` with the usual headers plus `extra`.
     pub async fn post(&self, body: &Value, extra: &[(&str, &str)]) -> reqwest::Response {
         let mut request = reqwest::Client::new()

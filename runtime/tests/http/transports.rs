@@ -100,7 +100,7 @@ async fn a_reload_turns_a_transport_off() {
     assert_eq!(before.status(), 200);
     assert!(body_json(before).await["result"]["tools"].is_array());
     let manifest = MANIFEST.replace("spec:\n", "spec:\n  transports: [modern, sse]\n");
-    std::fs::write(&rt.manifest, manifest).unwrap();
+    rt.replace_manifest(manifest);
     let mut refused = false;
     for _ in 0..100 {
         if rt

@@ -295,7 +295,7 @@ async fn a_session_keeps_its_view_when_a_reload_removes_it() {
     let rt = start(&manifest(None), |_| {}).await;
     let readers = session_at(&rt, "/readers/mcp", &[]).await;
     let without = manifest(None).split("  views:").next().unwrap().to_owned();
-    std::fs::write(&rt.manifest, without).unwrap();
+    rt.replace_manifest(without);
     // Reloaded once the view's endpoint is gone.
     let mut gone = false;
     for _ in 0..100 {
