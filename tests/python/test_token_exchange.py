@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
 
 from auth_server import issuer_process
-from harness import JSON_AND_SSE, MODERN, REPO, Runtime, StartRuntime, initialize_body, key_file, modern_request
+from harness import JSON_AND_SSE, MODERN, REPO, Runtime, StartRuntime, initialize_body, key_file, modern_request, rpc_result
 from otlp_receiver import OtlpReceiver
 from test_sdk_auth import bearer_transport
 
@@ -312,7 +312,8 @@ def call(rt: Runtime, token: str, tool: str, request_id: int = 1) -> dict:
     headers["Authorization"] = f"Bearer {token}"
     r = httpx2.post(rt.url, headers=headers, json=body, timeout=30)
     assert r.status_code == 200, r.text
-    return r.json()["result"]
+    # A call still running after a moment is answered as a stream (the exchange can be slow).
+    return rpc_result(r)["result"]
 
 
 def exchanges(rt: Runtime) -> dict[str, float]:
