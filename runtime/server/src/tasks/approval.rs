@@ -36,6 +36,9 @@ pub(crate) const APPROVAL_POLL: Duration = Duration::from_secs(2);
 /// tool error, and the call is not run again (it may have had its effect).
 pub(crate) const UNRECORDED_WAIT: Duration =
     MAX_INLINE_WAIT.saturating_add(Duration::from_secs(30));
+/// How long a task outlives its approval's expiry: a client that polls late still reads what
+/// became of the call (expired, or its recorded outcome) rather than "unknown task".
+pub(crate) const KEPT_AFTER_EXPIRY: Duration = Duration::from_secs(10 * 60);
 /// Purpose an outcome is sealed for (with the approval's id: an outcome copied onto another
 /// approval does not open).
 const OUTCOME_AAD: &str = "kube-mcp approval outcome v1 ";
@@ -137,8 +140,10 @@ pub(crate) fn waiting(
         principal: crate::interactive::principal(ctx),
         args: super::handle::args_digest(args),
         created_ms: now,
-        // The task lives as long as the approval may be decided and used.
-        ttl_ms: expires.saturating_sub(now),
+        // As long as the approval may be decided and used, and a while to read the outcome.
+        ttl_ms: expires
+            .saturating_sub(now)
+            .saturating_add(KEPT_AFTER_EXPIRY.as_secs() * 1000),
     };
     let id = handle.seal(sealer);
     let mut task = wire::task(ctx.era, &id, &handle, Status::Working, APPROVAL_POLL, now);
