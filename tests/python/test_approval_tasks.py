@@ -166,6 +166,8 @@ def test_a_2025_11_25_task_augmented_call_waits_for_its_approval(replicas, upstr
         assert "result" in message, message
         return message["result"]
 
+    tools = {t["name"]: t for t in rpc(a, "tools/list", {})["tools"]}
+    assert tools["delete_namespace"]["execution"] == {"taskSupport": "optional"}, "it may be task-augmented"
     args = {"name": "legacy-ns"}
     created = rpc(a, "tools/call", {"name": "delete_namespace", "arguments": args, "task": {}})
     task = created["task"]
