@@ -370,7 +370,144 @@ pub(super) fn cancel(era: Era) -> Result<Value, McpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approvals::DirectoryStore;
     use crate::sessions::KEY_LEN;
+    use mcp_declaration::{CompileOptions, compile, parse_manifest};
+
+    fn served() -> Served {
+        let text = "apiVersion: kube-mcp.io/v1alpha1\nkind: MCPServer\nmetadata: {name: ops}\nspec:\n  tools:\n  - name: wipe\n    inputSchema: {type: object, properties: {name: {type: string}}}\n    approval: {approvers: {group: oncall}, message: wipe?}\n    content: [{type: text, text: wiped}]\n";
+        let manifest = parse_manifest(text, ".".into()).unwrap();
+        Served::new(compile(&manifest, &CompileOptions::default()).unwrap()).unwrap()
+    }
+
+    /// A pending approval of `wipe` with `args` in `store`, and its task's handle.
+    async fn asked(decl: &Served, store: &DirectoryStore, args: &Value) -> (Approval, TaskHandle) {
+        let tool = decl.tool("wipe").unwrap();
+        let server = decl.server_info["name"].as_str().unwrap();
+        let version = &tool.approval.as_ref().unwrap().version;
+        let call = SealedCall::new(None, server, "wipe", args, version);
+        let approval = Approval::pending(
+            call,
+            "wipe?".into(),
+            "oncall".into(),
+            SystemTime::now(),
+            Duration::from_secs(60),
+        );
+        store.create(&approval).await.unwrap();
+        let handle = TaskHandle {
+            work: Pending::Approval {
+                id: approval.id.clone(),
+                digest: approval.call.digest.clone(),
+                args: args.clone(),
+            },
+            tool: "wipe".into(),
+            principal: None,
+            args: super::super::handle::args_digest(args),
+            created_ms: now_ms(),
+            ttl_ms: 60_000,
+        };
+        (approval, handle)
+    }
+
+    fn text(observed: &Observed) -> (bool, String) {
+        match observed {
+            Observed::Completed(reply) => (
+                reply.is_error,
+                reply.content[0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            _ => panic!("not completed"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_runs_once_approved_and_every_later_read_gets_the_recorded_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirectoryStore::create(dir.path()).unwrap();
+        let (decl, metrics, sealer) = (served(), Metrics::default(), Sealer::new(&[7u8; KEY_LEN]));
+        let approvals = Some(Approvals {
+            store: &store,
+            sealer: &sealer,
+        });
+        let ctx = RequestContext::new(Era::Modern, &json!({}), None, None);
+        let read = |handle: TaskHandle| {
+            let (decl, metrics, ctx) = (&decl, &metrics, &ctx);
+            async move {
+                observe(decl, metrics, approvals, ctx, &handle)
+                    .await
+                    .unwrap()
+            }
+        };
+
+        let (approval, handle) = asked(&decl, &store, &json!({"name": "prod"})).await;
+        assert!(matches!(read(handle.clone()).await, Observed::Working));
+        store
+            .decide(&approval.id, true, "alice", SystemTime::now())
+            .unwrap();
+        assert_eq!(text(&read(handle.clone()).await), (false, "wiped".into()));
+        assert!(
+            dir.path()
+                .join(format!("{}.outcome.json", approval.id))
+                .exists()
+        );
+        assert_eq!(text(&read(handle.clone()).await), (false, "wiped".into()));
+
+        // Used, no outcome yet: another replica runs it; past the wait, it is not run again.
+        let (running, handle) = asked(&decl, &store, &json!({"name": "dev"})).await;
+        store
+            .decide(&running.id, true, "alice", SystemTime::now())
+            .unwrap();
+        let found = store.find(&running.call.digest).await.unwrap();
+        assert!(store.claim(&found[0]).await.unwrap());
+        assert!(matches!(read(handle.clone()).await, Observed::Working));
+        let long_ago = json!({"usedAt": "2020-01-01T00:00:00Z"}).to_string();
+        std::fs::write(
+            dir.path().join(format!("{}.used.json", running.id)),
+            long_ago,
+        )
+        .unwrap();
+        let (is_error, said) = text(&read(handle).await);
+        assert!(
+            is_error && said.contains("outcome was not recorded"),
+            "{said}"
+        );
+
+        // Denied: a tool error naming who denied it.
+        let (denied, handle) = asked(&decl, &store, &json!({"name": "qa"})).await;
+        store
+            .decide(&denied.id, false, "bob", SystemTime::now())
+            .unwrap();
+        let (is_error, said) = text(&read(handle).await);
+        assert!(
+            is_error && said.starts_with("bob denied this call"),
+            "{said}"
+        );
+
+        // Arguments that are not the approved call's (sealed together, so only a changed
+        // declaration gets here in practice) do not run, and do not spend the approval.
+        let (other, mut handle) = asked(&decl, &store, &json!({"name": "stage"})).await;
+        store
+            .decide(&other.id, true, "alice", SystemTime::now())
+            .unwrap();
+        handle.work = Pending::Approval {
+            id: other.id.clone(),
+            digest: other.call.digest.clone(),
+            args: json!({"name": "prod"}),
+        };
+        let (is_error, said) = text(&read(handle).await);
+        assert!(
+            is_error && said.contains("no longer declared as it was"),
+            "{said}"
+        );
+        let after = store.find(&other.call.digest).await.unwrap();
+        assert_eq!(
+            after[0].state,
+            State::Approved,
+            "a refused call does not spend the approval"
+        );
+    }
 
     #[test]
     fn an_outcome_opens_only_for_its_approval_and_a_large_one_is_recorded_as_an_error() {
