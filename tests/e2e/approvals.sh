@@ -11,7 +11,8 @@
 # server; an approver can neither record another name nor skip ahead (the policy); an approver
 # approves; the call runs once with exactly the original arguments; a second run of the same
 # approval and a changed argument are refused; an approval that expired refuses; a denial
-# refuses; the RBAC goes when the spec drops its approvals, the approvals go with the server.
+# refuses; a client that takes tasks gets a task that completes once approved, its outcome
+# sealed in status.outcome, which an approver cannot overwrite; the RBAC goes when the spec drops its approvals, the approvals go with the server.
 #
 # Usage: tests/e2e/approvals.sh  (KEEP_CLUSTER=1 leaves the control plane running afterwards)
 # Prints `ok - ...` / `not ok - ...` lines and ends with `N passed, N failed`; exits 1 on failure.
@@ -264,6 +265,41 @@ check "the denied call is refused" bash -c \
   "[[ \$(jq -r --arg m '$META' '.result._meta[\$m].remediationHints[0].state' '$E2E/denied.json') == denied ]]"
 check "and the upstream never received it" bash -c "! grep -q '/namespaces/staging' '$RECORDED'"
 check "the runtime logged no token" bash -c "! grep -qF \"\$(cat '$E2E/runtime.token')\" '$E2E/runtime.log' '$E2E/audit.jsonl'"
+
+log "a client that takes tasks waits for the approval as a task"
+# rpc METHOD NAME PARAMS_JSON OUT: a stateless 2026-07-28 request declaring the Tasks extension.
+rpc() {
+  jq -n --arg method "$1" --argjson params "$3" '{jsonrpc: "2.0", id: 1, method: $method,
+      params: ($params + {_meta: {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {extensions: {"io.modelcontextprotocol/tasks": {}}}}})}' |
+    curl -fsS --max-time 30 "http://127.0.0.1:$RT_PORT/mcp" -H 'Content-Type: application/json' \
+      -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
+      -H "Mcp-Method: $1" -H "Mcp-Name: $2" --data-binary @- >"$4.raw"
+  if grep -q '^data: ' "$4.raw"; then
+    sed -n 's/^data: //p' "$4.raw" | tail -n 1 >"$4"
+  else
+    cp "$4.raw" "$4"
+  fi
+}
+rpc tools/call delete_namespace '{"name": "delete_namespace", "arguments": {"name": "tasked"}}' "$E2E/task.json" || true
+check "the guarded call is a working task naming the approval" \
+  jq -e '.result.resultType == "task" and .result.status == "working" and (.result.statusMessage | test("Delete namespace tasked"))' "$E2E/task.json"
+TASK=$(jq -r '.result.taskId // empty' "$E2E/task.json")
+TASKED=$(denial "$E2E/task.json")
+check "an approver of $GROUP approves it" patch_status "$APPROVER" "$GROUP" "${TASKED:-none}" approved "$APPROVER"
+rpc tasks/get "${TASK:-none}" "{\"taskId\": \"${TASK:-none}\"}" "$E2E/task-done.json" || true
+check "tasks/get completes the task with the call's result" \
+  jq -e '.result.status == "completed" and .result.result.isError != true' "$E2E/task-done.json"
+check "the upstream received it once, with exactly the original arguments" bash -c \
+  "[[ \$(grep -c '/namespaces/tasked' '$RECORDED') == 1 ]] && grep '/namespaces/tasked' '$RECORDED' | jq -e '.body == {name: \"tasked\", force: null} or .body == {name: \"tasked\"}'"
+check "the outcome is recorded in status.outcome, sealed (not plaintext)" holds "$NS" mcpapproval "${TASKED:-none}" \
+  '.status.state == "used" and (.status.outcome | length > 0) and (.status.outcome | test("tasked|namespaces") | not)'
+check "an approver cannot overwrite the outcome (admission policy)" \
+  refused 'status.outcome is set once' kubectl -n "$NS" --as="$APPROVER" --as-group="$GROUP" patch mcpapproval "${TASKED:-none}" \
+  --subresource=status --type=merge -p '{"status": {"outcome": "forged"}}'
+rpc tasks/get "${TASK:-none}" "{\"taskId\": \"${TASK:-none}\"}" "$E2E/task-again.json" || true
+check "a second tasks/get reads the same result without a second call" bash -c \
+  "jq -e --slurpfile first '$E2E/task-done.json' '.result.result == \$first[0].result.result' '$E2E/task-again.json' && [[ \$(grep -c '/namespaces/tasked' '$RECORDED') == 1 ]]"
 
 # ----------------------------------------------------------------------------------------------
 log "the RBAC goes with the approvals, the approvals with the server"

@@ -88,6 +88,12 @@ pub struct MCPApprovalStatus {
     /// When the call ran (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_at: Option<String>,
+    /// What the call came to, sealed with the runtime's session key (readers of approvals
+    /// cannot read results); set once, after `used`, by the runtime that asked, so that any
+    /// replica answers the waiting task the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 262144))]
+    pub outcome: Option<String>,
 }
 
 /// An approval's state.

@@ -19,5 +19,5 @@ pub use gate::{Ask, Gate, check};
 pub use kube::{KubeConfig, KubeStore, Owner};
 pub use open::StoreConfig;
 pub use record::{Approval, MAX_ID_CHARS, State, format_time, valid_id};
-pub use reply::{AUTHORIZATION_META, refusal};
-pub use store::{ApprovalStore, StoreError};
+pub use reply::{AUTHORIZATION_META, refusal, waiting_text};
+pub use store::{ApprovalStore, MAX_OUTCOME_CHARS, StoreError};

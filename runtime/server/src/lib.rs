@@ -414,8 +414,7 @@ impl Server {
         let asked_tasks = params.pointer("/notifications/taskIds").is_some();
         let task_ids = asked_tasks.then(|| tasks.iter().map(|(id, _)| id.clone()).collect());
         let statuses = tasks::watch::notifications(
-            self.current.clone(),
-            self.metrics.clone(),
+            self.task_sources(),
             caller,
             tasks,
             id.clone(),
@@ -432,6 +431,16 @@ impl Server {
             permit,
         );
         Ok(futures_util::stream::select(changes, statuses))
+    }
+
+    /// What watching tasks reads (`tasks/watch.rs`).
+    fn task_sources(&self) -> tasks::watch::Sources {
+        tasks::watch::Sources {
+            current: self.current.clone(),
+            metrics: self.metrics.clone(),
+            approvals: self.approvals.clone(),
+            sealer: self.rounds.sealer.clone(),
+        }
     }
 
     /// The notifications a legacy session's stream carries for a change (`None`: the stream
@@ -581,9 +590,7 @@ impl Server {
                     .await;
                     if let Ok(created) = &result {
                         tasks::watch::follow_in_session(
-                            self.current.clone(),
-                            self.metrics.clone(),
-                            &self.rounds.sealer,
+                            self.task_sources(),
                             ctx,
                             created,
                             &self.task_watches,
@@ -640,8 +647,8 @@ impl Server {
             | methods::TASKS_UPDATE
             | methods::TASKS_RESULT
             | methods::TASKS_LIST => {
-                let sealer = &self.rounds.sealer;
-                tasks::answer(decl, &self.metrics, sealer, ctx, method, params).await
+                let (sealer, store) = (&self.rounds.sealer, self.approvals.as_deref());
+                tasks::answer(decl, &self.metrics, sealer, store, ctx, method, params).await
             }
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }

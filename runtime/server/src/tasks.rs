@@ -8,13 +8,14 @@
 //! - [`decide`]: whether a `tools/call` runs inline or becomes a task (called by `tools.rs`
 //!   before any interaction, so `task: required` refuses first).
 //! - [`start`]: starts the work and seals the handle; [`handle::Pending`] names the kind of
-//!   work, so another kind (an approval) is a new variant with its own arm in [`observe`] and
-//!   [`cancel_work`].
+//!   work: an upstream job, or a call waiting for its approval (`approval.rs`, whose task is
+//!   created by the gate in `tools/gated.rs`), each with its own arm in [`observe`].
 //! - [`answer`]: the `tasks/*` methods, per era.
 //!
 //! `tasks/list` is not served (-32601, and `capabilities.tasks.list` is not advertised): a task
 //! lives only in its id, which only its client holds, so no replica could list them.
 
+pub(crate) mod approval;
 pub(crate) mod handle;
 mod inline;
 pub(crate) mod watch;
@@ -23,6 +24,7 @@ mod wire;
 pub(crate) use inline::run_inline;
 
 use crate::RequestContext;
+use crate::approvals::ApprovalStore;
 use crate::backends::{ToolReply, http};
 use crate::metrics::Metrics;
 use crate::served::Served;
@@ -69,10 +71,7 @@ pub(crate) fn decide(
         Era::Modern => None,
         Era::Legacy(_) => params.get("task").filter(|task| task.is_object()),
     };
-    let wants = match ctx.era {
-        Era::Modern => client_declares_tasks(params),
-        Era::Legacy(version) => version >= LegacyVersion::V2025_11_25 && augmented.is_some(),
-    };
+    let wants = client_takes_tasks(ctx, params);
     match (wants, tool.task, ctx.era) {
         (true, _, _) => Ok(Execution::Task {
             requested_ttl_ms: augmented
@@ -85,6 +84,18 @@ pub(crate) fn decide(
             "tools/call of a tool that runs only as a task needs a task-augmented request".into(),
         )),
         (false, _, _) => Ok(Execution::Inline),
+    }
+}
+
+/// Whether this request's client takes a task as the answer of a `tools/call`: 2026-07-28,
+/// the extension in this request's capabilities; 2025-11-25, a task-augmented request.
+pub(crate) fn client_takes_tasks(ctx: &RequestContext, params: &Value) -> bool {
+    match ctx.era {
+        Era::Modern => client_declares_tasks(params),
+        Era::Legacy(version) => {
+            version >= LegacyVersion::V2025_11_25
+                && params.get("task").is_some_and(Value::is_object)
+        }
     }
 }
 
@@ -169,54 +180,79 @@ impl Observed {
 
 /// The tool a handle names, if it still runs jobs, with its poll interval.
 fn job_tool<'a>(decl: &'a Served, handle: &TaskHandle) -> Option<(&'a CompiledTool, Duration)> {
-    let tool = decl.tool(&handle.tool)?;
+    job_tool_named(decl, &handle.tool)
+}
+
+fn job_tool_named<'a>(decl: &'a Served, name: &str) -> Option<(&'a CompiledTool, Duration)> {
+    let tool = decl.tool(name)?;
     let interval = tool.http.as_ref()?.job.as_ref()?.interval;
     Some((tool, interval))
 }
 
-/// Asks the work's owner (the upstream) what the task is now. `Err`: it could not be asked.
+/// How often a client is asked to poll the task of `handle`.
+fn poll_interval(decl: &Served, handle: &TaskHandle) -> Duration {
+    match handle.work {
+        Pending::UpstreamJob { .. } => job_tool(decl, handle).map_or(Duration::ZERO, |(_, p)| p),
+        Pending::Approval { .. } => approval::APPROVAL_POLL,
+    }
+}
+
+/// Asks the work's owner (the upstream, or the approval store) what the task is now. `Err`:
+/// it could not be asked.
 async fn observe(
     decl: &Served,
     metrics: &Metrics,
+    approvals: Option<approval::Approvals<'_>>,
     ctx: &RequestContext,
     handle: &TaskHandle,
 ) -> Result<Observed, McpError> {
-    let Some((tool, _)) = job_tool(decl, handle) else {
+    match &handle.work {
+        Pending::UpstreamJob { status_url } => {
+            observe_job(decl, metrics, ctx, &handle.tool, status_url).await
+        }
+        Pending::Approval { .. } => approval::observe(decl, metrics, approvals, ctx, handle).await,
+    }
+}
+
+/// Asks the upstream what the job of `tool` at `status_url` is now.
+async fn observe_job(
+    decl: &Served,
+    metrics: &Metrics,
+    ctx: &RequestContext,
+    tool: &str,
+    status_url: &str,
+) -> Result<Observed, McpError> {
+    let Some((tool, _)) = job_tool_named(decl, tool) else {
         return Ok(Observed::Failed(McpError::Internal(format!(
-            "the tool `{}` no longer runs as a task here",
-            handle.tool
+            "the tool `{tool}` no longer runs as a task here"
         ))));
     };
     let Some(upstream) = tool.http.as_deref() else {
         return Ok(Observed::Failed(McpError::Internal("no upstream".into())));
     };
-    match &handle.work {
-        Pending::UpstreamJob { status_url } => {
-            let url = reqwest::Url::parse(status_url)
-                .map_err(|_| McpError::Internal("the sealed status URL is invalid".into()))?;
-            let caller = ctx.caller.as_deref();
-            let state = http::job_state(
-                upstream,
-                &decl.upstreams,
-                &decl.templates,
-                metrics,
-                &url,
-                caller,
-            )
-            .await
-            .map_err(McpError::Internal)?;
-            Ok(match state {
-                http::JobState::Working => Observed::Working,
-                http::JobState::Finished(reply) => {
-                    Observed::Completed(crate::tool_result::checked(tool, reply))
-                }
-                http::JobState::Cancelled => Observed::Cancelled,
-                http::JobState::Gone => Observed::Failed(McpError::Internal(
-                    "the upstream no longer knows this job".into(),
-                )),
-            })
+    let url = reqwest::Url::parse(status_url)
+        .map_err(|_| McpError::Internal("the sealed status URL is invalid".into()))?;
+    let caller = ctx.caller.as_deref();
+    let state = http::job_state(
+        upstream,
+        &decl.upstreams,
+        &decl.templates,
+        metrics,
+        &url,
+        caller,
+    )
+    .await
+    .map_err(McpError::Internal)?;
+    Ok(match state {
+        http::JobState::Working => Observed::Working,
+        http::JobState::Finished(reply) => {
+            Observed::Completed(crate::tool_result::checked(tool, reply))
         }
-    }
+        http::JobState::Cancelled => Observed::Cancelled,
+        http::JobState::Gone => Observed::Failed(McpError::Internal(
+            "the upstream no longer knows this job".into(),
+        )),
+    })
 }
 
 /// Asks the work's owner to stop it: `false` when there is no way to (the tool declares no
@@ -231,6 +267,8 @@ async fn cancel_work(
         return Ok(false);
     };
     match &handle.work {
+        // Never asked: `answer` acknowledges these itself.
+        Pending::Approval { .. } => Ok(false),
         Pending::UpstreamJob { status_url } => {
             if upstream.job.as_ref().is_none_or(|job| job.cancel.is_none()) {
                 return Ok(false);
@@ -258,6 +296,7 @@ pub(crate) async fn answer(
     decl: &Served,
     metrics: &Metrics,
     sealer: &Sealer,
+    store: Option<&dyn ApprovalStore>,
     ctx: &RequestContext,
     method: &str,
     params: &Value,
@@ -281,11 +320,12 @@ pub(crate) async fn answer(
         .ok_or_else(|| McpError::InvalidParams("missing `taskId`".into()))?;
     let principal = crate::interactive::principal(ctx);
     let handle = TaskHandle::open(sealer, id, principal.as_deref(), now_ms())?;
-    let poll = job_tool(decl, &handle).map_or(Duration::ZERO, |(_, poll)| poll);
+    let poll = poll_interval(decl, &handle);
+    let approvals = store.map(|store| approval::Approvals { store, sealer });
     let fields = |status| wire::task(ctx.era, id, &handle, status, poll, now_ms());
     match method {
         methods::TASKS_GET => {
-            let observed = observe(decl, metrics, ctx, &handle).await?;
+            let observed = observe(decl, metrics, approvals, ctx, &handle).await?;
             let task = fields(observed.status());
             Ok(match (ctx.era, observed) {
                 (Era::Modern, Observed::Completed(reply)) => {
@@ -300,8 +340,12 @@ pub(crate) async fn answer(
                 (_, _) => Value::Object(task),
             })
         }
+        methods::TASKS_CANCEL if matches!(handle.work, Pending::Approval { .. }) => {
+            // Not observed: reading an approved approval would run the call.
+            approval::cancel(ctx.era)
+        }
         methods::TASKS_CANCEL => {
-            let observed = observe(decl, metrics, ctx, &handle).await?;
+            let observed = observe(decl, metrics, approvals, ctx, &handle).await?;
             let terminal = !matches!(observed, Observed::Working);
             let sent = !terminal && cancel_work(decl, metrics, ctx, &handle).await?;
             match ctx.era {
@@ -326,7 +370,7 @@ pub(crate) async fn answer(
             ));
             let deadline = tokio::time::Instant::now() + wait;
             loop {
-                match observe(decl, metrics, ctx, &handle).await? {
+                match observe(decl, metrics, approvals, ctx, &handle).await? {
                     Observed::Completed(reply) => {
                         return Ok(wire::related(crate::tool_result::shape(reply, ctx.era), id));
                     }
@@ -367,9 +411,13 @@ fn name_of(tool: &CompiledTool) -> &str {
     tool.descriptor["name"].as_str().unwrap_or_default()
 }
 
-/// Whether `decl` has a tool that can be a task (the capability and extension are advertised).
+/// Whether `decl` has a tool whose call can be a task (the capability and extension are
+/// advertised).
 pub(crate) fn any(decl: &mcp_declaration::Compiled) -> bool {
-    decl.tools.iter().any(|t| t.task != TaskSupport::Never)
+    // A gated tool's call waits for its approval as a task.
+    decl.tools
+        .iter()
+        .any(|t| t.task != TaskSupport::Never || t.approval.is_some())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `tools/call`: argument validation, declared progress and log notifications, the backend's
 //! reply (declared content, an upstream HTTP call, or a job: inline or as a task), metrics;
 //! output validation and shaping the result for the era in `tool_result.rs`. A tool with
-//! `approval` first passes its gate (`tools/gated.rs`).
+//! `approval` first passes its gate (`tools/gated.rs`), or waits for it as a task.
 
 mod gated;
 
@@ -55,7 +55,9 @@ pub(crate) async fn call(
                 ctx.era,
             ));
         }
-        if let Some(stopped) = gated::stop(decl, approvals, ctx, name, approval, args).await {
+        let as_task = tasks::client_takes_tasks(ctx, params).then_some(&*rounds.sealer);
+        let gate = gated::stop(decl, approvals, ctx, name, approval, args, as_task);
+        if let Some(stopped) = gate.await {
             metrics.tool_call(name, false, started.elapsed());
             return Ok(stopped);
         }

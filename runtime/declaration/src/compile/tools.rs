@@ -170,6 +170,9 @@ impl Compiler<'_> {
         if task != TaskSupport::Never {
             // 2025-11-25 tool-level negotiation; absent means `forbidden`.
             descriptor["execution"] = json!({"taskSupport": task});
+        } else if approval.is_some() {
+            // A gated call may wait for its approval as a task; without one it is a tool error.
+            descriptor["execution"] = json!({"taskSupport": TaskSupport::Optional});
         }
         let ui = ui_meta.map(|meta| {
             let plain = descriptor.clone();

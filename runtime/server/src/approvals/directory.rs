@@ -7,10 +7,11 @@
 //! DIR/apr-0123456789abcdef.json            the request (sealed call, message, expiry)
 //! DIR/apr-0123456789abcdef.decision.json   approved or denied, by whom (CLI)
 //! DIR/apr-0123456789abcdef.used.json       the call ran (runtime)
+//! DIR/apr-0123456789abcdef.outcome.json    its sealed outcome, once (runtime)
 //! ```
 
 use super::record::{Approval, State, format_time, valid_id};
-use super::store::{ApprovalStore, StoreError};
+use super::store::{ApprovalStore, MAX_OUTCOME_CHARS, StoreError};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -28,6 +29,9 @@ const KEEP_EXPIRED: Duration = Duration::from_secs(24 * 3600);
 const RECORD: &str = ".json";
 const DECISION: &str = ".decision.json";
 const USED: &str = ".used.json";
+const OUTCOME: &str = ".outcome.json";
+/// Largest outcome file read: the sealed outcome and its JSON around it.
+const MAX_OUTCOME_FILE_BYTES: u64 = MAX_OUTCOME_CHARS as u64 + 1024;
 
 /// A decision file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -43,6 +47,14 @@ struct Decision {
 #[serde(rename_all = "camelCase")]
 struct Used {
     used_at: String,
+}
+
+/// An outcome file.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Settled {
+    outcome: String,
+    settled_at: String,
 }
 
 /// Approvals kept in a directory.
@@ -206,10 +218,20 @@ impl DirectoryStore {
             approval.state = decision.state;
             approval.decided_by = Some(decision.decided_by);
         }
+        approval.used_at = None;
+        approval.outcome = None;
         if approval.state == State::Approved
-            && self.read_json::<Used>(&format!("{id}{USED}"))?.is_some()
+            && let Some(used) = self.read_json::<Used>(&format!("{id}{USED}"))?
         {
             approval.state = State::Used;
+            // An unreadable time counts as "just now": the outcome is waited for, boundedly.
+            approval.used_at = Some(
+                humantime::parse_rfc3339_weak(&used.used_at).unwrap_or_else(|_| SystemTime::now()),
+            );
+            let name = format!("{id}{OUTCOME}");
+            approval.outcome = self
+                .read_json_within::<Settled>(&name, MAX_OUTCOME_FILE_BYTES)?
+                .map(|settled| settled.outcome);
         }
         Ok(Some(approval))
     }
@@ -218,6 +240,14 @@ impl DirectoryStore {
         &self,
         name: &str,
     ) -> Result<Option<T>, StoreError> {
+        self.read_json_within(name, MAX_RECORD_BYTES)
+    }
+
+    fn read_json_within<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+        max_bytes: u64,
+    ) -> Result<Option<T>, StoreError> {
         let path = self.dir.join(name);
         let file = match fs::File::open(&path) {
             Ok(file) => file,
@@ -225,16 +255,10 @@ impl DirectoryStore {
             Err(source) => return Err(io(&path, source)),
         };
         let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut std::io::Read::take(file, MAX_RECORD_BYTES + 1),
-            &mut text,
-        )
-        .map_err(|source| io(&path, source))?;
-        if text.len() as u64 > MAX_RECORD_BYTES {
-            return Err(invalid(
-                &path,
-                format!("larger than {MAX_RECORD_BYTES} bytes"),
-            ));
+        std::io::Read::read_to_string(&mut std::io::Read::take(file, max_bytes + 1), &mut text)
+            .map_err(|source| io(&path, source))?;
+        if text.len() as u64 > max_bytes {
+            return Err(invalid(&path, format!("larger than {max_bytes} bytes")));
         }
         serde_json::from_str(&text)
             .map(Some)
@@ -295,12 +319,31 @@ impl DirectoryStore {
         self.create_exclusive(&format!("{}{USED}", approval.id), &to_json(&used)?)
     }
 
+    fn settle_sync(&self, approval: &Approval, outcome: &str) -> Result<bool, StoreError> {
+        let refused = |message: &str| StoreError::Refused {
+            id: approval.id.clone(),
+            message: message.to_owned(),
+        };
+        if outcome.len() > MAX_OUTCOME_CHARS {
+            return Err(refused("the outcome is larger than an approval records"));
+        }
+        let current = self.read(&approval.id)?;
+        if current.is_none_or(|current| current.state != State::Used) {
+            return Err(refused("only the outcome of a used approval is recorded"));
+        }
+        let settled = Settled {
+            outcome: outcome.to_owned(),
+            settled_at: format_time(SystemTime::now()),
+        };
+        self.create_exclusive(&format!("{}{OUTCOME}", approval.id), &to_json(&settled)?)
+    }
+
     /// Removes the files of approvals that expired more than a day ago: the directory stays
     /// bounded by the calls of one day.
     fn remove_long_expired(&self, now: SystemTime) -> Result<(), StoreError> {
         for approval in self.list()? {
             if approval.expires + KEEP_EXPIRED < now {
-                for suffix in [USED, DECISION, RECORD] {
+                for suffix in [OUTCOME, USED, DECISION, RECORD] {
                     let path = self.dir.join(format!("{}{suffix}", approval.id));
                     match fs::remove_file(&path) {
                         Ok(()) => {}
@@ -329,6 +372,11 @@ impl ApprovalStore for DirectoryStore {
     async fn claim(&self, approval: &Approval) -> Result<bool, StoreError> {
         let (store, approval) = (self.clone(), approval.clone());
         blocking(move || store.claim_sync(&approval)).await
+    }
+
+    async fn settle(&self, approval: &Approval, outcome: &str) -> Result<bool, StoreError> {
+        let (store, approval, outcome) = (self.clone(), approval.clone(), outcome.to_owned());
+        blocking(move || store.settle_sync(&approval, &outcome)).await
     }
 
     fn approve_hint(&self, id: &str) -> String {
@@ -430,6 +478,51 @@ mod tests {
         let after = store.find(&approval.call.digest).await.unwrap();
         assert_eq!(after[0].state, State::Used);
         assert_eq!(after[0].decided_by.as_deref(), Some("alice"));
+    }
+
+    #[tokio::test]
+    async fn an_outcome_is_recorded_once_on_a_used_approval_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(DirectoryStore::create(dir.path()).unwrap());
+        let approval = pending(Duration::from_secs(60));
+        store.create(&approval).await.unwrap();
+        // Not used yet: nothing to record.
+        assert!(store.settle(&approval, "sealed").await.is_err());
+        store
+            .decide(&approval.id, true, "alice", SystemTime::now())
+            .unwrap();
+        assert!(store.claim(&approval).await.unwrap());
+        let used = store.find(&approval.call.digest).await.unwrap().remove(0);
+        assert_eq!(used.state, State::Used);
+        assert!(used.used_at.is_some() && used.outcome.is_none());
+        // Two runtimes on one directory race to record: one outcome stands.
+        let other = Arc::new(DirectoryStore::open(dir.path()).unwrap());
+        let mut settles = Vec::new();
+        for i in 0..16 {
+            let store = if i % 2 == 0 {
+                store.clone()
+            } else {
+                other.clone()
+            };
+            let used = used.clone();
+            settles.push(tokio::spawn(async move {
+                store.settle(&used, &format!("outcome-{i}")).await
+            }));
+        }
+        let mut won = Vec::new();
+        for (i, settle) in settles.into_iter().enumerate() {
+            if settle.await.unwrap().unwrap() {
+                won.push(format!("outcome-{i}"));
+            }
+        }
+        assert_eq!(won.len(), 1);
+        let after = store.find(&approval.call.digest).await.unwrap().remove(0);
+        assert_eq!(after.outcome.as_ref(), Some(&won[0]));
+        let too_large = "x".repeat(MAX_OUTCOME_CHARS + 1);
+        assert!(store.settle(&after, &too_large).await.is_err());
+        // The record the CLI lists never carries the outcome.
+        let listed = serde_json::to_value(&store.list().unwrap()[0]).unwrap();
+        assert!(listed.get("outcome").is_none(), "{listed}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! `mcpapprovals/status`) and the chart's admission policy (the decider recorded truthfully,
 //! only pending -> approved|denied, only the creator marks one used) decide. "Used" is written
 //! with the object's `resourceVersion` as a precondition: a conflict means another request or
-//! replica ran it. Does network I/O (`kube/api.rs`).
+//! replica ran it. The call's sealed outcome goes into `status.outcome`, once, the same way.
+//! Does network I/O (`kube/api.rs`).
 
 mod api;
 
@@ -12,7 +13,7 @@ pub use api::KubeConfig;
 
 use super::call::SealedCall;
 use super::record::{Approval, State, format_time};
-use super::store::{ApprovalStore, StoreError};
+use super::store::{ApprovalStore, MAX_OUTCOME_CHARS, StoreError};
 use api::{Api, refused};
 use async_trait::async_trait;
 use reqwest::Method;
@@ -194,6 +195,38 @@ impl ApprovalStore for KubeStore {
         }
     }
 
+    async fn settle(&self, approval: &Approval, outcome: &str) -> Result<bool, StoreError> {
+        if outcome.len() > MAX_OUTCOME_CHARS {
+            return Err(StoreError::Refused {
+                id: approval.id.clone(),
+                message: "the outcome is larger than an approval records".into(),
+            });
+        }
+        let path = format!("{}/{}/status", self.collection(), approval.id);
+        let current = self.api.send(Method::GET, &path, None).await?;
+        if current.status != 200 {
+            return Err(refused("read MCPApproval", &current));
+        }
+        let mut object = current.body;
+        if object.pointer("/status/outcome").is_some() {
+            return Ok(false);
+        }
+        if object.pointer("/status/state").and_then(Value::as_str) != Some(State::Used.as_str()) {
+            return Err(StoreError::Refused {
+                id: approval.id.clone(),
+                message: "only the outcome of a used approval is recorded".into(),
+            });
+        }
+        object["status"]["outcome"] = json!(outcome);
+        // With the resourceVersion just read: of two writers only one succeeds (409).
+        let answer = self.api.send(Method::PUT, &path, Some(&object)).await?;
+        match answer.status {
+            200 => Ok(true),
+            409 => Ok(false),
+            _ => Err(refused("record the MCPApproval's outcome", &answer)),
+        }
+    }
+
     fn approve_hint(&self, id: &str) -> String {
         format!(
             "kubectl -n {} patch mcpapproval {id} --subresource=status --type=merge \
@@ -235,6 +268,8 @@ fn from_object(object: &Value) -> Option<Approval> {
         state,
         decided_by: text(status, "decidedBy"),
         revision: text(object.get("metadata")?, "resourceVersion"),
+        used_at: text(status, "usedAt").and_then(|t| humantime::parse_rfc3339_weak(&t).ok()),
+        outcome: text(status, "outcome"),
     })
 }
 
@@ -289,6 +324,11 @@ mod tests {
         let decided = from_object(&object).unwrap();
         assert_eq!(decided.state, State::Approved);
         assert_eq!(decided.decided_by.as_deref(), Some("alice"));
+        object["status"] = json!({"state": "used", "decidedBy": "alice",
+            "usedAt": "1970-01-12T13:47:00Z", "outcome": "sealed"});
+        let used = from_object(&object).unwrap();
+        assert_eq!(used.outcome.as_deref(), Some("sealed"));
+        assert_eq!(used.used_at, Some(now + Duration::from_secs(20)));
         object["status"]["state"] = json!("approved-by-me");
         assert!(
             from_object(&object).is_none(),

@@ -1,6 +1,6 @@
 //! One approval as the stores keep it and the CLI shows it: the sealed call, what the approver
 //! is asked, who may approve, when it expires, and where it stands (pending, approved, denied,
-//! used). Times are RFC 3339 text, as Kubernetes writes them. Pure.
+//! used) with the sealed outcome of the call. Times are RFC 3339 text, as Kubernetes writes them. Pure.
 
 use super::call::SealedCall;
 use serde::{Deserialize, Serialize};
@@ -63,6 +63,13 @@ pub struct Approval {
     /// marking it used.
     #[serde(skip)]
     pub revision: Option<String>,
+    /// When the call ran (a used approval).
+    #[serde(skip)]
+    pub used_at: Option<SystemTime>,
+    /// The call's outcome, sealed with the session key so that only a runtime reads it (people
+    /// who may read approvals may not read results); recorded once, after the call ran.
+    #[serde(skip)]
+    pub outcome: Option<String>,
 }
 
 impl Approval {
@@ -84,6 +91,8 @@ impl Approval {
             state: State::Pending,
             decided_by: None,
             revision: None,
+            used_at: None,
+            outcome: None,
         }
     }
 

@@ -61,9 +61,24 @@ pub fn refusal(gate: &Gate, hint: &dyn Fn(&str) -> String) -> Option<(String, Va
 
 fn pending_text(approval: &Approval, hint: &dyn Fn(&str) -> String) -> String {
     format!(
+        "{} then call again with the same arguments.",
+        who_approves(approval, hint)
+    )
+}
+
+/// The `statusMessage` of a task waiting for `approval`: what the approver is asked, who
+/// approves and how.
+pub fn waiting_text(approval: &Approval, hint: &dyn Fn(&str) -> String) -> String {
+    format!(
+        "{} The task completes when they decide.",
+        who_approves(approval, hint)
+    )
+}
+
+fn who_approves(approval: &Approval, hint: &dyn Fn(&str) -> String) -> String {
+    format!(
         "This call needs approval by a member of `{group}`: \"{message}\". Approval {id} is \
-         pending until {expires}. Ask an approver to run `{command}`, then call again with \
-         the same arguments.",
+         pending until {expires}. Ask an approver to run `{command}`;",
         group = approval.approvers,
         message = approval.message,
         id = approval.id,

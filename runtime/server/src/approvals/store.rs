@@ -6,6 +6,11 @@
 use super::record::Approval;
 use async_trait::async_trait;
 
+/// Longest sealed outcome a store records: well under the API server's object limit (about
+/// 1.5 MiB in etcd), leaving room for the rest of the object. A larger result is recorded as a
+/// tool error saying so.
+pub const MAX_OUTCOME_CHARS: usize = 256 * 1024;
+
 /// A store of approvals.
 #[async_trait]
 pub trait ApprovalStore: Send + Sync + std::fmt::Debug {
@@ -18,6 +23,10 @@ pub trait ApprovalStore: Send + Sync + std::fmt::Debug {
     /// Marks `approval` (as read by `find`: approved, unused) used, atomically: `Ok(false)`
     /// when another request or replica marked it first, so the call must not run.
     async fn claim(&self, approval: &Approval) -> Result<bool, StoreError>;
+
+    /// Records `outcome` (sealed text of at most [`MAX_OUTCOME_CHARS`]) on `approval` (as read
+    /// by `find`: used), once: `Ok(false)` when an outcome is recorded already, which stands.
+    async fn settle(&self, approval: &Approval, outcome: &str) -> Result<bool, StoreError>;
 
     /// How an approver approves `id`, as a command line to show the caller.
     fn approve_hint(&self, id: &str) -> String;
@@ -48,6 +57,14 @@ pub enum StoreError {
     Full {
         /// The bound.
         max: usize,
+    },
+    /// An outcome larger than [`MAX_OUTCOME_CHARS`], or on an approval not used.
+    #[error("approval {id}: {message}")]
+    Refused {
+        /// The approval.
+        id: String,
+        /// Why.
+        message: String,
     },
     /// The Kubernetes API.
     #[error("kubernetes API: {0}")]

@@ -15,13 +15,15 @@ const HANDLE_AAD: &[u8] = b"kube-mcp task v1";
 pub(crate) const MAX_HANDLE_LEN: usize = 8 * 1024;
 /// Longest status URL sealed into an id.
 pub(crate) const MAX_STATUS_URL_LEN: usize = 4 * 1024;
+/// Longest arguments (as JSON) sealed into an id of a call waiting for its approval: with the
+/// rest of the handle and base64, the id stays under [`MAX_HANDLE_LEN`].
+pub(crate) const MAX_SEALED_ARGS_BYTES: usize = 4 * 1024;
 
 /// The one refusal of an id that does not open for this caller now.
 pub(crate) const UNKNOWN_TASK: &str =
     "unknown task: no task with this id is available to this caller";
 
-/// The work a task waits for. One kind today; others (an approval that stays pending until an
-/// approver decides) are new variants, each answered by its own code in `tasks.rs`.
+/// The work a task waits for, each kind answered by its own code in `tasks.rs`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "k")]
 pub(crate) enum Pending {
@@ -31,6 +33,21 @@ pub(crate) enum Pending {
         /// The status URL (checked against the start URL's origin when found).
         #[serde(rename = "s")]
         status_url: String,
+    },
+    /// A call of a gated tool waiting for its approval (`tasks/approval.rs`): what re-checks
+    /// the approval and, once approved, runs the exact call. Sealed, so only a runtime reads
+    /// the arguments.
+    #[serde(rename = "apr")]
+    Approval {
+        /// The approval's id.
+        #[serde(rename = "i")]
+        id: String,
+        /// The sealed call's digest (`approvals::SealedCall::digest`).
+        #[serde(rename = "d")]
+        digest: String,
+        /// The call's arguments, whole (at most [`MAX_SEALED_ARGS_BYTES`] as JSON).
+        #[serde(rename = "a")]
+        args: serde_json::Value,
     },
 }
 
@@ -152,6 +169,51 @@ mod tests {
             TaskHandle::open(&sealer, &"A".repeat(MAX_HANDLE_LEN + 1), None, 0),
         ];
         for refused in refusals {
+            assert_eq!(refused, Err(McpError::InvalidParams(UNKNOWN_TASK.into())));
+        }
+    }
+
+    #[test]
+    fn a_waiting_approval_carries_the_whole_call_and_nobody_reads_it() {
+        let sealer = Sealer::new(&[7u8; KEY_LEN]);
+        let args = serde_json::json!({"name": "prod-secret-ns", "force": true});
+        let waiting = TaskHandle {
+            work: Pending::Approval {
+                id: "apr-0123456789abcdef".into(),
+                digest: "sha256:feed".into(),
+                args: args.clone(),
+            },
+            ..handle()
+        };
+        let largest = TaskHandle {
+            work: Pending::Approval {
+                id: "apr-0123456789abcdef".into(),
+                digest: format!("sha256:{}", "f".repeat(64)),
+                args: serde_json::json!({"x": "y".repeat(MAX_SEALED_ARGS_BYTES - 8)}),
+            },
+            ..handle()
+        };
+        assert!(largest.seal(&sealer).len() <= MAX_HANDLE_LEN);
+        let id = waiting.seal(&sealer);
+        for secret in ["prod-secret-ns", "apr-0123", "feed", "force"] {
+            assert!(!id.contains(secret), "{secret} readable in {id}");
+        }
+        let opened = TaskHandle::open(&sealer, &id, Some("ab12"), 1_000_001).unwrap();
+        assert_eq!(opened, waiting);
+        assert!(
+            matches!(opened.work, Pending::Approval { args: opened_args, .. } if opened_args == args)
+        );
+        // Another principal, a tampered id or another key: the one refusal.
+        let mut tampered = id.clone().into_bytes();
+        tampered[10] = if tampered[10] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(tampered).unwrap();
+        let other_key = Sealer::new(&[8u8; KEY_LEN]);
+        for refused in [
+            TaskHandle::open(&sealer, &id, Some("cd34"), 1_000_001),
+            TaskHandle::open(&sealer, &id, None, 1_000_001),
+            TaskHandle::open(&sealer, &tampered, Some("ab12"), 1_000_001),
+            TaskHandle::open(&other_key, &id, Some("ab12"), 1_000_001),
+        ] {
             assert_eq!(refused, Err(McpError::InvalidParams(UNKNOWN_TASK.into())));
         }
     }

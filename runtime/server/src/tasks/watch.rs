@@ -8,9 +8,11 @@
 //! [`MAX_SESSION_WATCHES`] per replica (past that clients poll, as they should anyway).
 //! Upstream I/O through `observe`.
 
+use super::approval::Approvals;
 use super::handle::{TaskHandle, now_ms};
 use super::wire::{self, Status};
-use super::{Observed, client_declares_tasks, job_tool, missing_extension, observe};
+use super::{Observed, client_declares_tasks, missing_extension, observe, poll_interval};
+use crate::approvals::ApprovalStore;
 use crate::metrics::Metrics;
 use crate::principal::Principal;
 use crate::served::Served;
@@ -72,12 +74,22 @@ pub(crate) fn watched(
         .collect())
 }
 
+/// What watching tasks reads: the declaration served now, the metrics, and for tasks waiting
+/// for an approval the store and the key their outcomes are sealed with.
+#[derive(Clone)]
+pub(crate) struct Sources {
+    pub(crate) current: Arc<ArcSwap<Served>>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) approvals: Option<Arc<dyn ApprovalStore>>,
+    pub(crate) sealer: Arc<Sealer>,
+}
+
 /// The status notifications of `tasks` in `era` until each is terminal or `until` is
 /// cancelled; 2026-07-28 ones tagged with the listen request's id `tag`, starting with the
-/// current status; 2025-11-25 ones on changes from `working` only.
+/// current status; 2025-11-25 ones on changes from `working` only. A task waiting for an
+/// approval is read as `tasks/get` reads it: once approved, the call runs.
 pub(crate) fn notifications(
-    current: Arc<ArcSwap<Served>>,
-    metrics: Arc<Metrics>,
+    sources: Sources,
     caller: Option<Arc<Principal>>,
     tasks: Vec<(String, TaskHandle)>,
     tag: Value,
@@ -93,15 +105,21 @@ pub(crate) fn notifications(
         let mut live: Vec<(String, TaskHandle, Option<Status>)> =
             tasks.into_iter().map(|(id, handle)| (id, handle, first)).collect();
         while !live.is_empty() {
-            let decl = current.load_full();
+            let decl = sources.current.load_full();
+            let approvals = sources.approvals.as_deref().map(|store| Approvals {
+                store,
+                sealer: &sources.sealer,
+            });
             let mut interval = Duration::MAX;
             let mut next = Vec::with_capacity(live.len());
             for (id, handle, last) in live {
-                let poll = job_tool(&decl, &handle).map_or(MIN_WATCH_INTERVAL, |(_, poll)| poll);
+                let poll = Some(poll_interval(&decl, &handle))
+                    .filter(|poll| !poll.is_zero())
+                    .unwrap_or(MIN_WATCH_INTERVAL);
                 interval = interval.min(poll.max(MIN_WATCH_INTERVAL));
                 let observed = tokio::select! {
                     () = until.cancelled() => return,
-                    observed = observe(&decl, &metrics, &ctx, &handle) => observed,
+                    observed = observe(&decl, &sources.metrics, approvals, &ctx, &handle) => observed,
                 };
                 // A read that fails now is tried again at the next round.
                 let Ok(observed) = observed else {
@@ -153,9 +171,7 @@ fn detailed(id: &str, handle: &TaskHandle, observed: Observed, poll: Duration) -
 /// Follows the task a 2025-11-25 session's `tools/call` just created (`created`), sending its
 /// status changes to the session's stream, if one of `slots` is free.
 pub(crate) fn follow_in_session(
-    current: Arc<ArcSwap<Served>>,
-    metrics: Arc<Metrics>,
-    sealer: &Sealer,
+    sources: Sources,
     ctx: &RequestContext,
     created: &Value,
     slots: &Arc<Semaphore>,
@@ -170,12 +186,11 @@ pub(crate) fn follow_in_session(
         return;
     };
     let principal = ctx.caller.as_deref().map(Principal::hex_digest);
-    let Ok(handle) = TaskHandle::open(sealer, id, principal.as_deref(), now_ms()) else {
+    let Ok(handle) = TaskHandle::open(&sources.sealer, id, principal.as_deref(), now_ms()) else {
         return;
     };
     let statuses = notifications(
-        current,
-        metrics,
+        sources,
         ctx.caller.clone(),
         vec![(id.to_owned(), handle)],
         Value::Null,

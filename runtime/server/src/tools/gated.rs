@@ -1,5 +1,6 @@
 //! A gated tool's call before it runs: the approval gate (`crate::approvals`) over the sealed
-//! call, turned into the tool error a stopped caller reads, and noted for the audit record
+//! call, turned into the tool error a stopped caller reads (or, for a client that takes tasks,
+//! a task waiting for the approval), and noted for the audit record
 //! (who approved). Store I/O through the gate.
 
 use super::super::RequestContext;
@@ -7,13 +8,17 @@ use super::shape;
 use crate::Served;
 use crate::approvals::{self, ApprovalStore, Ask, Gate, SealedCall};
 use crate::backends::ToolReply;
+use crate::sessions::Sealer;
+use crate::tasks;
 use crate::telemetry;
 use mcp_declaration::CompiledApproval;
 use serde_json::{Value, json};
 use std::time::SystemTime;
 
 /// `None` when the call may run now (its approval was approved and is now used); else the
-/// result that stops it.
+/// result that stops it: for a client that takes tasks (`as_task`: the key task ids are sealed
+/// with) and a pending approval, a task that completes once an approver decides
+/// (`tasks/approval.rs`); else a tool error.
 pub(super) async fn stop(
     decl: &Served,
     store: Option<&dyn ApprovalStore>,
@@ -21,6 +26,7 @@ pub(super) async fn stop(
     tool: &str,
     approval: &CompiledApproval,
     args: &Value,
+    as_task: Option<&Sealer>,
 ) -> Option<Value> {
     let Some(store) = store else {
         // Startup refuses a declaration with approvals and no store; a reload that adds one
@@ -54,7 +60,16 @@ pub(super) async fn stop(
         }
     };
     note(&gate, &ask.call.principal);
-    let (text, meta) = approvals::refusal(&gate, &|id| store.approve_hint(id))?;
+    let hint = |id: &str| store.approve_hint(id);
+    let (text, meta) = approvals::refusal(&gate, &hint)?;
+    if let (Some(sealer), Gate::Pending { approval, .. }) = (as_task, &gate) {
+        let message = approvals::waiting_text(approval, &hint);
+        let task =
+            tasks::approval::waiting(sealer, ctx, tool, approval, args, message, meta.clone());
+        if let Some(task) = task {
+            return Some(task);
+        }
+    }
     Some(error(ctx, text, Some(meta)))
 }
 
