@@ -13,7 +13,7 @@ mod record;
 mod reply;
 mod store;
 
-pub use call::{ANONYMOUS, SealedCall, canonical_json};
+pub use call::{ANONYMOUS, SealedCall};
 pub use directory::{DecideError, DirectoryStore, MAX_RECORDS};
 pub use gate::{Ask, Gate, check};
 pub use kube::{KubeConfig, KubeStore, Owner};

@@ -40,7 +40,8 @@ impl SealedCall {
         version: &str,
     ) -> Self {
         let identity = caller.map_or_else(|| ANONYMOUS.to_owned(), identity);
-        let arguments_digest = sha256(canonical_json(args).as_bytes());
+        // The audit record's digest of arguments: one canonical form of JSON in the runtime.
+        let arguments_digest = crate::audit::digest(args);
         // Length-prefixed fields: no two different calls join into the same text.
         let mut sealed = String::new();
         for field in [identity.as_str(), server, tool, &arguments_digest, version] {
@@ -85,44 +86,6 @@ pub(crate) fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
-/// JSON with object keys sorted at every depth and no spaces: equal values, however their keys
-/// were ordered, give equal text.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(item, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,7 +101,6 @@ mod tests {
             serde_json::from_str(r#"{"name":"x","opts":{"a":1,"b":[1,{"d":2,"c":3}]}}"#).unwrap();
         let b: Value =
             serde_json::from_str(r#"{"opts":{"b":[1,{"c":3,"d":2}],"a":1},"name":"x"}"#).unwrap();
-        assert_eq!(canonical_json(&a), canonical_json(&b));
         assert_eq!(call(&a).digest, call(&b).digest);
     }
 
