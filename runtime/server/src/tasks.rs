@@ -230,8 +230,7 @@ async fn observe_job(
     let Some(upstream) = tool.http.as_deref() else {
         return Ok(Observed::Failed(McpError::Internal("no upstream".into())));
     };
-    let url = reqwest::Url::parse(status_url)
-        .map_err(|_| McpError::Internal("the sealed status URL is invalid".into()))?;
+    let url = sealed_url(status_url)?;
     let caller = ctx.caller.as_deref();
     let state = http::job_state(
         upstream,
@@ -255,6 +254,12 @@ async fn observe_job(
     })
 }
 
+/// The status URL a task id sealed (checked when it was sealed).
+fn sealed_url(status_url: &str) -> Result<reqwest::Url, McpError> {
+    reqwest::Url::parse(status_url)
+        .map_err(|_| McpError::Internal("the sealed status URL is invalid".into()))
+}
+
 /// Asks the work's owner to stop it: `false` when there is no way to (the tool declares no
 /// cancel request, or is no longer served).
 async fn cancel_work(
@@ -273,8 +278,7 @@ async fn cancel_work(
             if upstream.job.as_ref().is_none_or(|job| job.cancel.is_none()) {
                 return Ok(false);
             }
-            let url = reqwest::Url::parse(status_url)
-                .map_err(|_| McpError::Internal("the sealed status URL is invalid".into()))?;
+            let url = sealed_url(status_url)?;
             let caller = ctx.caller.as_deref();
             http::cancel_job(
                 upstream,

@@ -4,7 +4,7 @@
 //! follow-up request has the backend's deadline and size cap, goes only to the start URL's
 //! origin (`CompiledAsync::follow_up_url`), and what it returns is scrubbed of secrets.
 
-use super::mapping::{excerpt, map_tool, run_jq, unmapped_tool};
+use super::mapping::{call_secrets, excerpt, map_tool, run_jq, scrubbed, unmapped_tool};
 use super::request::{Prepared, follow_up_headers};
 use super::{Answer, CallError, CallFor, Upstreams, credential, fetch_until, once, redact};
 use crate::backends::{ToolReply, text_block};
@@ -13,6 +13,7 @@ use crate::principal::Principal;
 use mcp_declaration::{AsyncOutcome, CompiledAsync, CompiledHttp, Secret, StatusUrl, Templates};
 use reqwest::Url;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use tokio::time::Instant;
 
 /// What a start request led to.
@@ -226,7 +227,7 @@ struct FollowUp<'a> {
     upstreams: &'a Upstreams,
     metrics: &'a Metrics,
     headers: reqwest::header::HeaderMap,
-    secrets: Vec<Secret>,
+    secrets: Cow<'a, [Secret]>,
     deadline: Instant,
 }
 
@@ -289,32 +290,6 @@ impl<'a> FollowUp<'a> {
     fn scrub_text(&self, text: &str) -> String {
         redact::text(text, &self.secrets)
     }
-}
-
-/// The secrets a call sends: the declared ones, the token obtained for it, the caller's own.
-fn call_secrets(
-    http: &CompiledHttp,
-    token: Option<&Secret>,
-    caller: Option<&Principal>,
-) -> Vec<Secret> {
-    let mut secrets = http.secrets.clone();
-    if let Some(token) = token {
-        secrets.push(token.clone());
-        let subject = caller.and_then(|c| c.token.as_ref());
-        secrets.extend(subject.map(|s| Secret::new(s.expose().to_owned())));
-    }
-    secrets
-}
-
-fn scrubbed(mut reply: ToolReply, secrets: &[Secret]) -> ToolReply {
-    reply
-        .content
-        .iter_mut()
-        .for_each(|block| redact::value(block, secrets));
-    if let Some(structured) = &mut reply.structured {
-        redact::value(structured, secrets);
-    }
-    reply
 }
 
 /// A body as templates see it: parsed JSON, else text.

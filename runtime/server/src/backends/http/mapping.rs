@@ -42,7 +42,7 @@ pub async fn tool_reply(
         credential: credential.as_ref().map(|(header, _)| header),
         claims: caller.map(|c| &c.claims),
     };
-    let mut reply = match fetch_until(
+    let reply = match fetch_until(
         http, upstreams, templates, metrics, args, deadline, call_for,
     )
     .await
@@ -50,22 +50,35 @@ pub async fn tool_reply(
         Ok(answer) => map_tool(http, templates, args, answer).await,
         Err(err) => ToolReply::error(err.to_string()),
     };
-    // The obtained token and the caller's own are scrubbed like the declared secrets.
-    let secrets: Cow<'_, [Secret]> = match credential {
-        None => Cow::Borrowed(&http.secrets),
-        Some((_, token)) => {
-            let mut secrets = http.secrets.clone();
-            secrets.push(token);
-            secrets.extend(subject.map(|s| Secret::new(s.expose().to_owned())));
-            Cow::Owned(secrets)
-        }
+    let token = credential.as_ref().map(|(_, token)| token);
+    scrubbed(reply, &call_secrets(http, token, caller))
+}
+
+/// What a call's reply is scrubbed of: the declared secrets and, with `http.auth`, the token
+/// obtained for it and the caller's own (borrowed without one: no copy per call).
+pub(super) fn call_secrets<'a>(
+    http: &'a CompiledHttp,
+    token: Option<&Secret>,
+    caller: Option<&Principal>,
+) -> Cow<'a, [Secret]> {
+    let Some(token) = token else {
+        return Cow::Borrowed(&http.secrets);
     };
+    let mut secrets = http.secrets.clone();
+    secrets.push(token.clone());
+    let subject = caller.and_then(|c| c.token.as_ref());
+    secrets.extend(subject.map(|s| Secret::new(s.expose().to_owned())));
+    Cow::Owned(secrets)
+}
+
+/// `reply` with every secret in its content and structured result redacted.
+pub(super) fn scrubbed(mut reply: ToolReply, secrets: &[Secret]) -> ToolReply {
     reply
         .content
         .iter_mut()
-        .for_each(|block| redact::value(block, &secrets));
+        .for_each(|block| redact::value(block, secrets));
     if let Some(structured) = &mut reply.structured {
-        redact::value(structured, &secrets);
+        redact::value(structured, secrets);
     }
     reply
 }
