@@ -29,7 +29,7 @@ use crate::backends::{ToolReply, http};
 use crate::metrics::Metrics;
 use crate::served::Served;
 use crate::sessions::Sealer;
-use handle::{MAX_STATUS_URL_LEN, Pending, TaskHandle, args_digest, now_ms};
+use handle::{MAX_STATUS_URL_LEN, Pending, TaskHandle, now_ms};
 use mcp_declaration::{CompiledTool, TaskSupport};
 use mcp_protocol::extensions::TASKS;
 use mcp_protocol::{Era, LegacyVersion, McpError, meta, methods};
@@ -143,7 +143,7 @@ pub(crate) async fn start(
         },
         tool: name_of(tool).to_owned(),
         principal: crate::interactive::principal(ctx),
-        args: args_digest(args),
+        args: crate::audit::digest(args),
         created_ms: now_ms(),
         ttl_ms: requested_ttl_ms.map_or(declared_ttl, |asked| asked.min(declared_ttl)),
     };

@@ -138,7 +138,7 @@ pub(crate) fn waiting(
         },
         tool: tool.to_owned(),
         principal: crate::interactive::principal(ctx),
-        args: super::handle::args_digest(args),
+        args: crate::audit::digest(args),
         created_ms: now,
         // As long as the approval may be decided and used, and a while to read the outcome.
         ttl_ms: expires
@@ -402,7 +402,7 @@ mod tests {
             },
             tool: "wipe".into(),
             principal: None,
-            args: super::super::handle::args_digest(args),
+            args: crate::audit::digest(args),
             created_ms: now_ms(),
             ttl_ms: 60_000,
         };

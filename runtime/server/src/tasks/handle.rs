@@ -7,7 +7,6 @@
 use crate::sessions::Sealer;
 use mcp_protocol::McpError;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// Purpose a task id is sealed for: a session id or `requestState` never opens as one.
 const HANDLE_AAD: &[u8] = b"kube-mcp task v1";
@@ -63,7 +62,7 @@ pub(crate) struct TaskHandle {
     /// Digest of the caller's principal (`None` without `spec.auth`).
     #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
     pub(crate) principal: Option<String>,
-    /// SHA-256 of the arguments the call ran with (hex).
+    /// Digest of the arguments the call ran with (`audit::digest`, as audit records give it).
     #[serde(rename = "a")]
     pub(crate) args: String,
     /// Creation, milliseconds since the Unix epoch.
@@ -106,14 +105,6 @@ impl TaskHandle {
     }
 }
 
-/// SHA-256 of `args` as sent upstream (hex): what the task was started with.
-pub(crate) fn args_digest(args: &serde_json::Value) -> String {
-    Sha256::digest(args.to_string().as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
 /// Milliseconds since the Unix epoch (0 on a clock before 1970).
 pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -133,7 +124,7 @@ mod tests {
             },
             tool: "export".into(),
             principal: Some("ab12".into()),
-            args: args_digest(&serde_json::json!({"id": 7})),
+            args: crate::audit::digest(&serde_json::json!({"id": 7})),
             created_ms: 1_000_000,
             ttl_ms: 60_000,
         }
