@@ -487,10 +487,14 @@ impl Server {
         let decl = request.decl.clone();
         let method = request.method.as_str();
         let observed = observe::begin(ctx, &request, &decl);
-        let dispatched = self.dispatch(&decl, ctx, &request, decision);
+        // Traced, the dispatch runs boxed in its span's scope: inline, every answer's future
+        // would hold the scope's future beside the dispatch's, and the transports move it.
         let result = match &observed {
-            Some(observed) => observed.scope().run(dispatched).await,
-            None => dispatched.await,
+            Some(observed) => {
+                let dispatched = self.dispatch(&decl, ctx, &request, decision);
+                Box::pin(observed.scope().run(dispatched)).await
+            }
+            None => self.dispatch(&decl, ctx, &request, decision).await,
         };
         self.metrics.request(
             method,
@@ -624,7 +628,15 @@ impl Server {
                     .into_iter(),
             ),
             methods::RESOURCES_READ => {
-                resources::read(decl, &self.metrics, &self.cache, &request.target, caller).await
+                // Boxed, like the other upstream-bound answers below: see `tools::call`.
+                Box::pin(resources::read(
+                    decl,
+                    &self.metrics,
+                    &self.cache,
+                    &request.target,
+                    caller,
+                ))
+                .await
             }
             methods::PROMPTS_LIST => catalog::list(
                 params,
@@ -639,7 +651,14 @@ impl Server {
                     .into_iter(),
             ),
             methods::PROMPTS_GET => {
-                prompts::get(decl, &self.metrics, &self.rounds, ctx, request).await
+                Box::pin(prompts::get(
+                    decl,
+                    &self.metrics,
+                    &self.rounds,
+                    ctx,
+                    request,
+                ))
+                .await
             }
             methods::COMPLETION_COMPLETE => completion::complete(decl, request),
             methods::TASKS_GET
@@ -648,7 +667,16 @@ impl Server {
             | methods::TASKS_RESULT
             | methods::TASKS_LIST => {
                 let (sealer, store) = (&self.rounds.sealer, self.approvals.as_deref());
-                tasks::answer(decl, &self.metrics, sealer, store, ctx, method, params).await
+                Box::pin(tasks::answer(
+                    decl,
+                    &self.metrics,
+                    sealer,
+                    store,
+                    ctx,
+                    method,
+                    params,
+                ))
+                .await
             }
             _ => Err(McpError::MethodNotFound(method.to_owned())),
         }

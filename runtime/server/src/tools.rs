@@ -25,6 +25,11 @@ use std::time::Instant;
 
 /// Calls a declared tool. Unknown tools are protocol errors; everything that goes wrong inside a
 /// known tool is an `isError` result the model can read.
+///
+/// The slow paths (approval gate, questions, tasks, upstream calls) are boxed where they are
+/// awaited, allocated only when taken: inline, this future would be as large as the largest of
+/// them, and a declared-content call's future is moved several times on its way to hyper
+/// (those copies were over a third of a stateless call's instructions by callgrind).
 pub(crate) async fn call(
     decl: &Served,
     metrics: &Arc<Metrics>,
@@ -57,7 +62,7 @@ pub(crate) async fn call(
         }
         let as_task = tasks::client_takes_tasks(ctx, params).then_some(&*rounds.sealer);
         let gate = gated::stop(decl, approvals, ctx, name, approval, args, as_task);
-        if let Some(stopped) = gate.await {
+        if let Some(stopped) = Box::pin(gate).await {
             metrics.tool_call(name, false, started.elapsed());
             return Ok(stopped);
         }
@@ -65,7 +70,7 @@ pub(crate) async fn call(
     let vars = if tool.interaction.is_empty() {
         None
     } else {
-        match interactive::resolve_item(
+        match Box::pin(interactive::resolve_item(
             decl,
             metrics,
             rounds,
@@ -75,7 +80,7 @@ pub(crate) async fn call(
             &tool.access,
             &tool.interaction,
             args,
-        )
+        ))
         .await?
         {
             Outcome::Ready(vars) => Some(vars),
@@ -93,8 +98,8 @@ pub(crate) async fn call(
                 ToolReply::error(format!("invalid arguments: {problem}"))
             } else {
                 let sealer = &rounds.sealer;
-                match tasks::start(decl, metrics, sealer, ctx, index, args, requested_ttl_ms).await
-                {
+                let start = tasks::start(decl, metrics, sealer, ctx, index, args, requested_ttl_ms);
+                match Box::pin(start).await {
                     Ok(created) => {
                         metrics.tool_call(name, true, started.elapsed());
                         return Ok(created);
@@ -129,17 +134,17 @@ async fn run(
     send_progress(decl, tool, ctx, args).await;
     let reply = match &tool.http {
         Some(upstream) if upstream.job.is_some() => {
-            tasks::run_inline(decl, metrics, tool, ctx, args).await
+            Box::pin(tasks::run_inline(decl, metrics, tool, ctx, args)).await
         }
         Some(upstream) => {
-            http::tool_reply(
+            Box::pin(http::tool_reply(
                 upstream,
                 &decl.upstreams,
                 &decl.templates,
                 metrics,
                 args,
                 ctx.caller.as_deref(),
-            )
+            ))
             .await
         }
         None => match vars.map_or_else(

@@ -155,8 +155,11 @@ fn queued(notifications: &mut Option<Notifications>) -> Option<Outgoing> {
 /// Answers a request whose outcome `outcome` resolves to (HTTP status, JSON-RPC response) and
 /// whose notifications arrive on `notifications`. Without SSE support, notifications are dropped
 /// and the answer is JSON.
+///
+/// The outcome comes boxed where it is made: it holds the whole answer's future, and taken by
+/// value it would be copied into this future and again into the box a stream needs.
 pub(super) async fn respond<F, B>(
-    outcome: F,
+    mut outcome: Pin<Box<F>>,
     mut notifications: Option<Notifications>,
     client_accepts_sse: bool,
     keepalive: Duration,
@@ -165,7 +168,6 @@ where
     F: Future<Output = (StatusCode, B)> + Send + 'static,
     B: Serialize + Send + 'static,
 {
-    let mut outcome = Box::pin(outcome);
     if !client_accepts_sse {
         if let Some(receiver) = &mut notifications {
             receiver.close();

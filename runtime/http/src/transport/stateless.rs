@@ -69,7 +69,7 @@ pub(super) async fn post(
     let retry_after = Arc::new(std::sync::OnceLock::new());
     let outcome = {
         let retry_after = retry_after.clone();
-        async move {
+        Box::pin(async move {
             // The message's charge is released with its params, once the answer is ready.
             let _held = held;
             match state.server.answer(&ctx, authorized).await {
@@ -84,7 +84,7 @@ pub(super) async fn post(
                     (status, Answer::Error(body))
                 }
             }
-        }
+        })
     };
     let mut response = reply::respond(outcome, notifications, accepts_sse, keepalive).await;
     if response.status() != StatusCode::OK

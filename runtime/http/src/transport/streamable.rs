@@ -158,7 +158,7 @@ async fn request(
         || RequestContext::progress_token(&authorized.request().params).is_some()
         || state.server.may_ask(authorized.request());
     let (notifier, notifications) = reply::notification_channel(may_notify);
-    let outcome = async move {
+    let outcome = Box::pin(async move {
         let response = legacy::run(&state, &session, &id, authorized, notifier, origin).await;
         // The request is gone with its run; its charges go before the answer is written.
         drop(held);
@@ -168,7 +168,7 @@ async fn request(
             reply::error_body(Some(&id), &err, ERA).0
         });
         (StatusCode::OK, response)
-    };
+    });
     reply::respond(outcome, notifications, accepts_sse, keepalive).await
 }
 
