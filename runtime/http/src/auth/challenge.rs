@@ -6,8 +6,11 @@ use super::refusal::Refusal;
 use super::verify::MAX_TOKEN_BYTES;
 use http::{HeaderMap, HeaderValue, header};
 
-/// The bearer token of a request. A token in the query string refuses the request even when the
-/// header carries a valid one (query strings end up in logs and browser history).
+/// The bearer token of a request, as sent: its syntax is [`well_formed`]'s to check, which the
+/// verifier does only for a token it has not validated before (a validated token is known
+/// well-formed, and a JWT is most of a request's bytes). A token in the query string refuses
+/// the request even when the header carries a valid one (query strings end up in logs and
+/// browser history).
 pub fn bearer_token<'a>(headers: &'a HeaderMap, query: Option<&str>) -> Result<&'a str, Refusal> {
     if let Some(query) = query
         && form_urlencoded::parse(query.as_bytes()).any(|(name, _)| name == "access_token")
@@ -24,42 +27,48 @@ pub fn bearer_token<'a>(headers: &'a HeaderMap, query: Option<&str>) -> Result<&
     if value.len() > MAX_TOKEN_BYTES + 16 {
         return Err(Refusal::Malformed("token too large"));
     }
-    let text = value
-        .to_str()
-        .map_err(|_| Refusal::Malformed("not a bearer token"))?;
-    let Some((scheme, rest)) = text.split_once(' ') else {
-        return Err(Refusal::Missing);
+    let bytes = value.as_bytes();
+    let bearer = bytes
+        .iter()
+        .position(|b| *b == b' ')
+        .filter(|space| bytes[..*space].eq_ignore_ascii_case(b"bearer"));
+    let Some(space) = bearer else {
+        // Another scheme (Basic, DPoP) or none: this server asks for a bearer token, as if none
+        // came; a value that is not even text is refused as malformed.
+        return Err(if value.to_str().is_err() {
+            Refusal::Malformed("not a bearer token")
+        } else {
+            Refusal::Missing
+        });
     };
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        // Another scheme (Basic, DPoP): this server asks for a bearer token, as if none came.
-        return Err(Refusal::Missing);
+    let rest = &bytes[space + 1..];
+    let token = &rest[rest.iter().take_while(|b| **b == b' ').count()..];
+    std::str::from_utf8(token).map_err(|_| Refusal::Malformed("not a bearer token"))
+}
+
+/// Refuses a token that is not an RFC 6750 `b64token`.
+pub(super) fn well_formed(token: &str) -> Result<(), Refusal> {
+    if is_b64token(token.as_bytes()) {
+        Ok(())
+    } else {
+        Err(Refusal::Malformed("not a bearer token"))
     }
-    let token = rest.trim_start_matches(' ');
-    if !is_b64token(token) {
-        return Err(Refusal::Malformed("not a bearer token"));
-    }
-    Ok(token)
 }
 
 /// RFC 6750 `b64token`: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
-fn is_b64token(token: &str) -> bool {
-    let body = token.trim_end_matches('=');
-    // A table lookup per byte: this runs over every token of every request.
-    !body.is_empty() && body.bytes().all(|b| B64TOKEN[usize::from(b)])
+fn is_b64token(token: &[u8]) -> bool {
+    let padding = token.iter().rev().take_while(|b| **b == b'=').count();
+    let body = &token[..token.len() - padding];
+    !body.is_empty() && body.iter().all(|b| in_b64token(*b))
 }
 
-/// Which bytes a `b64token` may hold before its `=` padding.
-static B64TOKEN: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] =
-            c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~' | b'+' | b'/');
-        b += 1;
-    }
-    table
-};
+/// Whether `b` may be in a `b64token` before its `=` padding: letters (`| 0x20` folds the
+/// upper case onto the lower), digits and six marks.
+fn in_b64token(b: u8) -> bool {
+    (b | 0x20).wrapping_sub(b'a') < 26
+        || b.wrapping_sub(b'0') < 10
+        || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/')
+}
 
 /// The `WWW-Authenticate` value for `refusal`: where the resource metadata is, the scopes to ask
 /// for, and, when a token was sent, why it was refused. `scopes` and `metadata_url` hold no
@@ -95,39 +104,69 @@ mod tests {
         map
     }
 
+    /// The token as `Authenticator::authenticate` takes it: read, then checked.
+    fn read(headers: &HeaderMap) -> Result<&str, Refusal> {
+        bearer_token(headers, None).and_then(|token| well_formed(token).map(|()| token))
+    }
+
     #[test]
     fn reads_the_header_only() {
         assert_eq!(
-            bearer_token(&headers(&["Bearer abc.def-_~+/=="]), None),
+            read(&headers(&["Bearer abc.def-_~+/=="])),
             Ok("abc.def-_~+/==")
         );
-        assert_eq!(bearer_token(&headers(&["bearer  abc"]), None), Ok("abc"));
-        assert_eq!(bearer_token(&headers(&[]), None), Err(Refusal::Missing));
+        assert_eq!(read(&headers(&["bearer  abc"])), Ok("abc"));
+        assert_eq!(read(&headers(&[])), Err(Refusal::Missing));
         assert_eq!(
-            bearer_token(&headers(&["Basic dXNlcjpwdw=="]), None),
+            read(&headers(&["Basic dXNlcjpwdw=="])),
             Err(Refusal::Missing)
         );
         assert!(matches!(
-            bearer_token(&headers(&["Bearer a b"]), None),
+            read(&headers(&["Bearer a b"])),
             Err(Refusal::Malformed(_))
         ));
         assert!(matches!(
-            bearer_token(&headers(&["Bearer "]), None),
+            read(&headers(&["Bearer "])),
             Err(Refusal::Malformed(_))
         ));
         assert!(matches!(
-            bearer_token(&headers(&["Bearer a\"b"]), None),
+            read(&headers(&["Bearer a\"b"])),
             Err(Refusal::Malformed(_))
         ));
         assert!(matches!(
-            bearer_token(&headers(&["Bearer a", "Bearer b"]), None),
+            read(&headers(&["Bearer a", "Bearer b"])),
             Err(Refusal::Malformed(_))
         ));
         let huge = format!("Bearer {}", "a".repeat(MAX_TOKEN_BYTES + 100));
         assert!(matches!(
-            bearer_token(&headers(&[&huge]), None),
+            read(&headers(&[&huge])),
             Err(Refusal::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn b64token_bytes_are_exactly_the_rfc_6750_set() {
+        for b in 0..=255u8 {
+            let rfc = b.is_ascii_alphanumeric() || b"-._~+/".contains(&b);
+            assert_eq!(in_b64token(b), rfc, "byte {b:#04x}");
+        }
+        assert!(is_b64token(b"ab=="));
+        assert!(!is_b64token(b"=="));
+        assert!(!is_b64token(b"a=b"));
+        let long = "a".repeat(100) + "\"";
+        assert!(matches!(
+            read(&headers(&[&format!("BeArEr {long}")])),
+            Err(Refusal::Malformed(_))
+        ));
+        assert_eq!(read(&headers(&["BeArEr abc"])), Ok("abc"));
+        // Text after another scheme is not this server's to judge; bytes that are not text are.
+        assert_eq!(read(&headers(&["Digest a\"b"])), Err(Refusal::Missing));
+        let mut binary = HeaderMap::new();
+        binary.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_bytes(b"Basic \xff").unwrap(),
+        );
+        assert!(matches!(read(&binary), Err(Refusal::Malformed(_))));
     }
 
     #[test]
