@@ -339,13 +339,15 @@ fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$(( $(date +%s) - STARTED ))
 
-versions="rmcp 3.11.0 (axum)"
-if [ -d bench/peers/ts/node_modules/@modelcontextprotocol/sdk ]; then
+versions=""
+if [[ " $PEERS " == *" rmcp "* ]]; then versions="rmcp 3.11.0 (axum)"; fi
+if [[ " $PEERS " == *" typescript-sdk "* ]] && [ -d bench/peers/ts/node_modules/@modelcontextprotocol/sdk ]; then
   versions="\`@modelcontextprotocol/sdk\` $(node -p "require('./bench/peers/ts/node_modules/@modelcontextprotocol/sdk/package.json').version") (node:http), $versions"
 fi
 if [ -n "$PY" ]; then
   versions="\`mcp\` $("$PY" -c 'import importlib.metadata as m; print(m.version("mcp"))') (uvicorn, 1 process), $versions"
 fi
+versions=${versions%, }
 {
   cat <<EOF
 Run $(date -u '+%Y-%m-%d %H:%M UTC') on commit \`$(git rev-parse --short HEAD)\`$(git diff --quiet HEAD -- runtime bench || echo ' (with local changes)'), stages: $(for s in $STAGES; do [[ " $SKIP " == *" $s "* ]] || printf '%s ' "$s"; done)(${ELAPSED} s of measuring).
@@ -358,7 +360,7 @@ Run $(date -u '+%Y-%m-%d %H:%M UTC') on commit \`$(git rev-parse --short HEAD)\`
 | load average (1, 5, 15 min) | before $LOAD_BEFORE, after $LOAD_AFTER |
 | open files limit | $NOFILE (hard $HARD) |
 | toolchains | $(rustc --version | cut -d' ' -f1-2)$(command -v node >/dev/null && echo ", node $(node --version)")$([ -n "$PY" ] && echo ", $("$PY" --version)"), $(valgrind --version 2>/dev/null || echo 'no valgrind'), $(perf --version 2>/dev/null || echo 'no perf') |
-| peers | $versions (BENCH_PEERS: ${PEERS:-none}) |
+| peers | ${versions:-none} |
 
 Each load workload: $CONC keep-alive connections, one request in flight on each, $WARMUP warm-up then
 $DURATION measured; the load generator (\`mcp-bench\`, ${MCP_BENCH_THREADS:-2} threads) runs on the same
@@ -386,5 +388,5 @@ if [ -s "$WORK/callgrind-kube-mcp.txt" ]; then
     cat "$WORK/callgrind-kube-mcp.txt"; echo '```'; echo; } >> "$OUT"
 fi
 cp "$RECORDS" "${OUT%.md}.jsonl"
-sed -n '/^## Goals (issue 31)/,/^$/p' "$OUT"
+awk '/^## Goals \(issue 31\)/ { on = 1 } on && /^## / && !/Goals/ { exit } on' "$OUT"
 log "wrote $OUT and ${OUT%.md}.jsonl (${ELAPSED} s of measuring)"
