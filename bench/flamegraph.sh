@@ -5,8 +5,9 @@
 # `perf record` (cpu-clock, DWARF call graphs: the release build keeps no frame pointers) over a
 # fixed window, and renders an SVG with inferno (inferno-collapse-perf + inferno-flamegraph,
 # installed once with `cargo install --locked` into ~/.cache/kube-mcp-bench/inferno-<version>).
-# Prints the top functions by self cost (share of samples whose innermost frame they are), as
-# a markdown table. Stops every process by its PID; bounded in time (warm-up + duration, then
+# Prints the top functions by self cost (share of the sampled CPU time whose innermost frame they
+# are; kernel frames included, as the server's CPU time includes its system time), as a markdown
+# table. Stops every process by its PID; bounded in time (warm-up + duration, then
 # the rendering).
 #
 # Needs perf and the profiling build (`cargo build --profile profiling -p mcp-runtime -p
@@ -82,12 +83,14 @@ for line in open(path):
         continue
     total += int(count)
     self_cost[stack.split(";")[-1]] += int(count)
-print(f"Top {top} functions by self cost (perf, {total} samples; flame graph `{svg}`):\n")
-print("| # | function | self samples | share |")
+# cpu-clock samples are weighted by their period, in nanoseconds of CPU.
+print(f"Top {top} functions by self cost (perf cpu-clock, user and kernel frames, {total / 1e6:.0f} ms of "
+      f"server CPU sampled; flame graph `{svg}`):\n")
+print("| # | function | self ms | share |")
 print("|---:|---|---:|---:|")
 for i, (name, n) in enumerate(self_cost.most_common(top), 1):
     name = name.replace("|", "\\|")
-    print(f"| {i} | `{name}` | {n} | {100 * n / max(total, 1):.1f}% |")
+    print(f"| {i} | `{name}` | {n / 1e6:.1f} | {100 * n / max(total, 1):.1f}% |")
 PY
 cat "$WORK/top.md"
 if [[ -n ${FG_TOP_OUT:-} ]]; then cp "$WORK/top.md" "$FG_TOP_OUT"; fi
