@@ -12,8 +12,8 @@
 #   load       kube-mcp and each peer in BENCH_PEERS: stateless call/read, legacy and HTTP+SSE
 #              session flows at c=BENCH_CONCURRENCY, BENCH_IDLE idle sessions per peer
 #   floor      the bare-axum floor (mcp-bench-floor) through the stateless call
-#   tail       p50/p99/p999 at 50% and 90% of each server's own closed-loop peak (kube-mcp, rmcp
-#              when in BENCH_PEERS, the floor), open loop
+#   tail       p50/p99/p999 at 50% and 90% of each server's own closed-loop peak, measured in the
+#              same process right before (kube-mcp, rmcp when in BENCH_PEERS, the floor), open loop
 #   http       the echo tool backed by a loopback upstream, beside a bare axum reverse proxy
 #   idle       kube-mcp's idle-session scale curve, BENCH_IDLE_SIZES, Streamable HTTP and HTTP+SSE
 #   callgrind  instructions per stateless call, kube-mcp and the floor (bench/callgrind.sh)
@@ -239,7 +239,9 @@ if stage tail; then
   port=$((PORT + 60))
   for name in $tail_servers; do
     start "$name" "$port"
-    if [ -z "$(peak "$name")" ]; then load "$name" "$port" modern-call "2026-07-28"; fi
+    # The peak in the same process, right before the paced runs (the report pairs each paced
+    # run with the closed-loop run recorded just before it).
+    load "$name" "$port" modern-call "2026-07-28, peak before the paced runs"
     p=$(peak "$name")
     for share in 50 90; do
       rate=$(awk -v p="$p" -v s="$share" 'BEGIN { printf "%.0f", p * s / 100 }')

@@ -47,11 +47,14 @@ pub fn judge(measured: f64, limit: f64) -> String {
     }
 }
 
+/// The server's closed-loop run of `workload` (the load or floor stage's rather than the tail
+/// stage's peak run, when there are both).
 fn closed<'a>(records: &'a [Record], server: &str, workload: &str) -> Option<&'a Record> {
-    records
-        .iter()
-        .rev()
-        .find(|r| r.server == server && r.workload == workload && r.rate.is_none() && r.errors == 0)
+    let mut runs = records.iter().rev().filter(|r| {
+        r.server == server && r.workload == workload && r.rate.is_none() && r.errors == 0
+    });
+    let first = runs.clone().next();
+    runs.find(|r| !r.protocol.ends_with(PEAK_LABEL)).or(first)
 }
 
 fn callgrind<'a>(records: &'a [Record], server: &str) -> Option<&'a Record> {
@@ -62,17 +65,26 @@ fn callgrind<'a>(records: &'a [Record], server: &str) -> Option<&'a Record> {
         .filter(|r| r.instructions_per_req.is_some())
 }
 
-/// The open-loop runs of `server`'s stateless call with their share of its closed-loop peak.
+/// Protocol label of the closed-loop run the tail stage measures right before its paced runs.
+pub const PEAK_LABEL: &str = "peak before the paced runs";
+
+/// The open-loop runs of `server`'s stateless call with their share of its closed-loop peak: the
+/// closest closed-loop run of the same server recorded before each (the same process, when the
+/// tail stage measured it), else its last one.
 fn paced<'a>(records: &'a [Record], server: &str) -> Vec<(f64, &'a Record)> {
-    let Some(peak) = records.iter().rev().find(|r| {
+    let is_peak = |r: &Record| {
         r.server == server && r.workload == "modern-call" && r.rate.is_none() && r.rps > 0.0
-    }) else {
-        return Vec::new();
     };
+    let last = records.iter().rev().find(|r| is_peak(r));
     records
         .iter()
-        .filter(|r| r.server == server && r.workload == "modern-call")
-        .filter_map(|r| Some((r.rate? / peak.rps, r)))
+        .enumerate()
+        .filter(|(_, r)| r.server == server && r.workload == "modern-call")
+        .filter_map(|(i, r)| {
+            let rate = r.rate?;
+            let peak = records[..i].iter().rev().find(|p| is_peak(p)).or(last)?;
+            Some((rate / peak.rps, r))
+        })
         .collect()
 }
 
@@ -683,6 +695,25 @@ mod tests {
         tables(&mut text, &records);
         assert!(text.contains("| kube-mcp | 90% | 9000 |"), "{text}");
         assert!(text.contains("| 2.00x |"), "{text}");
+    }
+
+    #[test]
+    fn each_paced_run_is_a_share_of_the_peak_just_before_it() {
+        let mut peak = load(OURS, 20_000.0, 11.0, None, 1.0);
+        peak.protocol = format!("2026-07-28, {PEAK_LABEL}");
+        let records = [
+            load(OURS, 10_000.0, 11.0, None, 1.0),
+            peak,
+            load(OURS, 10_000.0, 11.0, Some(10_000.0), 2.0),
+            load(OURS, 18_000.0, 11.0, Some(18_000.0), 3.0),
+        ];
+        let shares: Vec<f64> = paced(&records, OURS).iter().map(|(s, _)| *s).collect();
+        assert_eq!(shares, [0.5, 0.9]);
+        // The goal's CPU figure is the load stage's run, not the peak's.
+        assert_eq!(
+            closed(&records, OURS, "modern-call").map(|r| r.rps),
+            Some(10_000.0)
+        );
     }
 
     #[test]

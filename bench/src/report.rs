@@ -55,6 +55,7 @@ pub fn render(records: &[Record], machine: &str, notes: &str) -> String {
                 r.rate.is_none()
                     && workloads.contains(&r.workload.as_str())
                     && !goals::OWN_TABLES.contains(&r.server.as_str())
+                    && !r.protocol.ends_with(goals::PEAK_LABEL)
             })
             .collect();
         if !rows.is_empty() {
