@@ -366,7 +366,7 @@ fn tail_table(out: &mut String, records: &[Record]) {
     );
     let _ = writeln!(
         out,
-        "Peak: the server's own closed-loop req/s in this run; latency from each request's \
+        "Peak: the server's own closed-loop req/s, measured in the same process right before; latency from each request's \
          scheduled start (no coordinated omission).\n"
     );
     let _ = writeln!(
