@@ -12,7 +12,9 @@
 # `cargo build --profile profiling -p mcp-runtime -p mcp-bench`), CG_OUT (a directory for the
 # dump; default a temp dir), CG_ARGS (more `serve` flags), CG_TRACING=1 (tracing on, exporting
 # to bench/otlp-sink.py on 127.0.0.1:CG_PORT+2; what reached it is printed too). CG_ARGS and
-# CG_TRACING are kube-mcp's only.
+# CG_TRACING are kube-mcp's only. CG_RECORD (a JSON-lines records file: the result is appended
+# to it as one `callgrind-call` record, through `mcp-bench record`, for bench/run.sh's report),
+# CG_ANNOTATE (a file: callgrind_annotate's top 25 functions by inclusive cost go there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SERVER=${CG_SERVER:-kube-mcp}
@@ -95,6 +97,15 @@ if ((requests <= 0)); then
 fi
 echo "requests $requests instructions $instructions"
 echo "instructions/request $((instructions / requests))"
+if [[ -n ${CG_RECORD:-} ]]; then
+  "$BENCH" record --server "$SERVER" --workload callgrind-call --concurrency "$CONCURRENCY" \
+    --protocol "bench/callgrind.sh, c=$CONCURRENCY, $DURATION" --requests "$requests" \
+    --instructions "$((instructions / requests))" --note "$instructions instructions" \
+    --out "$CG_RECORD" >/dev/null
+fi
+if [[ -n ${CG_ANNOTATE:-} ]]; then
+  callgrind_annotate --inclusive=yes --threshold=100 "$dump" 2>/dev/null | head -n 45 >"$CG_ANNOTATE" || true
+fi
 if [[ -n $SINK ]]; then
   # The server flushes its last spans on SIGTERM; then the sink reports what reached it.
   stop

@@ -7,8 +7,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use std::net::SocketAddr;
-use tokio::net::TcpStream;
+use std::net::{IpAddr, SocketAddr};
+use tokio::net::{TcpSocket, TcpStream};
 
 /// `Bearer <token>` sent with every request, for servers that authenticate (set once, from
 /// `--bearer-token-file`).
@@ -41,6 +41,7 @@ pub struct Answer {
 /// A connection.
 pub struct Conn {
     addr: SocketAddr,
+    source: Option<IpAddr>,
     host: String,
     sender: SendRequest<Full<Bytes>>,
 }
@@ -48,7 +49,25 @@ pub struct Conn {
 impl Conn {
     /// Connects (TCP_NODELAY, as every HTTP client does).
     pub async fn open(addr: SocketAddr) -> anyhow::Result<Self> {
-        let stream = TcpStream::connect(addr).await?;
+        Self::open_from(addr, None).await
+    }
+
+    /// Connects from `source` (a loopback address; port picked by the kernel), or from the
+    /// address the kernel picks. One source address has only ~28k ephemeral ports towards one
+    /// destination, so runs holding more connections spread them over 127.0.0.1, 127.0.0.2, ….
+    pub async fn open_from(addr: SocketAddr, source: Option<IpAddr>) -> anyhow::Result<Self> {
+        let stream = match source {
+            None => TcpStream::connect(addr).await?,
+            Some(ip) => {
+                let socket = if ip.is_ipv4() {
+                    TcpSocket::new_v4()?
+                } else {
+                    TcpSocket::new_v6()?
+                };
+                socket.bind(SocketAddr::new(ip, 0))?;
+                socket.connect(addr).await?
+            }
+        };
         stream.set_nodelay(true)?;
         let (sender, connection) =
             hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
@@ -58,6 +77,7 @@ impl Conn {
         });
         Ok(Self {
             addr,
+            source,
             host: addr.to_string(),
             sender,
         })
@@ -70,7 +90,7 @@ impl Conn {
 
     /// Reconnects to the same address.
     pub async fn reopen(&mut self) -> anyhow::Result<()> {
-        *self = Self::open(self.addr).await?;
+        *self = Self::open_from(self.addr, self.source).await?;
         Ok(())
     }
 

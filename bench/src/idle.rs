@@ -8,7 +8,7 @@ use crate::mcp::{self, Expect};
 use crate::procfs::{self, Sampler};
 use crate::stats::{Record, mib};
 use http_body_util::BodyExt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -47,6 +47,23 @@ pub struct IdleConfig {
     pub protocol: String,
 }
 
+/// Connections per source address before the next one (127.0.0.2, …) is used: one source
+/// address has ~28k ephemeral ports towards one destination (ip_local_port_range 32768-60999).
+pub const PER_SOURCE: usize = 25_000;
+
+/// The source address of session `index` out of `sessions`: the kernel's pick while every
+/// session fits on one source address, else 127.0.0.1 + index / PER_SOURCE (IPv4 targets only;
+/// all of 127.0.0.0/8 is loopback on Linux).
+pub fn source(index: usize, sessions: usize, target: SocketAddr) -> Option<IpAddr> {
+    if sessions <= PER_SOURCE || !target.is_ipv4() {
+        return None;
+    }
+    let n = u32::try_from(index / PER_SOURCE).unwrap_or(0);
+    Some(IpAddr::V4(Ipv4Addr::from(
+        u32::from(Ipv4Addr::new(127, 0, 0, 1)) + n,
+    )))
+}
+
 /// Longest wait for one session to open.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -68,7 +85,8 @@ pub async fn run(config: IdleConfig) -> anyhow::Result<Record> {
     let (opened_tx, mut opened_rx) = tokio::sync::mpsc::channel::<()>(config.sessions.max(1));
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(config.sessions);
-    for _ in 0..config.sessions {
+    for index in 0..config.sessions {
+        let from = source(index, config.sessions, config.addr);
         let (config, counters, gate, mut stopped, opened_tx) = (
             config.clone(),
             counters.clone(),
@@ -78,7 +96,7 @@ pub async fn run(config: IdleConfig) -> anyhow::Result<Record> {
         );
         tasks.push(tokio::spawn(async move {
             let permit = gate.acquire_owned().await;
-            let body = tokio::time::timeout(OPEN_TIMEOUT, open(&config)).await;
+            let body = tokio::time::timeout(OPEN_TIMEOUT, open(&config, from)).await;
             drop(permit);
             let mut body = match body {
                 Ok(Ok(body)) => {
@@ -160,8 +178,11 @@ pub async fn run(config: IdleConfig) -> anyhow::Result<Record> {
 }
 
 /// Opens one session and returns its open stream.
-async fn open(config: &IdleConfig) -> anyhow::Result<hyper::body::Incoming> {
-    let mut conn = Conn::open(config.addr).await?;
+async fn open(
+    config: &IdleConfig,
+    source: Option<IpAddr>,
+) -> anyhow::Result<hyper::body::Incoming> {
+    let mut conn = Conn::open_from(config.addr, source).await?;
     match config.mode {
         Mode::Sse => {
             let response = conn.start(&mcp::get_stream(&config.path, None)).await?;
@@ -192,5 +213,32 @@ async fn open(config: &IdleConfig) -> anyhow::Result<hyper::body::Incoming> {
             anyhow::ensure!(response.status().is_success(), "GET: {}", response.status());
             Ok(response.into_body())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_spread_past_one_address() {
+        let target: SocketAddr = "127.0.0.1:18100".parse().expect("an address");
+        assert_eq!(source(0, 10_000, target), None);
+        assert_eq!(
+            source(0, 100_000, target),
+            Some("127.0.0.1".parse().expect("ip"))
+        );
+        assert_eq!(
+            source(24_999, 100_000, target),
+            Some("127.0.0.1".parse().expect("ip"))
+        );
+        assert_eq!(
+            source(25_000, 100_000, target),
+            Some("127.0.0.2".parse().expect("ip"))
+        );
+        assert_eq!(
+            source(99_999, 100_000, target),
+            Some("127.0.0.4".parse().expect("ip"))
+        );
     }
 }

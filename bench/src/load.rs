@@ -129,6 +129,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Record> {
         p50_ms: p.p50,
         p95_ms: p.p95,
         p99_ms: p.p99,
+        p999_ms: p.p999,
         max_ms: p.max,
         server_cpu_s: server_cpu,
         cpu_us_per_req: if total.requests > 0 {
@@ -139,7 +140,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Record> {
         rss_peak_mib: mib(rss_peak),
         rss_before_mib: mib(rss_before),
         client_cpu_s: client_end - client_start,
-        note: String::new(),
+        ..Record::default()
     })
 }
 

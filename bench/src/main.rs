@@ -6,16 +6,21 @@
 //! - `mcp-bench declaration N`: prints an N-tool declaration shaped like an import;
 //! - `mcp-bench pages`: `tools/list` page latency over a large declaration;
 //! - `mcp-bench reload`: call latency while the manifest is rewritten (forcing reloads) and
-//!   without.
+//!   without;
+//! - `mcp-bench ready`: process start to `/readyz` 200 of a server command, median of runs;
+//! - `mcp-bench record`: appends one record measured by a script (callgrind counts, the binary
+//!   size, a size that could not run) to the records.
 //!
 //! Loopback only: the target must be a 127.0.0.0/8 or ::1 address. Every run is bounded in time.
 
 mod conn;
 mod declaration;
+mod goals;
 mod idle;
 mod load;
 mod mcp;
 mod procfs;
+mod ready;
 mod report;
 mod scale;
 mod stats;
@@ -51,6 +56,63 @@ enum Command {
     Pages(PagesArgs),
     /// Call latency at a fixed rate with and without reloads of the served manifest.
     Reload(ReloadArgs),
+    /// Process start to `/readyz` 200 of a server command (median of runs) and its record.
+    Ready(ReadyArgs),
+    /// Appends one record measured elsewhere (a script) to the records.
+    Record(RecordArgs),
+}
+
+#[derive(Args)]
+struct ReadyArgs {
+    /// The admin address the command serves `/readyz` on (loopback only).
+    #[arg(long, value_name = "ADDR")]
+    admin: SocketAddr,
+    /// What is started, as the report names it.
+    #[arg(long)]
+    label: String,
+    /// Runs.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Longest wait for one run (at most 5 minutes).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Append the JSON record to this file (it is also printed).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+#[derive(Args)]
+struct RecordArgs {
+    /// Server label.
+    #[arg(long)]
+    server: String,
+    /// Record kind (`callgrind-call`, `binary-size`, `idle-sse`, …).
+    #[arg(long)]
+    workload: String,
+    /// Protocol or description label.
+    #[arg(long, default_value = "")]
+    protocol: String,
+    /// Concurrency (sessions, for idle kinds).
+    #[arg(long, default_value_t = 0)]
+    concurrency: usize,
+    /// Requests measured.
+    #[arg(long, default_value_t = 0)]
+    requests: u64,
+    /// Instructions per request (callgrind).
+    #[arg(long)]
+    instructions: Option<f64>,
+    /// A size in bytes.
+    #[arg(long)]
+    bytes: Option<u64>,
+    /// Free-form remark.
+    #[arg(long, default_value = "")]
+    note: String,
+    /// Append the JSON record to this file (it is also printed).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -230,7 +292,7 @@ fn main() -> anyhow::Result<()> {
         Command::Idle(args) => {
             check_target(&args.target)?;
             anyhow::ensure!(args.hold <= LONGEST, "runs are bounded");
-            anyhow::ensure!(args.sessions <= 50_000, "at most 50,000 sessions");
+            anyhow::ensure!(args.sessions <= 100_000, "at most 100,000 sessions");
             let config = idle::IdleConfig {
                 addr: args.target.addr,
                 path: args.path,
@@ -282,6 +344,34 @@ fn main() -> anyhow::Result<()> {
             println!("{record}");
             Ok(())
         }
+        Command::Ready(args) => {
+            anyhow::ensure!(args.admin.ip().is_loopback(), "loopback addresses only");
+            anyhow::ensure!(args.timeout <= LONGEST / 2, "runs are bounded");
+            anyhow::ensure!((1..=50).contains(&args.runs), "1 to 50 runs");
+            let config = ready::ReadyConfig {
+                admin: args.admin,
+                command: args.command,
+                runs: args.runs,
+                timeout: args.timeout,
+                label: args.label,
+            };
+            let record = runtime.block_on(ready::run(config))?;
+            append(args.out.as_deref(), &record)
+        }
+        Command::Record(args) => {
+            let record = stats::Record {
+                server: args.server,
+                workload: args.workload,
+                protocol: args.protocol,
+                concurrency: args.concurrency,
+                requests: args.requests,
+                instructions_per_req: args.instructions,
+                bytes: args.bytes,
+                note: args.note,
+                ..stats::Record::default()
+            };
+            append(args.out.as_deref(), &record)
+        }
         Command::Report(args) => {
             let text = std::fs::read_to_string(&args.records)?;
             let records = text
@@ -327,6 +417,20 @@ fn emit(target: &Target, record: &stats::Record) -> anyhow::Result<()> {
         record.note
     );
     if let Some(path) = &target.out {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        writeln!(file, "{line}")?;
+    }
+    Ok(())
+}
+
+/// Prints the record as one JSON line and appends it to `out`, when given.
+fn append(out: Option<&std::path::Path>, record: &stats::Record) -> anyhow::Result<()> {
+    let line = serde_json::to_string(record)?;
+    println!("{line}");
+    if let Some(path) = out {
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -32,6 +32,9 @@ pub struct Record {
     pub p95_ms: f64,
     /// 99th percentile.
     pub p99_ms: f64,
+    /// 99.9th percentile (absent from records written before issue 31).
+    #[serde(default)]
+    pub p999_ms: f64,
     /// Maximum.
     pub max_ms: f64,
     /// Server CPU seconds over the measured window.
@@ -44,6 +47,12 @@ pub struct Record {
     pub rss_before_mib: f64,
     /// Load generator CPU seconds over the window.
     pub client_cpu_s: f64,
+    /// Instructions per request counted by callgrind (`callgrind-*` records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_per_req: Option<f64>,
+    /// A size in bytes (the `binary-size` record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
     /// Free-form remark.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
@@ -57,6 +66,8 @@ pub struct Percentiles {
     pub p95: f64,
     /// 99th.
     pub p99: f64,
+    /// 99.9th.
+    pub p999: f64,
     /// Maximum.
     pub max: f64,
 }
@@ -75,6 +86,7 @@ pub fn percentiles(micros: &mut [u32]) -> Percentiles {
         p50: at(0.50),
         p95: at(0.95),
         p99: at(0.99),
+        p999: at(0.999),
         max: at(1.0),
     }
 }
@@ -93,7 +105,16 @@ mod tests {
         let mut micros: Vec<u32> = (1..=100).map(|ms| ms * 1000).collect();
         let p = percentiles(&mut micros);
         assert_eq!((p.p50, p.p95, p.p99, p.max), (50.0, 95.0, 99.0, 100.0));
+        let mut micros: Vec<u32> = (1..=2000).collect();
+        assert_eq!(percentiles(&mut micros).p999, 1.998);
         let empty = percentiles(&mut []);
         assert_eq!(empty.p99, 0.0);
+    }
+
+    #[test]
+    fn old_records_parse_without_p999() {
+        let line = r#"{"server":"s","workload":"w","protocol":"p","concurrency":1,"seconds":1.0,"requests":1,"sessions":0,"errors":0,"rps":1.0,"p50_ms":1.0,"p95_ms":1.0,"p99_ms":1.0,"max_ms":1.0,"server_cpu_s":0.0,"cpu_us_per_req":0.0,"rss_peak_mib":0.0,"rss_before_mib":0.0,"client_cpu_s":0.0}"#;
+        let record: Record = serde_json::from_str(line).expect("an issue-15 record");
+        assert_eq!((record.p999_ms, record.instructions_per_req), (0.0, None));
     }
 }
