@@ -121,7 +121,8 @@ struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value_t = SessionSettings::default().unused_timeout.into(), value_parser = positive_duration)]
     session_unused_timeout: humantime::Duration,
     /// Most legacy sessions, and most 2026-07-28 subscriptions/listen streams, open at once;
-    /// more are refused with 503.
+    /// more are refused with 503. The MCP port serves twice as many connections, and the
+    /// runtime raises its open-files limit to match (up to the hard limit; it warns below).
     #[arg(long, value_name = "N", default_value_t = SessionSettings::default().max_sessions)]
     max_sessions: usize,
     /// Most legacy sessions one client holds at once (a client: its principal under

@@ -70,8 +70,15 @@ pub async fn run(config: RunConfig) -> anyhow::Result<()> {
         tracing::info!("shutdown requested; draining");
         signal.cancel();
     });
+    crate::open_files::raise_for(max_connections(config.sessions.max_sessions));
     let (mcp, admin) = bind(&config).await?;
     serve(config, mcp, admin, shutdown).await
+}
+
+/// Connections the MCP port serves at once: each session may hold a stream's, with as many
+/// again for requests (20,000 at the default 10,000 sessions).
+fn max_connections(max_sessions: usize) -> usize {
+    max_sessions.saturating_mul(2).max(256)
 }
 
 /// Binds both listeners (tests bind port 0 themselves and call [`serve`]).
@@ -206,6 +213,7 @@ pub async fn serve(
     });
     let limits = crate::listener::ConnectionLimits {
         idle_timeout: config.connection_idle_timeout,
+        max_connections: max_connections(config.sessions.max_sessions),
         ..crate::listener::ConnectionLimits::default()
     };
     transport::serve(mcp, state, limits, config.shutdown_timeout).await?;

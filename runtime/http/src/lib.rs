@@ -9,5 +9,6 @@ pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod listener;
+mod open_files;
 pub mod reload;
 pub mod transport;
