@@ -34,15 +34,16 @@ issuer=$(awk '/^issuer /{print $2}' "$OUT/as.out")
 
 # instructions/request of one server under callgrind: measure MANIFEST [TOKEN_FILE]
 measure() {
-  local manifest=$1 token_file=${2:-} port
-  port=$(free_port)
+  local manifest=$1 token_file=${2:-} port admin
+  port=$(free_port) admin=$(free_port)
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.$port" \
     "$RUNTIME" serve --manifest "$manifest" --listen "127.0.0.1:$port" \
-    --admin-listen "127.0.0.1:$((port + 1))" --ping-interval 0s >"$OUT/server.$port.log" 2>&1 &
+    --admin-listen "127.0.0.1:$admin" --ping-interval 0s >"$OUT/server.$port.log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   for _ in $(seq 300); do
-    curl -fsS "http://127.0.0.1:$((port + 1))/readyz" >/dev/null 2>&1 && break
+    curl -fsS "http://127.0.0.1:$admin/readyz" >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || { grep -v '^==' "$OUT/server.$port.log" >&2; exit 1; }
     sleep 0.2
   done
   if [[ -z $token_file ]]; then

@@ -68,7 +68,10 @@ wait "$server" 2>/dev/null || true
 perf script -i "$WORK/perf.data" 2>/dev/null >"$WORK/perf.txt"
 "$INFERNO/bin/inferno-collapse-perf" "$WORK/perf.txt" >"$WORK/collapsed.txt"
 mkdir -p "$(dirname "$SVG")"
-"$INFERNO/bin/inferno-flamegraph" --title "kube-mcp: stateless tools/call (modern-call, c=$CONCURRENCY)" \
+# Frames narrower than half a pixel are left out: they cannot be seen, and they made the SVG
+# five times larger (3 MB).
+"$INFERNO/bin/inferno-flamegraph" --minwidth 0.5 \
+  --title "kube-mcp: stateless tools/call (modern-call, c=$CONCURRENCY)" \
   "$WORK/collapsed.txt" >"$SVG"
 rm -f "$WORK/perf.data" "$WORK/perf.txt"
 

@@ -401,8 +401,6 @@ fn check_target(target: &Target) -> anyhow::Result<()> {
 }
 
 fn emit(target: &Target, record: &stats::Record) -> anyhow::Result<()> {
-    let line = serde_json::to_string(record)?;
-    println!("{line}");
     eprintln!(
         "{} {} c={}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {}, server CPU {:.1} µs/req, peak RSS {:.1} MiB {}",
         record.server,
@@ -416,14 +414,7 @@ fn emit(target: &Target, record: &stats::Record) -> anyhow::Result<()> {
         record.rss_peak_mib,
         record.note
     );
-    if let Some(path) = &target.out {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
-        writeln!(file, "{line}")?;
-    }
-    Ok(())
+    append(target.out.as_deref(), record)
 }
 
 /// Prints the record as one JSON line and appends it to `out`, when given.
