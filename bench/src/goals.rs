@@ -104,159 +104,129 @@ pub fn goals(out: &mut String, records: &[Record]) {
     let _ = writeln!(out, "## Goals (issue 31)\n");
     let _ = writeln!(out, "| goal | measured | verdict |");
     let _ = writeln!(out, "|---|---|---|");
-    let mut row = |goal: &str, measured: String, verdict: String| {
+    let rows = [
+        (
+            format!("stateless tools/call, c=64: server CPU ≤ {CPU_FLOOR}x the bare-axum floor's"),
+            cpu_ratio(records, OURS, FLOOR, CPU_FLOOR),
+        ),
+        (
+            format!("stateless tools/call: ≤ {INSTRUCTIONS:.0} instructions per call (callgrind)"),
+            instructions(records),
+        ),
+        (
+            format!("with `spec.auth` (cached token): ≤ {AUTH}x the instructions without"),
+            auth(records),
+        ),
+        (
+            format!(
+                "HTTP-backed tool (loopback upstream), c=64: server CPU ≤ {HTTP_TOOL}x a bare axum proxy's"
+            ),
+            cpu_ratio(records, OURS_HTTP, PROXY, HTTP_TOOL),
+        ),
+        (
+            format!(
+                "{IDLE_SESSIONS} idle HTTP+SSE sessions: ≤ {IDLE_MIB:.0} MiB RSS above the idle process"
+            ),
+            idle(records),
+        ),
+        (
+            format!("p99 at 50% of peak ≤ {TAIL}x the floor's p99 at 50% of its peak"),
+            tail(records),
+        ),
+    ];
+    for (goal, judged) in rows {
+        let (measured, verdict) =
+            judged.unwrap_or_else(|| ("not measured in this run".into(), "—".into()));
         let _ = writeln!(out, "| {goal} | {measured} | {verdict} |");
-    };
-    let not_measured = || ("not measured in this run".to_owned(), "—".to_owned());
-
-    let goal =
-        format!("stateless tools/call, c=64: server CPU ≤ {CPU_FLOOR}x the bare-axum floor's");
-    match (
-        closed(records, OURS, "modern-call"),
-        closed(records, FLOOR, "modern-call"),
-    ) {
-        (Some(ours), Some(floor)) if floor.cpu_us_per_req > 0.0 => {
-            let times = ours.cpu_us_per_req / floor.cpu_us_per_req;
-            row(
-                &goal,
-                format!(
-                    "{times:.2}x ({:.1} vs {:.1} µs/req)",
-                    ours.cpu_us_per_req, floor.cpu_us_per_req
-                ),
-                judge(times, CPU_FLOOR),
-            );
-        }
-        _ => {
-            let (m, v) = not_measured();
-            row(&goal, m, v);
-        }
     }
+    let _ = writeln!(out);
+}
 
-    let goal =
-        format!("stateless tools/call: ≤ {INSTRUCTIONS:.0} instructions per call (callgrind)");
-    match callgrind(records, OURS) {
-        Some(ours) => {
-            let n = ours.instructions_per_req.unwrap_or_default();
-            let floor = callgrind(records, FLOOR)
-                .and_then(|f| f.instructions_per_req)
-                .map_or(String::new(), |f| {
-                    format!("; the floor {f:.0}, {:.2}x", n / f.max(1.0))
-                });
-            row(&goal, format!("{n:.0}{floor}"), judge(n, INSTRUCTIONS));
-        }
-        None => {
-            let (m, v) = not_measured();
-            row(&goal, m, v);
-        }
-    }
+/// A goal's measured figure and verdict, `None` when the run did not measure it.
+type Judged = Option<(String, String)>;
 
-    let goal = format!("with `spec.auth` (cached token): ≤ {AUTH}x the instructions without");
-    match (
-        callgrind(records, OURS_AUTH),
-        callgrind(records, OURS_NO_AUTH),
-    ) {
-        (Some(auth), Some(plain)) => {
-            let (a, p) = (
-                auth.instructions_per_req.unwrap_or_default(),
-                plain.instructions_per_req.unwrap_or_default(),
-            );
-            let times = a / p.max(1.0);
-            row(
-                &goal,
-                format!("{times:.3}x ({a:.0} vs {p:.0} instructions)"),
-                judge(times, AUTH),
-            );
-        }
-        _ => {
-            let (m, v) = not_measured();
-            row(&goal, m, v);
-        }
-    }
+/// `ours`'s server CPU per stateless call against `base`'s, at most `limit` times.
+fn cpu_ratio(records: &[Record], ours: &str, base: &str, limit: f64) -> Judged {
+    let ours = closed(records, ours, "modern-call")?;
+    let base = closed(records, base, "modern-call").filter(|b| b.cpu_us_per_req > 0.0)?;
+    let times = ours.cpu_us_per_req / base.cpu_us_per_req;
+    Some((
+        format!(
+            "{times:.2}x ({:.1} vs {:.1} µs/req)",
+            ours.cpu_us_per_req, base.cpu_us_per_req
+        ),
+        judge(times, limit),
+    ))
+}
 
-    let goal = format!(
-        "HTTP-backed tool (loopback upstream), c=64: server CPU ≤ {HTTP_TOOL}x a bare axum proxy's"
-    );
-    match (
-        closed(records, OURS_HTTP, "modern-call"),
-        closed(records, PROXY, "modern-call"),
-    ) {
-        (Some(ours), Some(proxy)) if proxy.cpu_us_per_req > 0.0 => {
-            let times = ours.cpu_us_per_req / proxy.cpu_us_per_req;
-            row(
-                &goal,
-                format!(
-                    "{times:.2}x ({:.1} vs {:.1} µs/req)",
-                    ours.cpu_us_per_req, proxy.cpu_us_per_req
-                ),
-                judge(times, HTTP_TOOL),
-            );
-        }
-        _ => {
-            let (m, v) = not_measured();
-            row(&goal, m, v);
-        }
-    }
+fn instructions(records: &[Record]) -> Judged {
+    let n = callgrind(records, OURS)?
+        .instructions_per_req
+        .unwrap_or_default();
+    let floor = callgrind(records, FLOOR)
+        .and_then(|f| f.instructions_per_req)
+        .map_or(String::new(), |f| {
+            format!("; the floor {f:.0}, {:.2}x", n / f.max(1.0))
+        });
+    Some((format!("{n:.0}{floor}"), judge(n, INSTRUCTIONS)))
+}
 
-    let goal = format!(
-        "{IDLE_SESSIONS} idle HTTP+SSE sessions: ≤ {IDLE_MIB:.0} MiB RSS above the idle process"
-    );
-    let idle = records
+fn auth(records: &[Record]) -> Judged {
+    let count =
+        |server| callgrind(records, server).map(|r| r.instructions_per_req.unwrap_or_default());
+    let (a, p) = (count(OURS_AUTH)?, count(OURS_NO_AUTH)?);
+    let times = a / p.max(1.0);
+    Some((
+        format!("{times:.3}x ({a:.0} vs {p:.0} instructions)"),
+        judge(times, AUTH),
+    ))
+}
+
+fn idle(records: &[Record]) -> Judged {
+    let r = records
         .iter()
         .rev()
-        .find(|r| r.server == OURS && r.workload == "idle-sse" && r.concurrency == IDLE_SESSIONS);
-    match idle {
-        Some(r) if r.sessions as usize == r.concurrency => row(
-            &goal,
-            format!(
-                "{:.1} MiB ({:.1} → {:.1} MiB, {:.1} KiB per session)",
-                growth(r),
-                r.rss_before_mib,
-                r.rss_peak_mib,
-                growth(r) * 1024.0 / r.concurrency as f64
-            ),
-            judge(growth(r), IDLE_MIB),
-        ),
-        Some(r) => row(
-            &goal,
+        .find(|r| r.server == OURS && r.workload == "idle-sse" && r.concurrency == IDLE_SESSIONS)?;
+    if r.sessions as usize != r.concurrency {
+        return Some((
             format!(
                 "{} of {} sessions held, {} errors",
                 r.sessions, r.concurrency, r.errors
             ),
             "**missed** (sessions failed)".into(),
+        ));
+    }
+    Some((
+        format!(
+            "{:.1} MiB ({:.1} → {:.1} MiB, {:.1} KiB per session)",
+            growth(r),
+            r.rss_before_mib,
+            r.rss_peak_mib,
+            growth(r) * 1024.0 / r.concurrency as f64
         ),
-        None => {
-            let (m, v) = not_measured();
-            row(&goal, m, v);
-        }
-    }
+        judge(growth(r), IDLE_MIB),
+    ))
+}
 
-    let goal = format!("p99 at 50% of peak ≤ {TAIL}x the floor's p99 at 50% of its peak");
-    match (at_share(records, OURS, 0.5), at_share(records, FLOOR, 0.5)) {
-        (Some(ours), Some(floor)) if floor.p99_ms > 0.0 => {
-            let times = ours.p99_ms / floor.p99_ms;
-            let verdict = if ours.errors > 0 {
-                format!("**missed** ({} errors)", ours.errors)
-            } else {
-                judge(times, TAIL)
-            };
-            row(
-                &goal,
-                format!(
-                    "{times:.2}x ({:.2} ms at {:.0} req/s vs {:.2} ms at {:.0} req/s)",
-                    ours.p99_ms,
-                    ours.rate.unwrap_or_default(),
-                    floor.p99_ms,
-                    floor.rate.unwrap_or_default()
-                ),
-                verdict,
-            );
-        }
-        _ => {
-            let (m, v) = not_measured();
-            row(&goal, m, v);
-        }
-    }
-    let _ = writeln!(out);
+fn tail(records: &[Record]) -> Judged {
+    let ours = at_share(records, OURS, 0.5)?;
+    let floor = at_share(records, FLOOR, 0.5).filter(|f| f.p99_ms > 0.0)?;
+    let times = ours.p99_ms / floor.p99_ms;
+    let verdict = if ours.errors > 0 {
+        format!("**missed** ({} errors)", ours.errors)
+    } else {
+        judge(times, TAIL)
+    };
+    Some((
+        format!(
+            "{times:.2}x ({:.2} ms at {:.0} req/s vs {:.2} ms at {:.0} req/s)",
+            ours.p99_ms,
+            ours.rate.unwrap_or_default(),
+            floor.p99_ms,
+            floor.rate.unwrap_or_default()
+        ),
+        verdict,
+    ))
 }
 
 /// The tables of issue 31's figures (each only when its records are there).
